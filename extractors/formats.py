@@ -1,0 +1,317 @@
+"""Manifest formats: detection and the parsers for MCP, MCP catalogs, OpenAI and ToolLinkOS.
+
+Every parser returns ``ParsedServers``: servers with their well-formed tools, plus one
+quarantine entry per malformed tool (missing name, wrong types, duplicate name). OpenAPI
+lives in ``openapi.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolkg.errors import ItemError, ManifestError
+from toolkg.extractors.schema import (
+    optional_str,
+    outputs_from_schema,
+    parameter_from_schema,
+    parameters_from_object_schema,
+    require_mapping,
+    require_str,
+    to_json_text,
+)
+from toolkg.models import Annotations, DeclaredDependency, ManifestFormat, Parameter, QuarantinedItem, Server, Tool
+
+_SERVER_ID_RE = re.compile(r"[^A-Za-z0-9._-]+")
+
+# ToolLinkOS dependence_type -> ontology sub-property of tk:dependsOn.
+DEPENDENCE_KINDS = {
+    "TOOL_DIRECTLY_DEPENDS_ON": "toolDirectlyDependsOn",
+    "TOOL_INDIRECTLY_DEPENDS_ON": "toolIndirectlyDependsOn",
+    "PARAMETER_DIRECTLY_DEPENDS_ON": "parameterDirectlyDependsOn",
+    "PARAMETER_INDIRECTLY_DEPENDS_ON": "parameterIndirectlyDependsOn",
+    "PARAMETER_DEPENDS_ON": "parameterDependsOn",
+    "TOOL_DEPENDS_ON": "toolDependsOn",
+    "DEPENDS_ON": "dependsOn",
+}
+
+
+@dataclass
+class ParsedServers:
+    servers: list[Server] = field(default_factory=list)
+    quarantined: list[QuarantinedItem] = field(default_factory=list)
+
+
+def server_id_from(text: str) -> str:
+    """A server id usable in 'server::tool' ids and IRIs: spaces and odd characters to '-'."""
+    cleaned = _SERVER_ID_RE.sub("-", text.strip()).strip("-")
+    return cleaned or "server"
+
+
+def detect_format(document: Any, path: str) -> ManifestFormat:
+    """Guess the manifest format from the document's shape."""
+    if isinstance(document, Mapping):
+        if "openapi" in document:
+            return "openapi"
+        if "swagger" in document:
+            raise ManifestError(path, "Swagger 2.0 is not supported; convert it to OpenAPI 3 first")
+        if isinstance(document.get("tools"), list) or isinstance(_mapping_get(document, "result", "tools"), list):
+            return "mcp"
+        if document.get("type") == "function" or {"name", "parameters"} <= document.keys():
+            return "openai"
+        raise ManifestError(path, "unrecognised manifest: expected an MCP tools/list result, an OpenAPI document "
+                                  "or OpenAI function tools (use --format to force one)")  # fmt: skip
+    if isinstance(document, list):
+        if not document:
+            raise ManifestError(path, "manifest is an empty list")
+        first = next((entry for entry in document if isinstance(entry, Mapping)), None)
+        if first is None:
+            raise ManifestError(path, "manifest is a list with no objects in it")
+        if isinstance(first.get("tools"), Mapping):
+            return "mcp-catalog"
+        if first.get("type") == "function" or isinstance(first.get("function"), Mapping):
+            return "openai"
+        if "depends_on" in first or "func_type" in first or isinstance(first.get("parameters"), list):
+            return "toollinkos"
+        if "inputSchema" in first:
+            return "mcp"
+        if "parameters" in first:
+            return "openai"
+        raise ManifestError(path, "unrecognised list manifest (use --format to force one)")
+    raise ManifestError(path, f"manifest must be a JSON object or list, got {type(document).__name__}")
+
+
+def _mapping_get(document: Mapping[str, Any], *keys: str) -> Any:
+    value: Any = document
+    for key in keys:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def collect_tools(
+    source: str, server_id: str, entries: Any, parse_one: Callable[[Mapping[str, Any], str], Tool]
+) -> tuple[list[Tool], list[QuarantinedItem]]:
+    """Parse each tool entry; a malformed or duplicate entry is quarantined, the rest kept."""
+    if not isinstance(entries, list):
+        raise ItemError(server_id, f"tools must be a list, got {type(entries).__name__}")
+    tools: list[Tool] = []
+    quarantined: list[QuarantinedItem] = []
+    first_index: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        label = f"{server_id}::#{index}"
+        try:
+            entry = require_mapping(entry, f"tool #{index}", label)
+            name = entry.get("name")
+            if isinstance(name, str) and name.strip():
+                label = f"{server_id}::{name}"
+            tool = parse_one(entry, label)
+            if tool.name in first_index:
+                raise ItemError(label, f"duplicate tool name {tool.name!r} (first defined at index {first_index[tool.name]})")
+            first_index[tool.name] = index
+            tools.append(tool)
+        except ItemError as exc:
+            quarantined.append(QuarantinedItem(source=source, item=label, stage="ingest", reason=exc.reason,
+                                               raw=_excerpt(entry)))  # fmt: skip
+    return tools, quarantined
+
+
+def _excerpt(value: Any, limit: int = 2000) -> str:
+    try:
+        text = to_json_text(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _annotations(raw: Any, item: str) -> Annotations | None:
+    if raw is None:
+        return None
+    raw = require_mapping(raw, "annotations", item)
+    hints = {"readOnlyHint": "read_only", "destructiveHint": "destructive",
+             "idempotentHint": "idempotent", "openWorldHint": "open_world"}  # fmt: skip
+    values: dict[str, Any] = {}
+    other = {}
+    for key, value in raw.items():
+        if key in hints and (value is None or isinstance(value, bool)):
+            values[hints[key]] = value
+        elif key == "title" and (value is None or isinstance(value, str)):
+            values["title"] = value
+        else:
+            other[key] = value
+    if other:
+        values["other_json"] = to_json_text(other)
+    return Annotations(**values)
+
+
+# --- MCP ------------------------------------------------------------------------------------
+
+
+def _mcp_tool(server_id: str) -> Callable[[Mapping[str, Any], str], Tool]:
+    def parse(entry: Mapping[str, Any], item: str) -> Tool:
+        return Tool(
+            server_id=server_id,
+            name=require_str(entry.get("name"), "tool name", item).strip(),
+            description=optional_str(entry.get("description"), "description", item),
+            parameters=tuple(parameters_from_object_schema(entry.get("inputSchema"), item=item)),
+            outputs=tuple(outputs_from_schema(entry.get("outputSchema"), item=item)),
+            annotations=_annotations(entry.get("annotations"), item),
+        )
+
+    return parse
+
+
+def parse_mcp(path: str, document: Any, server: str | None) -> ParsedServers:
+    """An MCP ``tools/list`` result (optionally JSON-RPC wrapped, or a bare list of tools)."""
+    wrapper: Mapping[str, Any] = {}
+    if isinstance(document, Mapping):
+        wrapper = document.get("result") if isinstance(document.get("result"), Mapping) else document
+        entries = wrapper.get("tools")
+    else:
+        entries = document
+    info = wrapper.get("serverInfo") if isinstance(wrapper.get("serverInfo"), Mapping) else {}
+    named = server or wrapper.get("server_name") or wrapper.get("server") or info.get("name") or wrapper.get("name")
+    server_id = server_id_from(named if isinstance(named, str) and named.strip() else Path(path).stem)
+    tools, quarantined = collect_tools(path, server_id, entries, _mcp_tool(server_id))
+    description = wrapper.get("description") or info.get("description")
+    result = Server(
+        id=server_id,
+        name=named if isinstance(named, str) and named.strip() else server_id,
+        description=description if isinstance(description, str) else "",
+        category=wrapper.get("category") if isinstance(wrapper.get("category"), str) else None,
+        version=_str_or_none(wrapper.get("version") or info.get("version")),
+        tools=tuple(tools),
+    )
+    return ParsedServers([result], quarantined)
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def parse_mcp_catalog(path: str, document: Any, server: str | None) -> ParsedServers:
+    """A list of MCP server entries: ``name``, ``description``, ``category``, ``tools.<key>.tools``."""
+    if server:
+        raise ManifestError(path, "--server cannot be used with a catalog of several servers")
+    if not isinstance(document, list):
+        raise ManifestError(path, "an MCP catalog must be a JSON list of server entries")
+    parsed = ParsedServers()
+    seen: set[str] = set()
+    for index, entry in enumerate(document):
+        label = f"entry #{index}"
+        try:
+            entry = require_mapping(entry, label, label)
+            label = str(entry.get("name") or label)
+            groups = require_mapping(entry.get("tools"), "tools", label)
+            for key, group in groups.items():
+                server_id = server_id_from(key)
+                group = require_mapping(group, f"tools.{key}", server_id)
+                if server_id in seen:
+                    raise ItemError(server_id, f"duplicate server id {server_id!r}")
+                seen.add(server_id)
+                tools, quarantined = collect_tools(path, server_id, group.get("tools"), _mcp_tool(server_id))
+                parsed.quarantined.extend(quarantined)
+                parsed.servers.append(Server(
+                    id=server_id,
+                    name=optional_str(entry.get("name"), "name", label) or server_id,
+                    description=optional_str(entry.get("description"), "description", label),
+                    category=_str_or_none(entry.get("category")),
+                    homepage=_str_or_none(entry.get("web") or entry.get("homepage")),
+                    version=_str_or_none(group.get("version")),
+                    tools=tuple(tools),
+                ))  # fmt: skip
+        except ItemError as exc:
+            parsed.quarantined.append(QuarantinedItem(source=path, item=exc.item, stage="ingest",
+                                                      reason=exc.reason, raw=_excerpt(entry)))  # fmt: skip
+    return parsed
+
+
+# --- OpenAI function calling ------------------------------------------------------------------
+
+
+def _openai_tool(server_id: str) -> Callable[[Mapping[str, Any], str], Tool]:
+    def parse(entry: Mapping[str, Any], item: str) -> Tool:
+        if entry.get("type") == "function" or "function" in entry:
+            entry = require_mapping(entry.get("function"), "function", item)
+        return Tool(
+            server_id=server_id,
+            name=require_str(entry.get("name"), "function name", item).strip(),
+            description=optional_str(entry.get("description"), "description", item),
+            parameters=tuple(parameters_from_object_schema(entry.get("parameters"), item=item)),
+        )
+
+    return parse
+
+
+def parse_openai(path: str, document: Any, server: str | None) -> ParsedServers:
+    """OpenAI tools: ``[{"type": "function", "function": {...}}]``, bare functions, or one of them."""
+    wrapper: Mapping[str, Any] = document if isinstance(document, Mapping) and "tools" in document else {}
+    entries = wrapper.get("tools") if wrapper else (document if isinstance(document, list) else [document])
+    named = server or wrapper.get("server") or wrapper.get("name")
+    server_id = server_id_from(named if isinstance(named, str) and named.strip() else Path(path).stem)
+    tools, quarantined = collect_tools(path, server_id, entries, _openai_tool(server_id))
+    description = wrapper.get("description")
+    result = Server(id=server_id, name=server_id, description=description if isinstance(description, str) else "",
+                    tools=tuple(tools))  # fmt: skip
+    return ParsedServers([result], quarantined)
+
+
+# --- ToolLinkOS -------------------------------------------------------------------------------
+
+
+def _toollinkos_parameter(raw: Any, item: str) -> Parameter:
+    raw = require_mapping(raw, "parameter", item)
+    name = require_str(raw.get("name"), "parameter name", item).strip()
+    required = raw.get("required", False)
+    if not isinstance(required, bool):
+        raise ItemError(item, f"parameter {name!r}: required must be true or false, got {required!r}")
+    schema = {k: v for k, v in raw.items() if k in ("type", "enum", "default", "description")}
+    return parameter_from_schema(name, schema, required=required, item=item)
+
+
+def _toollinkos_dependency(raw: Any, item: str) -> DeclaredDependency:
+    raw = require_mapping(raw, "depends_on entry", item)
+    target = require_str(raw.get("name"), "depends_on name", item).strip()
+    kind_name = require_str(raw.get("dependence_type", "DEPENDS_ON"), "dependence_type", item).strip().upper()
+    if kind_name not in DEPENDENCE_KINDS:
+        raise ItemError(item, f"unknown dependence_type {kind_name!r} (expected one of {', '.join(DEPENDENCE_KINDS)})")
+    parameter = raw.get("parameter_name")
+    if parameter is not None and not isinstance(parameter, str):
+        raise ItemError(item, f"parameter_name must be a string, got {type(parameter).__name__}")
+    return DeclaredDependency(target=target, kind=DEPENDENCE_KINDS[kind_name],  # type: ignore[arg-type]
+                              parameter=parameter.strip() or None if parameter else None,
+                              reason=optional_str(raw.get("reason"), "reason", item))  # fmt: skip
+
+
+def _toollinkos_tool(server_id: str) -> Callable[[Mapping[str, Any], str], Tool]:
+    def parse(entry: Mapping[str, Any], item: str) -> Tool:
+        parameters = entry.get("parameters") or []
+        dependencies = entry.get("depends_on") or []
+        if not isinstance(parameters, list):
+            raise ItemError(item, f"parameters must be a list, got {type(parameters).__name__}")
+        if not isinstance(dependencies, list):
+            raise ItemError(item, f"depends_on must be a list, got {type(dependencies).__name__}")
+        func_type = entry.get("func_type")
+        return Tool(
+            server_id=server_id,
+            name=require_str(entry.get("name"), "tool name", item).strip(),
+            description=optional_str(entry.get("description"), "description", item),
+            parameters=tuple(_toollinkos_parameter(p, item) for p in parameters),
+            depends_on=tuple(_toollinkos_dependency(d, item) for d in dependencies),
+            function_type=func_type if isinstance(func_type, str) else None,
+        )
+
+    return parse
+
+
+def parse_toollinkos(path: str, document: Any, server: str | None) -> ParsedServers:
+    """A ToolLinkOS tool list; dependencies name tools that may live in other files."""
+    if not isinstance(document, list):
+        raise ManifestError(path, "a ToolLinkOS manifest must be a JSON list of tools")
+    server_id = server_id_from(server or Path(path).stem)
+    tools, quarantined = collect_tools(path, server_id, document, _toollinkos_tool(server_id))
+    return ParsedServers([Server(id=server_id, name=server_id, tools=tuple(tools))], quarantined)

@@ -1,0 +1,175 @@
+"""JSON Schema fragments (MCP inputSchema, OpenAI parameters, OpenAPI schemas) to typed fields.
+
+Shared by every manifest parser so a parameter means the same thing whatever format it
+came from. Wrong shapes raise ``ItemError`` with a message naming the offending field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from toolkg.errors import ItemError
+from toolkg.models import OutputField, Parameter, ParameterLocation
+
+# Spellings catalogs use for JSON Schema types (ToolLinkOS writes Python names).
+_TYPE_ALIASES = {
+    "str": "string", "text": "string", "int": "integer", "float": "number", "double": "number",
+    "bool": "boolean", "list": "array", "dict": "object", "none": "null",
+}  # fmt: skip
+
+Resolver = Callable[[Any], Any]
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def to_json_text(value: Any) -> str:
+    """Canonical JSON text (sorted keys, no spaces) for values kept verbatim."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def require_str(value: Any, what: str, item: str, *, allow_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise ItemError(item, f"{what} must be a string, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise ItemError(item, f"{what} is empty")
+    return value
+
+
+def optional_str(value: Any, what: str, item: str) -> str:
+    """A free-text field that may be absent or null; other types are an error."""
+    if value is None:
+        return ""
+    return require_str(value, what, item, allow_empty=True).strip()
+
+
+def require_mapping(value: Any, what: str, item: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ItemError(item, f"{what} must be an object, got {type(value).__name__}")
+    return value
+
+
+def json_type(schema: Mapping[str, Any], resolve: Resolver = _identity) -> str:
+    """The JSON type of a schema; 'any' when unstated, alternatives joined by '|'."""
+    raw = schema.get("type")
+    if raw is None:
+        for key in ("anyOf", "oneOf"):
+            options = schema.get(key)
+            if isinstance(options, list):
+                types = []
+                for option in options:
+                    if isinstance(option, Mapping):
+                        found = json_type(resolve(option), resolve)
+                        if found not in types and found not in ("null", "any"):
+                            types.append(found)
+                return "|".join(types) or "any"
+        if "properties" in schema:
+            return "object"
+        if "enum" in schema and schema["enum"]:
+            return _python_json_type(schema["enum"][0])
+        return "any"
+    names = raw if isinstance(raw, list) else [raw]
+    normalised = []
+    for name in names:
+        if not isinstance(name, str):
+            raise ValueError(f"type must be a string or a list of strings, got {type(name).__name__}")
+        canonical = _TYPE_ALIASES.get(name.strip().lower(), name.strip().lower())
+        if canonical != "null" and canonical not in normalised:
+            normalised.append(canonical)
+    return "|".join(normalised) or "null"
+
+
+def _python_json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "any"
+
+
+def parameter_from_schema(
+    name: str,
+    schema: Any,
+    *,
+    required: bool,
+    item: str,
+    location: ParameterLocation = "argument",
+    resolve: Resolver = _identity,
+    description: str | None = None,
+) -> Parameter:
+    """One parameter from its JSON Schema (``properties[name]``)."""
+    what = f"parameter {name!r}"
+    schema = require_mapping(resolve(schema), what, item)
+    try:
+        kind = json_type(schema, resolve)
+    except ValueError as exc:
+        raise ItemError(item, f"{what}: {exc}") from None
+    text = description if description is not None else optional_str(schema.get("description"), f"{what} description", item)
+    enum = schema.get("enum")
+    if enum is not None and not isinstance(enum, list):
+        raise ItemError(item, f"{what}: enum must be a list, got {type(enum).__name__}")
+    return Parameter(
+        name=name,
+        json_type=kind,
+        description=text,
+        required=required,
+        enum=tuple(to_json_text(v) for v in enum or ()),
+        default=to_json_text(schema["default"]) if "default" in schema else None,
+        location=location,
+    )
+
+
+def parameters_from_object_schema(
+    schema: Any, *, item: str, location: ParameterLocation = "argument", resolve: Resolver = _identity
+) -> list[Parameter]:
+    """Parameters from an object schema: one per property, ``required`` from its list."""
+    if schema is None:
+        return []
+    schema = require_mapping(resolve(schema), "input schema", item)
+    properties = schema.get("properties") or {}
+    properties = require_mapping(properties, "input schema properties", item)
+    required = schema.get("required") or []
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise ItemError(item, "input schema 'required' must be a list of property names")
+    return [
+        parameter_from_schema(
+            require_str(name, "parameter name", item), prop, required=name in required,
+            item=item, location=location, resolve=resolve,
+        )
+        for name, prop in properties.items()
+    ]  # fmt: skip
+
+
+def outputs_from_schema(schema: Any, *, item: str, resolve: Resolver = _identity) -> list[OutputField]:
+    """Output fields: properties of an object schema (or of an array's items); else one 'result'."""
+    if schema is None:
+        return []
+    schema = require_mapping(resolve(schema), "output schema", item)
+    if schema.get("type") == "array" and isinstance(schema.get("items"), Mapping):
+        schema = require_mapping(resolve(schema["items"]), "output schema items", item)
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping) and properties:
+        fields = []
+        for name, prop in properties.items():
+            prop = require_mapping(resolve(prop), f"output {name!r}", item)
+            try:
+                kind = json_type(prop, resolve)
+            except ValueError as exc:
+                raise ItemError(item, f"output {name!r}: {exc}") from None
+            text = optional_str(prop.get("description"), f"output {name!r} description", item)
+            fields.append(OutputField(name=name, json_type=kind, description=text))
+        return fields
+    try:
+        kind = json_type(schema, resolve)
+    except ValueError as exc:
+        raise ItemError(item, f"output schema: {exc}") from None
+    if kind == "any" and not schema.get("description"):
+        return []
+    return [OutputField(name="result", json_type=kind, description=optional_str(schema.get("description"), "output description", item))]

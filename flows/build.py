@@ -1,0 +1,218 @@
+"""The build flow: ingest -> extract -> canonicalize -> validate -> load, batched.
+
+The flow body only orchestrates; each stage is a library function (extractors/,
+canonicalize/, store/). Work goes to tasks in batches so Prefect's per-task cost stays
+small next to the work. Only the load task retries, and only on I/O errors; everything
+else that goes wrong with an input is quarantined and the run carries on.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypeVar
+
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
+
+from toolkg import progress
+from toolkg.canonicalize import canonicalize_manifest
+from toolkg.errors import ToolkgError, UsageError
+from toolkg.extractors.ingest import IngestResult, ingest_manifest
+from toolkg.extractors.reading import discover, fingerprint_file
+from toolkg.extractors.structural import EXTRACTOR_NAME, EXTRACTOR_VERSION, NameIndex, extract_structure
+from toolkg.models import Manifest, ManifestFile, QuarantinedItem
+from toolkg.store.loading import BuildOptions, LoadResult, fingerprint, load_manifest, record_run
+from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
+from toolkg.store.stats import totals
+from toolkg.store.validation import Validator
+from toolkg.summary import BuildSummary
+
+T = TypeVar("T")
+BATCH_SIZE = 32  # manifests per task; a LiveMCPBench-sized manifest is ~0.3 s of work
+
+
+def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _retry_on_io(task, task_run, state) -> bool:
+    """Retry only failures that can succeed on a second try (storage I/O, a held lock)."""
+    try:
+        state.result()
+    except OSError:
+        return True
+    except ToolkgError as exc:
+        return exc.transient
+    except Exception:
+        return False
+    return False
+
+
+class IngestBatch:
+    """Result of one ingest task (a plain class: Prefect does not walk into it)."""
+
+    def __init__(self) -> None:
+        self.parsed: list[IngestResult] = []
+        self.skipped: list[ManifestFile] = []
+        self.quarantined: list[QuarantinedItem] = []
+
+
+@task(name="ingest", cache_policy=NO_CACHE, persist_result=False)
+def ingest_batch(paths: Sequence[str], records: dict[str, ManifestRecord], options: BuildOptions,
+                 force: bool) -> IngestBatch:  # fmt: skip
+    """Read and hash each manifest; parse those whose fingerprint changed."""
+    out = IngestBatch()
+    for path in paths:
+        try:
+            file, data = fingerprint_file(Path(path))
+        except OSError as exc:
+            out.quarantined.append(QuarantinedItem(source=path, item=path, stage="ingest",
+                                                   reason=f"cannot read file: {exc.strerror or exc}"))  # fmt: skip
+            continue
+        previous = records.get(file.path)
+        if not force and previous is not None and previous.fingerprint == fingerprint(file, options):
+            out.skipped.append(file)
+            continue
+        out.parsed.append(ingest_manifest(file, data, format=options.format, server=options.server))  # type: ignore[arg-type]
+    return out
+
+
+@task(name="extract-canonicalize-validate", cache_policy=NO_CACHE, persist_result=False)
+def transform_batch(manifests: Sequence[Manifest], index: NameIndex, validator: Validator, summary: BuildSummary):
+    """Structural extraction, canonicalization and SHACL validation of a batch of manifests."""
+    out = []
+    for manifest in manifests:
+        started = time.perf_counter()
+        extracted = extract_structure(manifest, index)
+        summary.add_time("extract", time.perf_counter() - started)
+        started = time.perf_counter()
+        extracted = canonicalize_manifest(extracted)
+        summary.add_time("canonicalize", time.perf_counter() - started)
+        started = time.perf_counter()
+        extracted, rejected = validator.validate(extracted)
+        summary.add_time("validate", time.perf_counter() - started)
+        out.append((extracted, [*extracted.quarantined, *rejected]))
+    return out
+
+
+@task(name="load", retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_on_io,
+      cache_policy=NO_CACHE, persist_result=False)  # fmt: skip
+def load_task(store: ToolStore, extracted, file: ManifestFile, options: BuildOptions,
+              previous: ManifestRecord | None, graph_owners: dict[str, str], run_id: str) -> LoadResult:  # fmt: skip
+    from toolkg.store import iris
+
+    return load_manifest(store, extracted, file, options, previous, graph_owners, iris.run_iri(run_id))
+
+
+@flow(name="toolkg-build", log_prints=True, validate_parameters=False)
+def build_catalog(
+    paths: list[str],
+    store_dir: str,
+    format: str | None = None,
+    server: str | None = None,
+    prune: bool = False,
+    force: bool = False,
+    batch_size: int = BATCH_SIZE,
+) -> BuildSummary:
+    """Build (or incrementally update) the knowledge graph in ``store_dir`` from manifest ``paths``."""
+    started_at = datetime.now(UTC)
+    run_id = started_at.strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
+    summary = BuildSummary(run_id=run_id, store=str(Path(store_dir).resolve()), started=started_at.isoformat())
+    options = BuildOptions(format=format, server=server, extractor=EXTRACTOR_NAME, extractor_version=EXTRACTOR_VERSION)
+    store = ToolStore(store_dir)
+    try:
+        _run(store, paths, options, prune, force, batch_size, summary)
+    finally:
+        summary.ended = datetime.now(UTC).isoformat()
+        summary.save(store.runs_dir)
+        create_markdown_artifact(key="toolkg-build-summary", markdown=summary.to_markdown(),
+                                 description=f"toolkg build {run_id}")  # fmt: skip
+    return summary
+
+
+def _run(store: ToolStore, paths: list[str], options: BuildOptions, prune: bool, force: bool, batch_size: int,
+         summary: BuildSummary) -> None:  # fmt: skip
+    clock = time.perf_counter()
+    files = [str(p) for p in discover(paths)]
+    if not files:
+        raise UsageError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(paths)}")
+    summary.manifests_seen = len(files)
+    records = store.manifest_records()
+
+    parsed: list[IngestResult] = []
+    skipped: list[ManifestFile] = []
+    for done, batch in enumerate(_batches(files, batch_size), start=1):
+        result = ingest_batch(batch, records, options, force)
+        parsed += result.parsed
+        skipped += result.skipped
+        summary.quarantined += result.quarantined
+        progress.report("ingest", min(done * batch_size, len(files)), len(files))
+    # An unchanged manifest is rebuilt when a tool it names but could not resolve has now appeared.
+    new_names = {t.name for r in parsed if r.manifest for s in r.manifest.servers for t in s.tools}
+    waiting = [f.path for f in skipped if set(records[f.path].unresolved) & new_names]
+    if waiting:
+        again = ingest_batch(waiting, {}, options, True)
+        parsed += again.parsed
+        summary.reprocessed = waiting
+        skipped = [f for f in skipped if f.path not in set(waiting)]
+    summary.skipped = [f.path for f in skipped]
+    for r in parsed:
+        summary.quarantined += r.quarantined
+    summary.add_time("ingest", time.perf_counter() - clock)
+
+    present = set(files)
+    gone = [rec for path, rec in records.items() if path not in present] if prune else []
+    manifests = [r for r in parsed if r.manifest is not None]
+    replacing = {g for r in manifests if r.file.path in records for g in records[r.file.path].graphs}
+    owners = {g: rec.path for rec in records.values() if rec not in gone for g in rec.graphs}
+    index = NameIndex()
+    for graph, tool_ids in store.tools_by_graph().items():
+        if graph not in replacing and graph in owners:
+            index.add(tool_ids, owners[graph])
+    for r in manifests:
+        index.add((t.id for s in r.manifest.servers for t in s.tools), r.file.path)
+
+    loaded = 0
+    with Validator() as validator:
+        for batch in _batches(manifests, batch_size):
+            transformed = transform_batch(quote([r.manifest for r in batch]), quote(index), quote(validator),
+                                          quote(summary))  # fmt: skip
+            for r, (extracted, problems) in zip(batch, transformed, strict=True):
+                summary.quarantined += problems
+                clock = time.perf_counter()
+                try:
+                    result = load_task(quote(store), quote(extracted), r.file, options, records.get(r.file.path),
+                                       quote(owners), summary.run_id)  # fmt: skip
+                except Exception as exc:  # the store refused this manifest even after retries
+                    summary.quarantined.append(QuarantinedItem(source=r.file.path, item=r.file.path, stage="load",
+                                                               reason=f"store write failed: {exc}"))  # fmt: skip
+                    continue
+                finally:
+                    summary.add_time("load", time.perf_counter() - clock)
+                summary.quarantined += result.quarantined
+                summary.loaded_servers += len(result.graphs)
+                summary.loaded_tools += result.tools
+                summary.loaded_triples += result.triples
+                if r.file.path not in summary.reprocessed:
+                    (summary.changed if r.file.path in records else summary.new).append(r.file.path)
+                loaded += 1
+            progress.report("build", min(loaded, len(manifests)), len(manifests))
+
+    clock = time.perf_counter()
+    for rec in gone:
+        store.remove_manifest(rec)
+        summary.removed.append(rec.path)
+    if loaded or gone:
+        used = [r.file for r in manifests]
+        record_run(store, summary.run_id, datetime.fromisoformat(summary.started), datetime.now(UTC), used,
+                   summary.removed, options)  # fmt: skip
+    store.flush()
+    summary.totals = totals(store)
+    summary.add_time("load", time.perf_counter() - clock)

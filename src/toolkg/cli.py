@@ -1,0 +1,183 @@
+"""The `toolkg` command: a thin layer over the library.
+
+Exit codes: 0 ok, 1 failure, 2 usage error (bad flags, bad SPARQL, missing files),
+3 finished but some inputs were quarantined (see the summary and runs/<run>/quarantine.jsonl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from toolkg import __version__
+from toolkg.errors import StoreError, ToolkgError, UsageError
+from toolkg.models import MANIFEST_FORMATS
+from toolkg.summary import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
+
+DEFAULT_STORE = ".toolkg"
+EXPORT_FORMATS = {"ttl": "TURTLE", "nq": "N_QUADS", "trig": "TRIG", "jsonld": "JSON_LD", "nt": "N_TRIPLES"}
+
+
+def default_store() -> str:
+    return os.environ.get("TOOLKG_STORE", DEFAULT_STORE)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like every other usage error
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _add_store(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", default=default_store(), metavar="DIR",
+                        help="store directory (default: $TOOLKG_STORE or ./.toolkg)")  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="toolkg", description="Turn catalogs of LLM tools into a knowledge graph for tool retrieval.",
+                     epilog="Exit codes: 0 ok, 1 failure, 2 usage error, 3 finished with quarantined inputs.")  # fmt: skip
+    parser.add_argument("--version", action="version", version=f"toolkg {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    build = sub.add_parser("build", help="build or update the graph from manifest files or folders",
+                           description="Ingest tool manifests (MCP tools/list, MCP catalogs, OpenAI functions, "
+                           "OpenAPI 3, ToolLinkOS) into the store with a Prefect flow. Unchanged manifests are "
+                           "skipped; changed ones replace their graphs atomically.")  # fmt: skip
+    build.add_argument("paths", nargs="+", metavar="PATH", help="manifest files or folders (searched recursively)")
+    _add_store(build)
+    build.add_argument("--format", choices=MANIFEST_FORMATS, help="force a manifest format (default: auto-detect)")
+    build.add_argument("--server", help="server id for single-server manifests (default: wrapper field or file name)")
+    build.add_argument("--prune", action="store_true", help="retract graphs of manifests no longer under PATHs")
+    build.add_argument("--force", action="store_true", help="rebuild every manifest even if unchanged")
+    build.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    build.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
+
+    query = sub.add_parser("query", help="run a SPARQL query over all graphs",
+                           description="Run SPARQL over the union of all graphs (tk:, rdfs:, dcterms:, skos:, "
+                           "prov: prefixes are predefined). CONSTRUCT/DESCRIBE print N-Triples.")  # fmt: skip
+    query.add_argument("sparql", nargs="?", help="the query; '-' reads standard input")
+    query.add_argument("-f", "--file", help="read the query from FILE")
+    _add_store(query)
+    query.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
+
+    export = sub.add_parser("export", help="dump the store as RDF",
+                            description="Dump every graph (nq, trig, jsonld keep graphs; ttl, nt merge them).")
+    _add_store(export)
+    export.add_argument("--format", choices=sorted(EXPORT_FORMATS), default="trig", help="RDF format (default trig)")
+    export.add_argument("-o", "--output", help="output file (default: standard output)")
+
+    stats = sub.add_parser("stats", help="counts by class, predicate and server")
+    _add_store(stats)
+    stats.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def _open_store(directory: str, *, create: bool = False):
+    from toolkg.store.oxigraph_store import ToolStore
+
+    if not create and not (Path(directory) / "oxigraph").exists():
+        raise StoreError(f"no toolkg store at {directory} (run 'toolkg build PATH... --store {directory}' first)")
+    return ToolStore(directory)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from toolkg import progress
+    from toolkg.extractors.reading import discover
+
+    if not discover(args.paths):  # fail fast, before Prefect starts
+        raise UsageError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(args.paths)}")
+    progress.enable(not args.quiet)
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if args.verbose else "CRITICAL")
+    started = time.perf_counter()
+    from toolkg.flows.build import build_catalog
+
+    summary = build_catalog(paths=[str(p) for p in args.paths], store_dir=args.store, format=args.format,
+                            server=args.server, prune=args.prune, force=args.force)  # fmt: skip
+    wall = time.perf_counter() - started
+    pipeline = sum(summary.stage_seconds.values())
+    print(summary)
+    print(f"  wall time: {wall:.2f}s (pipeline {pipeline:.2f}s, Prefect start-up and orchestration {wall - pipeline:.2f}s)")
+    return summary.exit_code
+
+
+def _read_query(args: argparse.Namespace) -> str:
+    if args.file and args.sparql:
+        raise UsageError("give the query as an argument or with -f, not both")
+    if args.file:
+        try:
+            return Path(args.file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    if args.sparql == "-":
+        return sys.stdin.read()
+    if not args.sparql:
+        raise UsageError("no query: give SPARQL, -f FILE, or - for standard input")
+    return args.sparql
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from toolkg.store.render import print_result
+
+    text = _read_query(args)
+    store = _open_store(args.store)
+    try:
+        result = store.query(text)
+    except SyntaxError as exc:
+        raise UsageError(f"invalid SPARQL: {str(exc).splitlines()[0]}") from None
+    print_result(result, args.format, sys.stdout)
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    import pyoxigraph
+
+    store = _open_store(args.store)
+    fmt = getattr(pyoxigraph.RdfFormat, EXPORT_FORMATS[args.format])
+    if args.output:
+        with open(args.output, "wb") as out:
+            store.dump(out, fmt)
+        print(f"wrote {args.output} ({Path(args.output).stat().st_size} bytes, {args.format})", file=sys.stderr)
+    else:
+        store.dump(sys.stdout.buffer, fmt)
+    return EXIT_OK
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    import json
+
+    from toolkg.store.render import format_stats
+    from toolkg.store.stats import stats
+
+    data = stats(_open_store(args.store))
+    print(json.dumps(data, indent=2, ensure_ascii=False) if args.json else format_stats(data))
+    return EXIT_OK
+
+
+COMMANDS = {"build": cmd_build, "query": cmd_query, "export": cmd_export, "stats": cmd_stats}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"toolkg: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ToolkgError as exc:
+        print(f"toolkg: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except OSError as exc:
+        print(f"toolkg: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        print("toolkg: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

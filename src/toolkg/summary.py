@@ -1,0 +1,89 @@
+"""The run summary: what a build did, printed, saved as JSON and as a Prefect artifact."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from toolkg.models import QuarantinedItem
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_QUARANTINED = 3
+
+
+class BuildSummary(BaseModel):
+    run_id: str
+    store: str
+    started: str
+    ended: str = ""
+    manifests_seen: int = 0
+    new: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    reprocessed: list[str] = Field(default_factory=list)  # unchanged, but a missing dependency target appeared
+    loaded_servers: int = 0
+    loaded_tools: int = 0
+    loaded_triples: int = 0
+    totals: dict[str, int] = Field(default_factory=dict)  # whole store after the run
+    quarantined: list[QuarantinedItem] = Field(default_factory=list)
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_QUARANTINED if self.quarantined else EXIT_OK
+
+    def add_time(self, stage: str, seconds: float) -> None:
+        self.stage_seconds[stage] = round(self.stage_seconds.get(stage, 0.0) + seconds, 4)
+
+    def _lines(self, bullet: str) -> list[str]:
+        def names(paths: list[str]) -> str:
+            shown = ", ".join(Path(p).name for p in paths[:5])
+            return shown + (f" (+{len(paths) - 5} more)" if len(paths) > 5 else "")
+
+        totals = self.totals
+        lines = [
+            f"store: {self.store}",
+            "graph: " + ", ".join(f"{totals.get(k, 0)} {k}" for k in
+                                  ("servers", "tools", "parameters", "outputs", "dependencies", "quads")),  # fmt: skip
+            f"manifests: {self.manifests_seen} seen, {len(self.new)} new, {len(self.changed)} changed, "
+            f"{len(self.skipped)} unchanged (skipped), {len(self.removed)} removed",
+            f"this run loaded: {self.loaded_servers} servers, {self.loaded_tools} tools, {self.loaded_triples} triples",
+        ]
+        for label, paths in (("new", self.new), ("changed", self.changed), ("removed", self.removed),
+                             ("reprocessed", self.reprocessed)):  # fmt: skip
+            if paths:
+                lines.append(f"{bullet}{label}: {names(paths)}")
+        timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items())
+        lines.append(f"timings: {timing}")
+        if self.quarantined:
+            lines.append(f"quarantined: {len(self.quarantined)} item(s)")
+            for item in self.quarantined[:50]:
+                lines.append(f"{bullet}{item}")
+            if len(self.quarantined) > 50:
+                lines.append(f"{bullet}... {len(self.quarantined) - 50} more in runs/{self.run_id}/quarantine.jsonl")
+        else:
+            lines.append("quarantined: none")
+        return lines
+
+    def __str__(self) -> str:
+        return f"toolkg build {self.run_id}\n" + "\n".join("  " + line for line in self._lines("  - "))
+
+    def to_markdown(self) -> str:
+        return f"# toolkg build `{self.run_id}`\n\n" + "\n".join(
+            line if line.startswith("- ") else f"- {line}" for line in self._lines("- ")
+        )
+
+    def save(self, runs_dir: Path) -> Path:
+        """Write summary.json and quarantine.jsonl (with the raw inputs) under runs/<run_id>/."""
+        folder = runs_dir / self.run_id
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "summary.json").write_text(self.model_dump_json(indent=2), encoding="utf-8")
+        with (folder / "quarantine.jsonl").open("w", encoding="utf-8") as out:
+            for item in self.quarantined:
+                out.write(json.dumps(item.model_dump(), ensure_ascii=False) + "\n")
+        return folder

@@ -1,0 +1,82 @@
+"""Deterministic IRIs: the same catalog key always gives the same node.
+
+>>> tool_iri("weather", "get forecast").value
+'https://w3id.org/toolkg/id/tool/weather/get%20forecast'
+>>> server_graph("weather").value
+'https://w3id.org/toolkg/id/graph/server/weather'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from urllib.parse import quote
+
+from pyoxigraph import NamedNode
+
+BASE = "https://w3id.org/toolkg/id/"
+MANIFESTS_GRAPH = NamedNode(BASE + "graph/manifests")
+PROVENANCE_GRAPH = NamedNode(BASE + "graph/provenance")
+SERVER_GRAPH_PREFIX = BASE + "graph/server/"
+
+_SLUG_RE = re.compile(r"[^\w]+", re.UNICODE)
+
+
+def _q(text: str) -> str:
+    return quote(text, safe="-._~")
+
+
+def slug(text: str) -> str:
+    """Lower-case words joined by '-', for entity keys ('Line of Business' -> 'line-of-business')."""
+    return _SLUG_RE.sub("-", text.strip().lower()).strip("-") or "_"
+
+
+def short_hash(*parts: str, length: int = 16) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:length]
+
+
+def server_iri(server_id: str) -> NamedNode:
+    return NamedNode(f"{BASE}server/{_q(server_id)}")
+
+
+def server_graph(server_id: str) -> NamedNode:
+    return NamedNode(SERVER_GRAPH_PREFIX + _q(server_id))
+
+
+def tool_iri(server_id: str, tool_name: str) -> NamedNode:
+    return NamedNode(f"{BASE}tool/{_q(server_id)}/{_q(tool_name)}")
+
+
+def tool_iri_from_id(tool_id: str) -> NamedNode:
+    server_id, _, name = tool_id.partition("::")
+    return tool_iri(server_id, name)
+
+
+def parameter_iri(tool: NamedNode, name: str, location: str = "argument") -> NamedNode:
+    # OpenAPI may reuse a name in two locations (an 'id' in the path and in the query).
+    where = "" if location in ("argument", "body") else f"{location}/"
+    return NamedNode(f"{tool.value}/param/{where}{_q(name)}")
+
+
+def output_iri(tool: NamedNode, name: str) -> NamedNode:
+    return NamedNode(f"{tool.value}/output/{_q(name)}")
+
+
+def dependency_iri(consumer: NamedNode, kind: str, producer: NamedNode, parameter: str | None) -> NamedNode:
+    return NamedNode(f"{consumer.value}/dep/{short_hash(kind, producer.value, parameter or '')}")
+
+
+def entity_iri(entity_type: str, label: str) -> NamedNode:
+    return NamedNode(f"{BASE}entity/{slug(entity_type)}/{_q(slug(label))}")
+
+
+def manifest_iri(path: str) -> NamedNode:
+    return NamedNode(f"{BASE}manifest/{short_hash(path)}")
+
+
+def run_iri(run_id: str) -> NamedNode:
+    return NamedNode(f"{BASE}run/{_q(run_id)}")
+
+
+def agent_iri(name: str, version: str) -> NamedNode:
+    return NamedNode(f"{BASE}agent/{_q(name)}/{_q(version)}")

@@ -1,0 +1,130 @@
+"""Load stage: decide what changed, swap graphs in atomically, retract, and record provenance."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+from pyoxigraph import Literal, NamedNode, Triple
+
+from toolkg import PIPELINE_VERSION, __version__
+from toolkg.extractors.structural import ExtractedManifest
+from toolkg.models import ManifestFile, QuarantinedItem
+from toolkg.ontology import PROV, RDF, RDFS, TK, XSD, ontology_version
+from toolkg.store import iris
+from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
+
+
+class BuildOptions(BaseModel):
+    """Options that change what a manifest yields; they are part of its fingerprint."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: str | None = None
+    server: str | None = None
+    extractor: str = "structural"
+    extractor_version: str = "1"
+
+
+def fingerprint(file: ManifestFile, options: BuildOptions) -> str:
+    """Equal fingerprints mean an identical result: same bytes, pipeline, ontology and options."""
+    key = {"sha256": file.sha256, "pipeline": PIPELINE_VERSION, "ontology": ontology_version(),
+           **options.model_dump()}  # fmt: skip
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+class LoadResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    loaded: bool
+    graphs: tuple[str, ...] = ()
+    tools: int = 0
+    triples: int = 0
+    quarantined: tuple[QuarantinedItem, ...] = ()
+
+
+def load_manifest(
+    store: ToolStore,
+    extracted: ExtractedManifest,
+    file: ManifestFile,
+    options: BuildOptions,
+    previous: ManifestRecord | None,
+    graph_owners: dict[str, str],
+    run: NamedNode,
+) -> LoadResult:
+    """Replace this manifest's graphs in one transaction.
+
+    A server whose graph another manifest already owns is quarantined rather than
+    overwritten: two files must not silently fight over one server id.
+    ``graph_owners`` (graph IRI -> manifest path) is updated with what was loaded.
+    """
+    quarantined = []
+    graphs = []
+    for g in extracted.graphs:
+        owner = graph_owners.get(g.graph.value)
+        if owner is not None and owner != file.path:
+            quarantined.append(QuarantinedItem(source=file.path, item=g.server_id, stage="load",
+                                               reason=f"server id {g.server_id!r} is already defined by {owner}"))  # fmt: skip
+            continue
+        graphs.append(g)
+    record = ManifestRecord(
+        path=file.path, sha256=file.sha256, fingerprint=fingerprint(file, options), format=extracted.manifest.format,
+        extractor=f"{options.extractor}/{options.extractor_version}", graphs=tuple(g.graph.value for g in graphs),
+        unresolved=extracted.unresolved,
+    )  # fmt: skip
+    store.replace_manifest(record, [(g.graph, g.triples) for g in graphs],
+                           drop_graphs=previous.graphs if previous else (), run=run)  # fmt: skip
+    for g in previous.graphs if previous else ():
+        graph_owners.pop(g, None)
+    for g in graphs:
+        graph_owners[g.graph.value] = file.path
+    return LoadResult(path=file.path, loaded=True, graphs=record.graphs, tools=sum(len(g.tool_ids) for g in graphs),
+                      triples=sum(len(g.triples) for g in graphs), quarantined=tuple(quarantined))  # fmt: skip
+
+
+def _datetime(value: datetime) -> Literal:
+    return Literal(value.isoformat(), datatype=XSD.dateTime)
+
+
+def record_run(
+    store: ToolStore,
+    run_id: str,
+    started: datetime,
+    ended: datetime,
+    used: list[ManifestFile],
+    removed: list[str],
+    options: BuildOptions,
+) -> None:
+    """A PROV-O activity for the run: when, which manifest versions it used, which software."""
+    run = iris.run_iri(run_id)
+    agent = iris.agent_iri(f"toolkg-{options.extractor}", f"{__version__}+{options.extractor_version}")
+    triples = [
+        Triple(run, RDF.type, TK.BuildRun),
+        Triple(run, RDF.type, PROV.Activity),
+        Triple(run, TK.runId, Literal(run_id)),
+        Triple(run, PROV.startedAtTime, _datetime(started)),
+        Triple(run, PROV.endedAtTime, _datetime(ended)),
+        Triple(run, PROV.wasAssociatedWith, agent),
+        Triple(run, TK.pipelineVersion, Literal(PIPELINE_VERSION)),
+        Triple(run, TK.ontologyVersion, Literal(ontology_version())),
+        Triple(agent, RDF.type, PROV.SoftwareAgent),
+        Triple(agent, RDFS.label, Literal(f"toolkg {__version__}, {options.extractor} extractor")),
+        Triple(agent, TK.extractor, Literal(options.extractor)),
+        Triple(agent, TK.version, Literal(options.extractor_version)),
+    ]
+    for index, file in enumerate(used):
+        usage = NamedNode(f"{run.value}/used/{index}")
+        triples += [
+            Triple(run, PROV.used, iris.manifest_iri(file.path)),
+            Triple(run, PROV.qualifiedUsage, usage),
+            Triple(usage, RDF.type, PROV.Usage),
+            Triple(usage, PROV.entity, iris.manifest_iri(file.path)),
+            Triple(usage, TK.sourcePath, Literal(file.path)),
+            Triple(usage, TK.sha256, Literal(file.sha256)),
+        ]
+    for path in removed:
+        triples.append(Triple(run, PROV.invalidated, iris.manifest_iri(path)))
+    store.add_to_graph(iris.PROVENANCE_GRAPH, triples)

@@ -1,0 +1,232 @@
+"""The on-disk Oxigraph store: one named graph per server, replaced atomically.
+
+Layout of a store directory::
+
+    <dir>/oxigraph/   the pyoxigraph database
+    <dir>/runs/       one folder per build run: summary.json, quarantine.jsonl
+
+Atomicity: everything a manifest contributes (its server graphs and its record in the
+manifests graph) is written by a single SPARQL update (``DROP`` + ``INSERT DATA``), which
+Oxigraph applies as one transaction, so a crash or error mid-load leaves the previous
+version intact.
+
+>>> import tempfile
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     store = ToolStore(tmp)
+...     store.count_quads()
+0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+from pyoxigraph import Literal, NamedNode, Quad, QuerySolutions, RdfFormat, Store, Triple, Variable, serialize
+
+from toolkg import PIPELINE_VERSION
+from toolkg.errors import StoreError, StoreLockedError
+from toolkg.ontology import PREFIXES, PROV, RDF, SPARQL_PREFIXES, TK, ontology_version
+from toolkg.store import iris
+
+
+class ManifestRecord(BaseModel):
+    """What the store remembers about a loaded manifest, to decide skips and replacements."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    sha256: str
+    fingerprint: str
+    format: str = ""
+    extractor: str = ""
+    graphs: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()
+
+
+class ToolStore:
+    """A toolkg store directory (created when missing). Use one writer per directory."""
+
+    def __init__(self, directory: str | Path, *, read_only: bool = False) -> None:
+        self.directory = Path(directory)
+        self.database = self.directory / "oxigraph"
+        if read_only:
+            if not self.database.exists():
+                raise StoreError(f"no toolkg store at {self.directory} (run 'toolkg build' first)")
+            self._store = Store.read_only(str(self.database))
+            return
+        self.database.mkdir(parents=True, exist_ok=True)
+        try:
+            self._store = Store(str(self.database))
+        except OSError as exc:
+            if "lock" in str(exc).lower():
+                raise StoreLockedError(
+                    f"store {self.directory} is in use by another process (a running build?); try again when it ends"
+                ) from None
+            raise
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.directory / "runs"
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def query(self, sparql: str, substitutions: dict[str, object] | None = None, *, prefixes: bool = True):
+        """Run SPARQL over the union of all graphs; values go in through ``substitutions``."""
+        bound = {Variable(name): value for name, value in (substitutions or {}).items()}
+        text = SPARQL_PREFIXES + sparql if prefixes else sparql
+        return self._store.query(text, use_default_graph_as_union=True, substitutions=bound or None)
+
+    def select(self, sparql: str, substitutions: dict[str, object] | None = None) -> list[dict[str, object]]:
+        """SELECT rows as dicts of variable name to term (unbound variables omitted)."""
+        result = self.query(sparql, substitutions)
+        assert isinstance(result, QuerySolutions), "select() needs a SELECT query"
+        names = [v.value for v in result.variables]
+        return [{n: row[n] for n in names if row[n] is not None} for row in result]
+
+    def count_quads(self) -> int:
+        return len(self._store)
+
+    def quads(self) -> set[Quad]:
+        return set(self._store)
+
+    def named_graphs(self) -> list[NamedNode]:
+        return sorted((g for g in self._store.named_graphs() if isinstance(g, NamedNode)), key=lambda g: g.value)
+
+    def graph_triples(self, graph: NamedNode) -> list[Triple]:
+        return [q.triple for q in self._store.quads_for_pattern(None, None, None, graph)]
+
+    def manifest_records(self) -> dict[str, ManifestRecord]:
+        rows = self._store.query(SPARQL_PREFIXES + """
+            SELECT ?m ?path ?sha ?fp ?format ?extractor
+                   (GROUP_CONCAT(DISTINCT STR(?g); SEPARATOR="\\n") AS ?graphs)
+                   (GROUP_CONCAT(DISTINCT ?u; SEPARATOR="\\n") AS ?unresolved)
+            WHERE { GRAPH <%s> {
+                ?m a tk:Manifest ; tk:sourcePath ?path ; tk:sha256 ?sha ; tk:fingerprint ?fp .
+                OPTIONAL { ?m tk:sourceFormat ?format } OPTIONAL { ?m tk:extractor ?extractor }
+                OPTIONAL { ?m tk:definesGraph ?g } OPTIONAL { ?m tk:unresolvedReference ?u } } }
+            GROUP BY ?m ?path ?sha ?fp ?format ?extractor""" % iris.MANIFESTS_GRAPH.value)
+        records = {}
+        for row in rows:
+            def text(name: str) -> str:
+                return row[name].value if row[name] is not None else ""
+
+            records[text("path")] = ManifestRecord(
+                path=text("path"), sha256=text("sha"), fingerprint=text("fp"), format=text("format"),
+                extractor=text("extractor"), graphs=tuple(g for g in text("graphs").split("\n") if g),
+                unresolved=tuple(u for u in text("unresolved").split("\n") if u),
+            )  # fmt: skip
+        return records
+
+    def tools_by_graph(self) -> dict[str, list[str]]:
+        """Tool ids of every stored tool, grouped by the named graph holding them."""
+        rows = self._store.query(
+            SPARQL_PREFIXES + "SELECT ?g ?id WHERE { GRAPH ?g { ?t a tk:Tool ; tk:identifier ?id } }"
+        )
+        out: dict[str, list[str]] = {}
+        for row in rows:
+            out.setdefault(row["g"].value, []).append(row["id"].value)
+        return out
+
+    # --- writing ----------------------------------------------------------------------------
+
+    def replace_manifest(
+        self,
+        record: ManifestRecord,
+        graphs: Sequence[tuple[NamedNode, Sequence[Triple]]],
+        *,
+        drop_graphs: Iterable[str] = (),
+        run: NamedNode | None = None,
+    ) -> None:
+        """Swap in a manifest's graphs and record in one transaction.
+
+        ``drop_graphs`` are graphs the previous version of this manifest defined; they are
+        dropped in the same update, so servers that left the manifest disappear with it.
+        """
+        manifest = iris.manifest_iri(record.path)
+        record_triples = _record_triples(manifest, record, graphs, run)
+        targets = {*drop_graphs, *(g.value for g, _ in graphs)}
+        if not targets & self._existing_graphs() and not self._has_subject(iris.MANIFESTS_GRAPH, manifest):
+            # Nothing to replace: Store.load is one transaction too, and twice as fast as INSERT DATA.
+            quads = [Quad(t.subject, t.predicate, t.object, graph) for graph, triples in graphs for t in triples]
+            quads += [Quad(t.subject, t.predicate, t.object, iris.MANIFESTS_GRAPH) for t in record_triples]
+            self._store.load(serialize(quads, format=RdfFormat.N_QUADS), format=RdfFormat.N_QUADS)
+            return
+        parts = [f"DROP SILENT GRAPH <{g}>" for g in sorted(targets)]
+        parts.append(_delete_subject(iris.MANIFESTS_GRAPH, manifest))
+        body = [f"GRAPH {graph} {{\n{_ntriples(triples)}\n}}" for graph, triples in graphs]
+        body.append(f"GRAPH {iris.MANIFESTS_GRAPH} {{\n{_ntriples(record_triples)}\n}}")
+        parts.append("INSERT DATA {\n" + "\n".join(body) + "\n}")
+        self.update(" ;\n".join(parts))
+
+    def _existing_graphs(self) -> set[str]:
+        return {g.value for g in self._store.named_graphs() if isinstance(g, NamedNode)}
+
+    def _has_subject(self, graph: NamedNode, subject: NamedNode) -> bool:
+        return next(iter(self._store.quads_for_pattern(subject, None, None, graph)), None) is not None
+
+    def remove_manifest(self, record: ManifestRecord) -> None:
+        """Retract a manifest's graphs and record in one transaction."""
+        parts = [f"DROP SILENT GRAPH <{g}>" for g in record.graphs]
+        parts.append(_delete_subject(iris.MANIFESTS_GRAPH, iris.manifest_iri(record.path)))
+        self.update(" ;\n".join(parts))
+
+    def add_to_graph(self, graph: NamedNode, triples: Sequence[Triple]) -> None:
+        self.update(f"INSERT DATA {{ GRAPH {graph} {{\n{_ntriples(triples)}\n}} }}")
+
+    def update(self, sparql_update: str) -> None:
+        """One SPARQL update = one transaction; OSError from storage is let through."""
+        self._store.update(sparql_update)
+
+    def flush(self) -> None:
+        self._store.flush()
+
+    # --- export -----------------------------------------------------------------------------
+
+    def dump(self, output, format: RdfFormat) -> None:
+        """Write all graphs (quad formats) or their union (triple formats) to ``output``."""
+        if format.supports_datasets:
+            self._store.dump(output, format=format)
+            return
+        triples = self._store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", use_default_graph_as_union=True)
+        serialize(triples, output, format=format, prefixes=_export_prefixes())
+
+
+def _export_prefixes() -> dict[str, str]:
+    return {**PREFIXES, "id": iris.BASE}
+
+
+def _delete_subject(graph: NamedNode, subject: NamedNode) -> str:
+    return f"DELETE WHERE {{ GRAPH {graph} {{ {subject} ?p ?o }} }}"
+
+
+def _ntriples(triples: Iterable[Triple]) -> str:
+    # str() of pyoxigraph terms is their N-Triples form, escaping included.
+    return "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in triples)
+
+
+def _record_triples(
+    manifest: NamedNode, record: ManifestRecord, graphs: Sequence[tuple[NamedNode, Sequence[Triple]]],
+    run: NamedNode | None,
+) -> list[Triple]:  # fmt: skip
+    out = [
+        Triple(manifest, RDF.type, TK.Manifest),
+        Triple(manifest, TK.sourcePath, Literal(record.path)),
+        Triple(manifest, TK.sha256, Literal(record.sha256)),
+        Triple(manifest, TK.fingerprint, Literal(record.fingerprint)),
+        Triple(manifest, TK.pipelineVersion, Literal(PIPELINE_VERSION)),
+        Triple(manifest, TK.ontologyVersion, Literal(ontology_version())),
+    ]
+    if record.format:
+        out.append(Triple(manifest, TK.sourceFormat, Literal(record.format)))
+    if record.extractor:
+        out.append(Triple(manifest, TK.extractor, Literal(record.extractor)))
+    for graph, _ in graphs:
+        out.append(Triple(manifest, TK.definesGraph, graph))
+    for name in record.unresolved:
+        out.append(Triple(manifest, TK.unresolvedReference, Literal(name)))
+    if run is not None:
+        out.append(Triple(manifest, PROV.wasGeneratedBy, run))
+    return out
+

@@ -1,0 +1,145 @@
+"""Validate stage: SHACL (pyshacl, no inference) against ontology/shapes.ttl.
+
+Each manifest's triples are cut into chunks of whole tools (plus the server triples those
+tools need) and validated in a small process pool, because pyshacl is CPU-bound pure Python.
+Violations are mapped back to the tool (or server) whose node they concern: that item is
+quarantined and its triples withheld, the rest of the manifest loads.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
+from multiprocessing import get_context
+
+from pydantic import BaseModel, ConfigDict
+from pyoxigraph import NamedNode, Triple
+
+from toolkg.extractors.structural import ExtractedManifest, ServerGraph
+from toolkg.models import QuarantinedItem
+from toolkg.ontology import SHAPES_FILE
+from toolkg.store import iris
+from toolkg.store.shacl_worker import Row, shape_predicates, validate_rows
+
+_TOOL_PREFIX = iris.BASE + "tool/"
+CHUNK_ROWS = 8000  # rows per pyshacl call; bigger manifests are split across a 2-process pool
+
+
+class Violation(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    focus: str
+    path: str
+    message: str
+
+
+def _tool_key(term) -> str | None:
+    """'<server>/<tool>' of a tool IRI or of any node minted under it (parameters, outputs...)."""
+    if isinstance(term, NamedNode) and term.value.startswith(_TOOL_PREFIX):
+        parts = term.value[len(_TOOL_PREFIX) :].split("/", 2)
+        if len(parts) >= 2:
+            return parts[0] + "/" + parts[1]
+    return None
+
+
+def _row(t: Triple) -> Row:
+    o = t.object
+    if isinstance(o, NamedNode):
+        return (t.subject.value, t.predicate.value, o.value, "iri", "")
+    extra = "@" + o.language if getattr(o, "language", None) else o.datatype.value
+    return (t.subject.value, t.predicate.value, o.value, "literal", extra)
+
+
+def _chunks(triples: Sequence[Triple], size: int) -> list[list[Row]]:
+    """Rows of about ``size`` triples each, holding whole tools plus the shared (server) triples."""
+    wanted = shape_predicates(str(SHAPES_FILE))
+    shared: list[Row] = []
+    by_tool: dict[str, list[Row]] = defaultdict(list)
+    for t in triples:
+        if t.predicate.value not in wanted:
+            continue
+        key = _tool_key(t.subject) or _tool_key(t.object)
+        (by_tool[key] if key else shared).append(_row(t))
+    chunks: list[list[Row]] = []
+    current: list[Row] = []
+    for rows in by_tool.values():
+        current.extend(rows)
+        if len(current) >= size:
+            chunks.append(shared + current)
+            current = []
+    if current or not chunks:
+        chunks.append(shared + current)
+    return chunks
+
+
+class Validator:
+    """Validates extracted manifests; owns the worker pool for the length of a build."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+        self._pool: Executor | None = None
+
+    def __enter__(self) -> Validator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def violations(self, triples: Sequence[Triple]) -> list[Violation]:
+        chunks = _chunks(triples, CHUNK_ROWS)
+        if len(chunks) == 1 or self.workers <= 1:
+            found = [v for rows in chunks for v in validate_rows(rows, str(SHAPES_FILE))]
+        else:
+            if self._pool is None:
+                # spawn, not fork: the flow process runs threads (Prefect), which fork would copy mid-flight.
+                self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"))
+            results = self._pool.map(validate_rows, chunks, [str(SHAPES_FILE)] * len(chunks))
+            found = [v for chunk in results for v in chunk]
+        return sorted({Violation(focus=f, path=p, message=m) for f, p, m in found}, key=lambda v: (v.focus, v.path))
+
+    def validate(self, extracted: ExtractedManifest) -> tuple[ExtractedManifest, list[QuarantinedItem]]:
+        """Withhold the triples of every tool or server that violates a shape; report each one."""
+        violations = self.violations([t for g in extracted.graphs for t in g.triples])
+        if not violations:
+            return extracted, []
+        return _withhold(extracted, violations)
+
+
+def _withhold(extracted: ExtractedManifest, violations: Iterable[Violation]) -> tuple[ExtractedManifest, list[QuarantinedItem]]:
+    tool_ids = {t.replace("::", "/"): t for g in extracted.graphs for t in g.tool_ids}
+    server_nodes = {iris.server_iri(g.server_id).value: g.server_id for g in extracted.graphs}
+    reasons: dict[str, set[str]] = defaultdict(set)
+    for v in violations:
+        key = _tool_key(NamedNode(v.focus)) if v.focus.startswith("http") else None
+        owner = server_nodes.get(v.focus) or _owner_tool(key, extracted) or "?"
+        reasons[owner].add(f"{v.message} ({v.path.rsplit('#', 1)[-1] or 'node'})")
+    quarantined = [QuarantinedItem(source=extracted.manifest.path, item=owner, stage="validate",
+                                   reason="SHACL: " + "; ".join(sorted(msgs)))
+                   for owner, msgs in sorted(reasons.items())]  # fmt: skip
+    bad_tool_keys = {iris.tool_iri_from_id(o).value[len(_TOOL_PREFIX) :] for o in reasons if "::" in o}
+    graphs = []
+    for g in extracted.graphs:
+        if g.server_id in reasons or "?" in reasons:
+            continue  # a server-level (or unattributable) violation withholds the whole server graph
+        kept = tuple(t for t in g.triples if (_tool_key(t.subject) or _tool_key(t.object)) not in bad_tool_keys)
+        ids = tuple(t for t in g.tool_ids if iris.tool_iri_from_id(t).value[len(_TOOL_PREFIX) :] not in bad_tool_keys)
+        graphs.append(ServerGraph(server_id=g.server_id, graph=g.graph, triples=kept, tool_ids=ids))
+    del tool_ids
+    return extracted.model_copy(update={"graphs": tuple(graphs)}), quarantined
+
+
+def _owner_tool(key: str | None, extracted: ExtractedManifest) -> str | None:
+    if key is None:
+        return None
+    for g in extracted.graphs:
+        for tool_id in g.tool_ids:
+            if iris.tool_iri_from_id(tool_id).value.endswith("/tool/" + key):
+                return tool_id
+    return None
