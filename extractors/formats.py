@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from toolkg.errors import ItemError, ManifestError
 from toolkg.extractors.schema import (
     optional_str,
     outputs_from_schema,
@@ -23,6 +22,8 @@ from toolkg.extractors.schema import (
     require_str,
     to_json_text,
 )
+
+from toolkg.errors import ItemError, ManifestError
 from toolkg.models import Annotations, DeclaredDependency, ManifestFormat, Parameter, QuarantinedItem, Server, Tool
 
 _SERVER_ID_RE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -62,8 +63,11 @@ def detect_format(document: Any, path: str) -> ManifestFormat:
             return "mcp"
         if document.get("type") == "function" or {"name", "parameters"} <= document.keys():
             return "openai"
-        raise ManifestError(path, "unrecognised manifest: expected an MCP tools/list result, an OpenAPI document "
-                                  "or OpenAI function tools (use --format to force one)")  # fmt: skip
+        raise ManifestError(
+            path,
+            "unrecognised manifest: expected an MCP tools/list result, an OpenAPI document "
+            "or OpenAI function tools (use --format to force one)",
+        )
     if isinstance(document, list):
         if not document:
             raise ManifestError(path, "manifest is an empty list")
@@ -111,12 +115,15 @@ def collect_tools(
                 label = f"{server_id}::{name}"
             tool = parse_one(entry, label)
             if tool.name in first_index:
-                raise ItemError(label, f"duplicate tool name {tool.name!r} (first defined at index {first_index[tool.name]})")
+                raise ItemError(
+                    label, f"duplicate tool name {tool.name!r} (first defined at index {first_index[tool.name]})"
+                )
             first_index[tool.name] = index
             tools.append(tool)
         except ItemError as exc:
-            quarantined.append(QuarantinedItem(source=source, item=label, stage="ingest", reason=exc.reason,
-                                               raw=_excerpt(entry)))  # fmt: skip
+            quarantined.append(
+                QuarantinedItem(source=source, item=label, stage="ingest", reason=exc.reason, raw=_excerpt(entry))
+            )
     return tools, quarantined
 
 
@@ -132,8 +139,12 @@ def _annotations(raw: Any, item: str) -> Annotations | None:
     if raw is None:
         return None
     raw = require_mapping(raw, "annotations", item)
-    hints = {"readOnlyHint": "read_only", "destructiveHint": "destructive",
-             "idempotentHint": "idempotent", "openWorldHint": "open_world"}  # fmt: skip
+    hints = {
+        "readOnlyHint": "read_only",
+        "destructiveHint": "destructive",
+        "idempotentHint": "idempotent",
+        "openWorldHint": "open_world",
+    }
     values: dict[str, Any] = {}
     other = {}
     for key, value in raw.items():
@@ -215,18 +226,21 @@ def parse_mcp_catalog(path: str, document: Any, server: str | None) -> ParsedSer
                 seen.add(server_id)
                 tools, quarantined = collect_tools(path, server_id, group.get("tools"), _mcp_tool(server_id))
                 parsed.quarantined.extend(quarantined)
-                parsed.servers.append(Server(
-                    id=server_id,
-                    name=optional_str(entry.get("name"), "name", label) or server_id,
-                    description=optional_str(entry.get("description"), "description", label),
-                    category=_str_or_none(entry.get("category")),
-                    homepage=_str_or_none(entry.get("web") or entry.get("homepage")),
-                    version=_str_or_none(group.get("version")),
-                    tools=tuple(tools),
-                ))  # fmt: skip
+                parsed.servers.append(
+                    Server(
+                        id=server_id,
+                        name=optional_str(entry.get("name"), "name", label) or server_id,
+                        description=optional_str(entry.get("description"), "description", label),
+                        category=_str_or_none(entry.get("category")),
+                        homepage=_str_or_none(entry.get("web") or entry.get("homepage")),
+                        version=_str_or_none(group.get("version")),
+                        tools=tuple(tools),
+                    )
+                )
         except ItemError as exc:
-            parsed.quarantined.append(QuarantinedItem(source=path, item=exc.item, stage="ingest",
-                                                      reason=exc.reason, raw=_excerpt(entry)))  # fmt: skip
+            parsed.quarantined.append(
+                QuarantinedItem(source=path, item=exc.item, stage="ingest", reason=exc.reason, raw=_excerpt(entry))
+            )
     return parsed
 
 
@@ -255,8 +269,12 @@ def parse_openai(path: str, document: Any, server: str | None) -> ParsedServers:
     server_id = server_id_from(named if isinstance(named, str) and named.strip() else Path(path).stem)
     tools, quarantined = collect_tools(path, server_id, entries, _openai_tool(server_id))
     description = wrapper.get("description")
-    result = Server(id=server_id, name=server_id, description=description if isinstance(description, str) else "",
-                    tools=tuple(tools))  # fmt: skip
+    result = Server(
+        id=server_id,
+        name=server_id,
+        description=description if isinstance(description, str) else "",
+        tools=tuple(tools),
+    )
     return ParsedServers([result], quarantined)
 
 
@@ -282,15 +300,20 @@ def _toollinkos_dependency(raw: Any, item: str) -> DeclaredDependency:
     parameter = raw.get("parameter_name")
     if parameter is not None and not isinstance(parameter, str):
         raise ItemError(item, f"parameter_name must be a string, got {type(parameter).__name__}")
-    return DeclaredDependency(target=target, kind=DEPENDENCE_KINDS[kind_name],  # type: ignore[arg-type]
-                              parameter=parameter.strip() or None if parameter else None,
-                              reason=optional_str(raw.get("reason"), "reason", item))  # fmt: skip
+    return DeclaredDependency(
+        target=target,
+        kind=DEPENDENCE_KINDS[kind_name],  # type: ignore[arg-type]
+        parameter=parameter.strip() or None if parameter else None,
+        reason=optional_str(raw.get("reason"), "reason", item),
+    )
 
 
 def _toollinkos_tool(server_id: str) -> Callable[[Mapping[str, Any], str], Tool]:
     def parse(entry: Mapping[str, Any], item: str) -> Tool:
-        parameters = entry.get("parameters") or []
-        dependencies = entry.get("depends_on") or []
+        parameters = entry.get("parameters")
+        dependencies = entry.get("depends_on")
+        parameters = [] if parameters is None else parameters
+        dependencies = [] if dependencies is None else dependencies
         if not isinstance(parameters, list):
             raise ItemError(item, f"parameters must be a list, got {type(parameters).__name__}")
         if not isinstance(dependencies, list):

@@ -6,8 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
-
-from toolkg.errors import ManifestError
 from toolkg.extractors.formats import (
     ParsedServers,
     detect_format,
@@ -18,6 +16,8 @@ from toolkg.extractors.formats import (
 )
 from toolkg.extractors.openapi import parse_openapi
 from toolkg.extractors.reading import load_document
+
+from toolkg.errors import ManifestError
 from toolkg.models import Manifest, ManifestFile, ManifestFormat, QuarantinedItem
 
 PARSERS: dict[str, Callable[[str, Any, str | None], ParsedServers]] = {
@@ -46,8 +46,13 @@ def ingest_manifest(
         chosen = format or detect_format(document, file.path)
         parsed = PARSERS[chosen](file.path, document, server)
     except ManifestError as exc:
-        entry = QuarantinedItem(source=file.path, item=file.path, stage="ingest", reason=exc.reason,
-                                raw=data[:2000].decode("utf-8", errors="replace"))  # fmt: skip
+        entry = QuarantinedItem(
+            source=file.path,
+            item=file.path,
+            stage="ingest",
+            reason=exc.reason,
+            raw=data[:2000].decode("utf-8", errors="replace"),
+        )
         return IngestResult(file=file, manifest=None, quarantined=(entry,))
     manifest = Manifest(path=file.path, sha256=file.sha256, format=chosen, servers=tuple(parsed.servers))
     return IngestResult(file=file, manifest=manifest, quarantined=tuple(parsed.quarantined))

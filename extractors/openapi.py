@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from toolkg.errors import ItemError, ManifestError
 from toolkg.extractors.formats import ParsedServers, _excerpt, server_id_from
 from toolkg.extractors.schema import (
     optional_str,
@@ -22,6 +21,8 @@ from toolkg.extractors.schema import (
     parameters_from_object_schema,
     require_mapping,
 )
+
+from toolkg.errors import ItemError, ManifestError
 from toolkg.models import Parameter, QuarantinedItem, Server, Tool
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -75,7 +76,9 @@ def _operation_parameters(
             raw = require_mapping(refs(raw), "parameter", item)
             name, location = raw.get("name"), raw.get("in")
             if not isinstance(name, str) or location not in _LOCATIONS:
-                raise ItemError(item, f"parameter needs a name and 'in' of {sorted(_LOCATIONS)}, got {name!r}/{location!r}")
+                raise ItemError(
+                    item, f"parameter needs a name and 'in' of {sorted(_LOCATIONS)}, got {name!r}/{location!r}"
+                )
             merged[(name, location)] = raw
     parameters = []
     for (name, location), raw in merged.items():
@@ -84,10 +87,17 @@ def _operation_parameters(
             raise ItemError(item, f"parameter {name!r}: required must be a boolean")
         schema = raw.get("schema") or {}
         description = optional_str(raw.get("description"), f"parameter {name!r} description", item)
-        parameters.append(parameter_from_schema(
-            name, schema, required=required, item=item, location=location,  # type: ignore[arg-type]
-            resolve=refs, description=description or None,
-        ))  # fmt: skip
+        parameters.append(
+            parameter_from_schema(
+                name,
+                schema,
+                required=required,
+                item=item,
+                location=location,  # type: ignore[arg-type]
+                resolve=refs,
+                description=description or None,
+            )
+        )
     body = refs(operation.get("requestBody"))
     if isinstance(body, Mapping):
         schema = _json_schema(body.get("content"), refs)
@@ -99,10 +109,17 @@ def _operation_parameters(
                     body_params = [p.model_copy(update={"required": False}) for p in body_params]
                 parameters.extend(body_params)
             else:
-                parameters.append(parameter_from_schema(
-                    "body", schema, required=bool(body.get("required", False)), item=item, location="body",
-                    resolve=refs, description=optional_str(body.get("description"), "request body description", item),
-                ))  # fmt: skip
+                parameters.append(
+                    parameter_from_schema(
+                        "body",
+                        schema,
+                        required=bool(body.get("required", False)),
+                        item=item,
+                        location="body",
+                        resolve=refs,
+                        description=optional_str(body.get("description"), "request body description", item),
+                    )
+                )
     return parameters
 
 
@@ -149,8 +166,15 @@ def parse_openapi(path: str, document: Any, server: str | None) -> ParsedServers
     seen: set[str] = set()
     for route, path_item in paths.items():
         if not isinstance(path_item, Mapping):
-            quarantined.append(QuarantinedItem(source=path, item=f"{server_id}::{route}", stage="ingest",
-                                               reason="path item must be an object", raw=_excerpt(path_item)))  # fmt: skip
+            quarantined.append(
+                QuarantinedItem(
+                    source=path,
+                    item=f"{server_id}::{route}",
+                    stage="ingest",
+                    reason="path item must be an object",
+                    raw=_excerpt(path_item),
+                )
+            )
             continue
         for method in HTTP_METHODS:
             operation = path_item.get(method)
@@ -167,19 +191,30 @@ def parse_openapi(path: str, document: Any, server: str | None) -> ParsedServers
                 description = optional_str(operation.get("description"), "description", label)
                 # Summary first; the description often repeats it, so keep it only when it adds text.
                 text = summary if description in ("", summary) else f"{summary} {description}".strip()
-                tools.append(Tool(
-                    server_id=server_id, name=name, description=text,
-                    parameters=tuple(_operation_parameters(path_item, operation, refs, label)),
-                    outputs=tuple(outputs_from_schema(_output_schema(operation, refs), item=label, resolve=refs)),
-                ))  # fmt: skip
+                tools.append(
+                    Tool(
+                        server_id=server_id,
+                        name=name,
+                        description=text,
+                        parameters=tuple(_operation_parameters(path_item, operation, refs, label)),
+                        outputs=tuple(outputs_from_schema(_output_schema(operation, refs), item=label, resolve=refs)),
+                    )
+                )
                 seen.add(name)
             except ItemError as exc:
-                quarantined.append(QuarantinedItem(source=path, item=label, stage="ingest", reason=exc.reason,
-                                                   raw=_excerpt(operation)))  # fmt: skip
-    tags = [t.get("name") for t in document.get("tags") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+                quarantined.append(
+                    QuarantinedItem(source=path, item=label, stage="ingest", reason=exc.reason, raw=_excerpt(operation))
+                )
+    tags = [
+        t.get("name") for t in document.get("tags") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)
+    ]
     description = info.get("description") if isinstance(info.get("description"), str) else ""
-    result = Server(id=server_id, name=title or server_id, description=description.strip(),
-                    category=tags[0] if len(tags) == 1 else None,
-                    version=str(info["version"]) if info.get("version") is not None else None,
-                    tools=tuple(tools))  # fmt: skip
+    result = Server(
+        id=server_id,
+        name=title or server_id,
+        description=description.strip(),
+        category=tags[0] if len(tags) == 1 else None,
+        version=str(info["version"]) if info.get("version") is not None else None,
+        tools=tuple(tools),
+    )
     return ParsedServers([result], quarantined)

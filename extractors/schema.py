@@ -15,9 +15,16 @@ from toolkg.models import OutputField, Parameter, ParameterLocation
 
 # Spellings catalogs use for JSON Schema types (ToolLinkOS writes Python names).
 _TYPE_ALIASES = {
-    "str": "string", "text": "string", "int": "integer", "float": "number", "double": "number",
-    "bool": "boolean", "list": "array", "dict": "object", "none": "null",
-}  # fmt: skip
+    "str": "string",
+    "text": "string",
+    "int": "integer",
+    "float": "number",
+    "double": "number",
+    "bool": "boolean",
+    "list": "array",
+    "dict": "object",
+    "none": "null",
+}
 
 Resolver = Callable[[Any], Any]
 
@@ -111,7 +118,9 @@ def parameter_from_schema(
         kind = json_type(schema, resolve)
     except ValueError as exc:
         raise ItemError(item, f"{what}: {exc}") from None
-    text = description if description is not None else optional_str(schema.get("description"), f"{what} description", item)
+    text = (
+        description if description is not None else optional_str(schema.get("description"), f"{what} description", item)
+    )
     enum = schema.get("enum")
     if enum is not None and not isinstance(enum, list):
         raise ItemError(item, f"{what}: enum must be a list, got {type(enum).__name__}")
@@ -140,11 +149,15 @@ def parameters_from_object_schema(
         raise ItemError(item, "input schema 'required' must be a list of property names")
     return [
         parameter_from_schema(
-            require_str(name, "parameter name", item), prop, required=name in required,
-            item=item, location=location, resolve=resolve,
+            require_str(name, "parameter name", item),
+            prop,
+            required=name in required,
+            item=item,
+            location=location,
+            resolve=resolve,
         )
         for name, prop in properties.items()
-    ]  # fmt: skip
+    ]
 
 
 def outputs_from_schema(schema: Any, *, item: str, resolve: Resolver = _identity) -> list[OutputField]:
@@ -172,4 +185,10 @@ def outputs_from_schema(schema: Any, *, item: str, resolve: Resolver = _identity
         raise ItemError(item, f"output schema: {exc}") from None
     if kind == "any" and not schema.get("description"):
         return []
-    return [OutputField(name="result", json_type=kind, description=optional_str(schema.get("description"), "output description", item))]
+    return [
+        OutputField(
+            name="result",
+            json_type=kind,
+            description=optional_str(schema.get("description"), "output description", item),
+        )
+    ]

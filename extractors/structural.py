@@ -13,10 +13,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Triple
-
-from toolkg.models import Manifest, QuarantinedItem, Server, Tool
 from toolkg.ontology import DCTERMS, RDF, RDFS, TK, XSD
 from toolkg.store import iris
+
+from toolkg.models import Manifest, QuarantinedItem, Server, Tool
 
 EXTRACTOR_NAME = "structural"
 EXTRACTOR_VERSION = "1"
@@ -138,8 +138,12 @@ def _annotation_triples(node: NamedNode, tool: Tool, add) -> None:
     assert a is not None
     if a.title:
         add(Triple(node, DCTERMS.title, _text(a.title)))
-    for prop, value in ((TK.readOnlyHint, a.read_only), (TK.destructiveHint, a.destructive),
-                        (TK.idempotentHint, a.idempotent), (TK.openWorldHint, a.open_world)):  # fmt: skip
+    for prop, value in (
+        (TK.readOnlyHint, a.read_only),
+        (TK.destructiveHint, a.destructive),
+        (TK.idempotentHint, a.idempotent),
+        (TK.openWorldHint, a.open_world),
+    ):
         if value is not None:
             add(Triple(node, prop, _TRUE if value else _FALSE))
     if a.other_json:
@@ -213,9 +217,17 @@ def extract_structure(manifest: Manifest, index: NameIndex) -> ExtractedManifest
             node = _tool_triples(tool, server_node, triples)
             for name, why in _dependency_triples(tool, node, index, manifest.path, triples):
                 unresolved.add(name)
-                quarantined.append(QuarantinedItem(source=manifest.path, item=tool.id, stage="extract", reason=why,
-                                                   raw=name))  # fmt: skip
-        graphs.append(ServerGraph(server_id=server.id, graph=iris.server_graph(server.id), triples=tuple(triples),
-                                  tool_ids=tuple(t.id for t in server.tools)))  # fmt: skip
-    return ExtractedManifest(manifest=manifest, graphs=tuple(graphs), unresolved=tuple(sorted(unresolved)),
-                             quarantined=tuple(quarantined))  # fmt: skip
+                quarantined.append(
+                    QuarantinedItem(source=manifest.path, item=tool.id, stage="extract", reason=why, raw=name)
+                )
+        graphs.append(
+            ServerGraph(
+                server_id=server.id,
+                graph=iris.server_graph(server.id),
+                triples=tuple(triples),
+                tool_ids=tuple(t.id for t in server.tools),
+            )
+        )
+    return ExtractedManifest(
+        manifest=manifest, graphs=tuple(graphs), unresolved=tuple(sorted(unresolved)), quarantined=tuple(quarantined)
+    )

@@ -19,18 +19,18 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
-
-from toolkg import progress
 from toolkg.canonicalize import canonicalize_manifest
-from toolkg.errors import ToolkgError, UsageError
 from toolkg.extractors.ingest import IngestResult, ingest_manifest
 from toolkg.extractors.reading import discover, fingerprint_file
 from toolkg.extractors.structural import EXTRACTOR_NAME, EXTRACTOR_VERSION, NameIndex, extract_structure
-from toolkg.models import Manifest, ManifestFile, QuarantinedItem
 from toolkg.store.loading import BuildOptions, LoadResult, fingerprint, load_manifest, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.stats import totals
 from toolkg.store.validation import Validator
+
+from toolkg import progress
+from toolkg.errors import ToolkgError, UsageError
+from toolkg.models import Manifest, ManifestFile, QuarantinedItem
 from toolkg.summary import BuildSummary
 
 T = TypeVar("T")
@@ -65,16 +65,20 @@ class IngestBatch:
 
 
 @task(name="ingest", cache_policy=NO_CACHE, persist_result=False)
-def ingest_batch(paths: Sequence[str], records: dict[str, ManifestRecord], options: BuildOptions,
-                 force: bool) -> IngestBatch:  # fmt: skip
+def ingest_batch(
+    paths: Sequence[str], records: dict[str, ManifestRecord], options: BuildOptions, force: bool
+) -> IngestBatch:
     """Read and hash each manifest; parse those whose fingerprint changed."""
     out = IngestBatch()
     for path in paths:
         try:
             file, data = fingerprint_file(Path(path))
         except OSError as exc:
-            out.quarantined.append(QuarantinedItem(source=path, item=path, stage="ingest",
-                                                   reason=f"cannot read file: {exc.strerror or exc}"))  # fmt: skip
+            out.quarantined.append(
+                QuarantinedItem(
+                    source=path, item=path, stage="ingest", reason=f"cannot read file: {exc.strerror or exc}"
+                )
+            )
             continue
         previous = records.get(file.path)
         if not force and previous is not None and previous.fingerprint == fingerprint(file, options):
@@ -102,10 +106,23 @@ def transform_batch(manifests: Sequence[Manifest], index: NameIndex, validator: 
     return out
 
 
-@task(name="load", retries=2, retry_delay_seconds=1, retry_condition_fn=_retry_on_io,
-      cache_policy=NO_CACHE, persist_result=False)  # fmt: skip
-def load_task(store: ToolStore, extracted, file: ManifestFile, options: BuildOptions,
-              previous: ManifestRecord | None, graph_owners: dict[str, str], run_id: str) -> LoadResult:  # fmt: skip
+@task(
+    name="load",
+    retries=2,
+    retry_delay_seconds=1,
+    retry_condition_fn=_retry_on_io,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def load_task(
+    store: ToolStore,
+    extracted,
+    file: ManifestFile,
+    options: BuildOptions,
+    previous: ManifestRecord | None,
+    graph_owners: dict[str, str],
+    run_id: str,
+) -> LoadResult:
     from toolkg.store import iris
 
     return load_manifest(store, extracted, file, options, previous, graph_owners, iris.run_iri(run_id))
@@ -132,13 +149,22 @@ def build_catalog(
     finally:
         summary.ended = datetime.now(UTC).isoformat()
         summary.save(store.runs_dir)
-        create_markdown_artifact(key="toolkg-build-summary", markdown=summary.to_markdown(),
-                                 description=f"toolkg build {run_id}")  # fmt: skip
+        create_markdown_artifact(
+            key="toolkg-build-summary", markdown=summary.to_markdown(), description=f"toolkg build {run_id}"
+        )
+        store.close()  # Prefect keeps task states (and their tracebacks) alive: release the lock explicitly
     return summary
 
 
-def _run(store: ToolStore, paths: list[str], options: BuildOptions, prune: bool, force: bool, batch_size: int,
-         summary: BuildSummary) -> None:  # fmt: skip
+def _run(
+    store: ToolStore,
+    paths: list[str],
+    options: BuildOptions,
+    prune: bool,
+    force: bool,
+    batch_size: int,
+    summary: BuildSummary,
+) -> None:
     clock = time.perf_counter()
     files = [str(p) for p in discover(paths)]
     if not files:
@@ -182,17 +208,28 @@ def _run(store: ToolStore, paths: list[str], options: BuildOptions, prune: bool,
     loaded = 0
     with Validator() as validator:
         for batch in _batches(manifests, batch_size):
-            transformed = transform_batch(quote([r.manifest for r in batch]), quote(index), quote(validator),
-                                          quote(summary))  # fmt: skip
+            transformed = transform_batch(
+                quote([r.manifest for r in batch]), quote(index), quote(validator), quote(summary)
+            )
             for r, (extracted, problems) in zip(batch, transformed, strict=True):
                 summary.quarantined += problems
                 clock = time.perf_counter()
                 try:
-                    result = load_task(quote(store), quote(extracted), r.file, options, records.get(r.file.path),
-                                       quote(owners), summary.run_id)  # fmt: skip
+                    result = load_task(
+                        quote(store),
+                        quote(extracted),
+                        r.file,
+                        options,
+                        records.get(r.file.path),
+                        quote(owners),
+                        summary.run_id,
+                    )
                 except Exception as exc:  # the store refused this manifest even after retries
-                    summary.quarantined.append(QuarantinedItem(source=r.file.path, item=r.file.path, stage="load",
-                                                               reason=f"store write failed: {exc}"))  # fmt: skip
+                    summary.quarantined.append(
+                        QuarantinedItem(
+                            source=r.file.path, item=r.file.path, stage="load", reason=f"store write failed: {exc}"
+                        )
+                    )
                     continue
                 finally:
                     summary.add_time("load", time.perf_counter() - clock)
@@ -211,8 +248,15 @@ def _run(store: ToolStore, paths: list[str], options: BuildOptions, prune: bool,
         summary.removed.append(rec.path)
     if loaded or gone:
         used = [r.file for r in manifests]
-        record_run(store, summary.run_id, datetime.fromisoformat(summary.started), datetime.now(UTC), used,
-                   summary.removed, options)  # fmt: skip
+        record_run(
+            store,
+            summary.run_id,
+            datetime.fromisoformat(summary.started),
+            datetime.now(UTC),
+            used,
+            summary.removed,
+            options,
+        )
     store.flush()
     summary.totals = totals(store)
     summary.add_time("load", time.perf_counter() - clock)

@@ -8,13 +8,13 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Triple
-
-from toolkg import PIPELINE_VERSION, __version__
 from toolkg.extractors.structural import ExtractedManifest
-from toolkg.models import ManifestFile, QuarantinedItem
 from toolkg.ontology import PROV, RDF, RDFS, TK, XSD, ontology_version
 from toolkg.store import iris
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
+
+from toolkg import PIPELINE_VERSION, __version__
+from toolkg.models import ManifestFile, QuarantinedItem
 
 
 class BuildOptions(BaseModel):
@@ -30,8 +30,7 @@ class BuildOptions(BaseModel):
 
 def fingerprint(file: ManifestFile, options: BuildOptions) -> str:
     """Equal fingerprints mean an identical result: same bytes, pipeline, ontology and options."""
-    key = {"sha256": file.sha256, "pipeline": PIPELINE_VERSION, "ontology": ontology_version(),
-           **options.model_dump()}  # fmt: skip
+    key = {"sha256": file.sha256, "pipeline": PIPELINE_VERSION, "ontology": ontology_version(), **options.model_dump()}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
@@ -66,23 +65,40 @@ def load_manifest(
     for g in extracted.graphs:
         owner = graph_owners.get(g.graph.value)
         if owner is not None and owner != file.path:
-            quarantined.append(QuarantinedItem(source=file.path, item=g.server_id, stage="load",
-                                               reason=f"server id {g.server_id!r} is already defined by {owner}"))  # fmt: skip
+            quarantined.append(
+                QuarantinedItem(
+                    source=file.path,
+                    item=g.server_id,
+                    stage="load",
+                    reason=f"server id {g.server_id!r} is already defined by {owner}",
+                )
+            )
             continue
         graphs.append(g)
     record = ManifestRecord(
-        path=file.path, sha256=file.sha256, fingerprint=fingerprint(file, options), format=extracted.manifest.format,
-        extractor=f"{options.extractor}/{options.extractor_version}", graphs=tuple(g.graph.value for g in graphs),
+        path=file.path,
+        sha256=file.sha256,
+        fingerprint=fingerprint(file, options),
+        format=extracted.manifest.format,
+        extractor=f"{options.extractor}/{options.extractor_version}",
+        graphs=tuple(g.graph.value for g in graphs),
         unresolved=extracted.unresolved,
-    )  # fmt: skip
-    store.replace_manifest(record, [(g.graph, g.triples) for g in graphs],
-                           drop_graphs=previous.graphs if previous else (), run=run)  # fmt: skip
+    )
+    store.replace_manifest(
+        record, [(g.graph, g.triples) for g in graphs], drop_graphs=previous.graphs if previous else (), run=run
+    )
     for g in previous.graphs if previous else ():
         graph_owners.pop(g, None)
     for g in graphs:
         graph_owners[g.graph.value] = file.path
-    return LoadResult(path=file.path, loaded=True, graphs=record.graphs, tools=sum(len(g.tool_ids) for g in graphs),
-                      triples=sum(len(g.triples) for g in graphs), quarantined=tuple(quarantined))  # fmt: skip
+    return LoadResult(
+        path=file.path,
+        loaded=True,
+        graphs=record.graphs,
+        tools=sum(len(g.tool_ids) for g in graphs),
+        triples=sum(len(g.triples) for g in graphs),
+        quarantined=tuple(quarantined),
+    )
 
 
 def _datetime(value: datetime) -> Literal:

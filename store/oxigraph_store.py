@@ -24,11 +24,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Quad, QuerySolutions, RdfFormat, Store, Triple, Variable, serialize
+from toolkg.ontology import PREFIXES, PROV, RDF, SPARQL_PREFIXES, TK, ontology_version
+from toolkg.store import iris
 
 from toolkg import PIPELINE_VERSION
 from toolkg.errors import StoreError, StoreLockedError
-from toolkg.ontology import PREFIXES, PROV, RDF, SPARQL_PREFIXES, TK, ontology_version
-from toolkg.store import iris
 
 
 class ManifestRecord(BaseModel):
@@ -51,6 +51,7 @@ class ToolStore:
     def __init__(self, directory: str | Path, *, read_only: bool = False) -> None:
         self.directory = Path(directory)
         self.database = self.directory / "oxigraph"
+        self.read_only = read_only
         if read_only:
             if not self.database.exists():
                 raise StoreError(f"no toolkg store at {self.directory} (run 'toolkg build' first)")
@@ -66,6 +67,19 @@ class ToolStore:
                 ) from None
             raise
 
+    def close(self) -> None:
+        """Release the database (and its lock) even if this object stays referenced."""
+        store = self.__dict__.pop("_store", None)
+        if store is not None and not self.read_only:
+            store.flush()
+        del store
+
+    def __enter__(self) -> ToolStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     @property
     def runs_dir(self) -> Path:
         return self.directory / "runs"
@@ -73,7 +87,10 @@ class ToolStore:
     # --- reading ----------------------------------------------------------------------------
 
     def query(self, sparql: str, substitutions: dict[str, object] | None = None, *, prefixes: bool = True):
-        """Run SPARQL over the union of all graphs; values go in through ``substitutions``."""
+        """Run SPARQL over the union of all graphs; values go in through ``substitutions``.
+
+        Oxigraph requires a substituted variable to appear in the SELECT projection.
+        """
         bound = {Variable(name): value for name, value in (substitutions or {}).items()}
         text = SPARQL_PREFIXES + sparql if prefixes else sparql
         return self._store.query(text, use_default_graph_as_union=True, substitutions=bound or None)
@@ -98,25 +115,34 @@ class ToolStore:
         return [q.triple for q in self._store.quads_for_pattern(None, None, None, graph)]
 
     def manifest_records(self) -> dict[str, ManifestRecord]:
-        rows = self._store.query(SPARQL_PREFIXES + """
-            SELECT ?m ?path ?sha ?fp ?format ?extractor
+        """What the store knows about each loaded manifest, by absolute path."""
+        rows = self._store.query(
+            SPARQL_PREFIXES
+            + f"""
+            SELECT ?path ?sha ?fp ?format ?extractor
                    (GROUP_CONCAT(DISTINCT STR(?g); SEPARATOR="\\n") AS ?graphs)
                    (GROUP_CONCAT(DISTINCT ?u; SEPARATOR="\\n") AS ?unresolved)
-            WHERE { GRAPH <%s> {
+            WHERE {{ GRAPH {iris.MANIFESTS_GRAPH} {{
                 ?m a tk:Manifest ; tk:sourcePath ?path ; tk:sha256 ?sha ; tk:fingerprint ?fp .
-                OPTIONAL { ?m tk:sourceFormat ?format } OPTIONAL { ?m tk:extractor ?extractor }
-                OPTIONAL { ?m tk:definesGraph ?g } OPTIONAL { ?m tk:unresolvedReference ?u } } }
-            GROUP BY ?m ?path ?sha ?fp ?format ?extractor""" % iris.MANIFESTS_GRAPH.value)
+                OPTIONAL {{ ?m tk:sourceFormat ?format }} OPTIONAL {{ ?m tk:extractor ?extractor }}
+                OPTIONAL {{ ?m tk:definesGraph ?g }} OPTIONAL {{ ?m tk:unresolvedReference ?u }} }} }}
+            GROUP BY ?m ?path ?sha ?fp ?format ?extractor"""
+        )
         records = {}
         for row in rows:
-            def text(name: str) -> str:
-                return row[name].value if row[name] is not None else ""
-
-            records[text("path")] = ManifestRecord(
-                path=text("path"), sha256=text("sha"), fingerprint=text("fp"), format=text("format"),
-                extractor=text("extractor"), graphs=tuple(g for g in text("graphs").split("\n") if g),
-                unresolved=tuple(u for u in text("unresolved").split("\n") if u),
-            )  # fmt: skip
+            text = {
+                name: row[name].value if row[name] is not None else ""
+                for name in ("path", "sha", "fp", "format", "extractor", "graphs", "unresolved")
+            }
+            records[text["path"]] = ManifestRecord(
+                path=text["path"],
+                sha256=text["sha"],
+                fingerprint=text["fp"],
+                format=text["format"],
+                extractor=text["extractor"],
+                graphs=tuple(g for g in text["graphs"].split("\n") if g),
+                unresolved=tuple(u for u in text["unresolved"].split("\n") if u),
+            )
         return records
 
     def tools_by_graph(self) -> dict[str, list[str]]:
@@ -207,9 +233,11 @@ def _ntriples(triples: Iterable[Triple]) -> str:
 
 
 def _record_triples(
-    manifest: NamedNode, record: ManifestRecord, graphs: Sequence[tuple[NamedNode, Sequence[Triple]]],
+    manifest: NamedNode,
+    record: ManifestRecord,
+    graphs: Sequence[tuple[NamedNode, Sequence[Triple]]],
     run: NamedNode | None,
-) -> list[Triple]:  # fmt: skip
+) -> list[Triple]:
     out = [
         Triple(manifest, RDF.type, TK.Manifest),
         Triple(manifest, TK.sourcePath, Literal(record.path)),
@@ -229,4 +257,3 @@ def _record_triples(
     if run is not None:
         out.append(Triple(manifest, PROV.wasGeneratedBy, run))
     return out
-

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import IO
 
 from pyoxigraph import Literal, NamedNode, QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat, serialize
-
 from toolkg.ontology import PREFIXES
 from toolkg.store.iris import BASE
 
@@ -20,7 +19,7 @@ def compact(term) -> str:
     if isinstance(term, NamedNode):
         for prefix, base in _COMPACT.items():
             if term.value.startswith(base):
-                return f"{prefix}:{term.value[len(base):]}"
+                return f"{prefix}:{term.value[len(base) :]}"
         return term.value
     if isinstance(term, Literal):
         return term.value
@@ -28,8 +27,10 @@ def compact(term) -> str:
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
-    cells = [[c if len(c) <= MAX_CELL else c[: MAX_CELL - 1] + "…" for c in (x.replace("\n", " ") for x in row)]
-             for row in rows]  # fmt: skip
+    cells = [
+        [c if len(c) <= MAX_CELL else c[: MAX_CELL - 1] + "…" for c in (x.replace("\n", " ") for x in row)]
+        for row in rows
+    ]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()  # noqa: E731
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
@@ -56,11 +57,28 @@ def format_stats(data: dict) -> str:
     totals = data["totals"]
     parts = ["totals: " + ", ".join(f"{v} {k}" for k, v in totals.items()), "", "by class:"]
     parts.append(table(["class", "count"], [[k, str(v)] for k, v in data["by_class"].items()]))
-    parts += ["", "by predicate:", table(["predicate", "count"], [[k, str(v)] for k, v in data["by_predicate"].items()])]
+    parts += [
+        "",
+        "by predicate:",
+        table(["predicate", "count"], [[k, str(v)] for k, v in data["by_predicate"].items()]),
+    ]
     servers = data["servers"]
-    parts += ["", f"servers ({len(servers)}):", table(
-        ["server", "category", "tools", "parameters", "outputs", "dependencies"],
-        [[s["server"], s["category"] or "", str(s["tools"]), str(s["parameters"]), str(s["outputs"]),
-          str(s["dependencies"])] for s in servers],
-    )]  # fmt: skip
+    parts += [
+        "",
+        f"servers ({len(servers)}):",
+        table(
+            ["server", "category", "tools", "parameters", "outputs", "dependencies"],
+            [
+                [
+                    s["server"],
+                    s["category"] or "",
+                    str(s["tools"]),
+                    str(s["parameters"]),
+                    str(s["outputs"]),
+                    str(s["dependencies"]),
+                ]
+                for s in servers
+            ],
+        ),
+    ]
     return "\n".join(parts)

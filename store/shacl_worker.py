@@ -61,8 +61,9 @@ def validate_rows(rows: Sequence[Row], shapes_file: str) -> list[tuple[str, str,
 
     data = rdflib.Graph()
     data.addN((iri(s), iri(p), obj(o, kind, extra), data) for s, p, o, kind, extra in rows)
-    conforms, results, _ = pyshacl.validate(data, shacl_graph=shapes_graph(shapes_file), inference="none",
-                                            allow_warnings=True, inplace=True)  # fmt: skip
+    conforms, results, _ = pyshacl.validate(
+        data, shacl_graph=shapes_graph(shapes_file), inference="none", allow_warnings=True, inplace=True
+    )
     if conforms:
         return []
     sh = rdflib.Namespace(_SH)
@@ -71,9 +72,11 @@ def validate_rows(rows: Sequence[Row], shapes_file: str) -> list[tuple[str, str,
         severity = results.value(result, sh.resultSeverity)
         if severity is not None and severity != sh.Violation:
             continue
-        found.append((
-            str(results.value(result, sh.focusNode)),
-            str(results.value(result, sh.resultPath) or ""),
-            str(results.value(result, sh.resultMessage) or "shape violated"),
-        ))  # fmt: skip
+        found.append(
+            (
+                str(results.value(result, sh.focusNode)),
+                str(results.value(result, sh.resultPath) or ""),
+                str(results.value(result, sh.resultMessage) or "shape violated"),
+            )
+        )
     return found

@@ -16,12 +16,12 @@ from multiprocessing import get_context
 
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import NamedNode, Triple
-
 from toolkg.extractors.structural import ExtractedManifest, ServerGraph
-from toolkg.models import QuarantinedItem
 from toolkg.ontology import SHAPES_FILE
 from toolkg.store import iris
 from toolkg.store.shacl_worker import Row, shape_predicates, validate_rows
+
+from toolkg.models import QuarantinedItem
 
 _TOOL_PREFIX = iris.BASE + "tool/"
 CHUNK_ROWS = 8000  # rows per pyshacl call; bigger manifests are split across a 2-process pool
@@ -112,7 +112,9 @@ class Validator:
         return _withhold(extracted, violations)
 
 
-def _withhold(extracted: ExtractedManifest, violations: Iterable[Violation]) -> tuple[ExtractedManifest, list[QuarantinedItem]]:
+def _withhold(
+    extracted: ExtractedManifest, violations: Iterable[Violation]
+) -> tuple[ExtractedManifest, list[QuarantinedItem]]:
     tool_ids = {t.replace("::", "/"): t for g in extracted.graphs for t in g.tool_ids}
     server_nodes = {iris.server_iri(g.server_id).value: g.server_id for g in extracted.graphs}
     reasons: dict[str, set[str]] = defaultdict(set)
@@ -120,9 +122,12 @@ def _withhold(extracted: ExtractedManifest, violations: Iterable[Violation]) -> 
         key = _tool_key(NamedNode(v.focus)) if v.focus.startswith("http") else None
         owner = server_nodes.get(v.focus) or _owner_tool(key, extracted) or "?"
         reasons[owner].add(f"{v.message} ({v.path.rsplit('#', 1)[-1] or 'node'})")
-    quarantined = [QuarantinedItem(source=extracted.manifest.path, item=owner, stage="validate",
-                                   reason="SHACL: " + "; ".join(sorted(msgs)))
-                   for owner, msgs in sorted(reasons.items())]  # fmt: skip
+    quarantined = [
+        QuarantinedItem(
+            source=extracted.manifest.path, item=owner, stage="validate", reason="SHACL: " + "; ".join(sorted(msgs))
+        )
+        for owner, msgs in sorted(reasons.items())
+    ]
     bad_tool_keys = {iris.tool_iri_from_id(o).value[len(_TOOL_PREFIX) :] for o in reasons if "::" in o}
     graphs = []
     for g in extracted.graphs:

@@ -45,8 +45,9 @@ def cli(prefect_api: str):
 
     def run(*args: str, input: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
         env = {**os.environ, "PREFECT_API_URL": prefect_api}
-        return subprocess.run([str(TOOLKG), *args], capture_output=True, text=True, input=input, env=env,
-                              cwd=cwd, timeout=300)  # fmt: skip
+        return subprocess.run(
+            [str(TOOLKG), *args], capture_output=True, text=True, input=input, env=env, cwd=cwd, timeout=300
+        )
 
     return run
 

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import CASES
 from toolkg.extractors.ingest import ingest_manifest
 from toolkg.extractors.reading import discover, fingerprint_file
+
+from tests.conftest import CASES
 
 
 def ingest(path: Path, **options):
@@ -108,8 +108,10 @@ def test_toollinkos_keeps_dependencies_and_normalises_types():
     assert tool.function_type == "regular"
     assert {p.name: p.json_type for p in tool.parameters} == {"location": "string", "radius_km": "number"}
     kinds = {(d.target, d.kind, d.parameter) for d in tool.depends_on}
-    assert kinds == {("get_current_location", "parameterDirectlyDependsOn", "location"),
-                     ("check_internet_connection", "toolIndirectlyDependsOn", None)}  # fmt: skip
+    assert kinds == {
+        ("get_current_location", "parameterDirectlyDependsOn", "location"),
+        ("check_internet_connection", "toolIndirectlyDependsOn", None),
+    }
 
 
 def test_forced_format_overrides_detection(tmp_path):

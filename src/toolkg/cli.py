@@ -31,20 +31,27 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _add_store(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default=default_store(), metavar="DIR",
-                        help="store directory (default: $TOOLKG_STORE or ./.toolkg)")  # fmt: skip
+    parser.add_argument(
+        "--store", default=default_store(), metavar="DIR", help="store directory (default: $TOOLKG_STORE or ./.toolkg)"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="toolkg", description="Turn catalogs of LLM tools into a knowledge graph for tool retrieval.",
-                     epilog="Exit codes: 0 ok, 1 failure, 2 usage error, 3 finished with quarantined inputs.")  # fmt: skip
+    parser = _Parser(
+        prog="toolkg",
+        description="Turn catalogs of LLM tools into a knowledge graph for tool retrieval.",
+        epilog="Exit codes: 0 ok, 1 failure, 2 usage error, 3 finished with quarantined inputs.",
+    )
     parser.add_argument("--version", action="version", version=f"toolkg {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
 
-    build = sub.add_parser("build", help="build or update the graph from manifest files or folders",
-                           description="Ingest tool manifests (MCP tools/list, MCP catalogs, OpenAI functions, "
-                           "OpenAPI 3, ToolLinkOS) into the store with a Prefect flow. Unchanged manifests are "
-                           "skipped; changed ones replace their graphs atomically.")  # fmt: skip
+    build = sub.add_parser(
+        "build",
+        help="build or update the graph from manifest files or folders",
+        description="Ingest tool manifests (MCP tools/list, MCP catalogs, OpenAI functions, "
+        "OpenAPI 3, ToolLinkOS) into the store with a Prefect flow. Unchanged manifests are "
+        "skipped; changed ones replace their graphs atomically.",
+    )
     build.add_argument("paths", nargs="+", metavar="PATH", help="manifest files or folders (searched recursively)")
     _add_store(build)
     build.add_argument("--format", choices=MANIFEST_FORMATS, help="force a manifest format (default: auto-detect)")
@@ -54,16 +61,22 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     build.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
 
-    query = sub.add_parser("query", help="run a SPARQL query over all graphs",
-                           description="Run SPARQL over the union of all graphs (tk:, rdfs:, dcterms:, skos:, "
-                           "prov: prefixes are predefined). CONSTRUCT/DESCRIBE print N-Triples.")  # fmt: skip
+    query = sub.add_parser(
+        "query",
+        help="run a SPARQL query over all graphs",
+        description="Run SPARQL over the union of all graphs (tk:, rdfs:, dcterms:, skos:, "
+        "prov: prefixes are predefined). CONSTRUCT/DESCRIBE print N-Triples.",
+    )
     query.add_argument("sparql", nargs="?", help="the query; '-' reads standard input")
     query.add_argument("-f", "--file", help="read the query from FILE")
     _add_store(query)
     query.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
 
-    export = sub.add_parser("export", help="dump the store as RDF",
-                            description="Dump every graph (nq, trig, jsonld keep graphs; ttl, nt merge them).")
+    export = sub.add_parser(
+        "export",
+        help="dump the store as RDF",
+        description="Dump every graph (nq, trig, jsonld keep graphs; ttl, nt merge them).",
+    )
     _add_store(export)
     export.add_argument("--format", choices=sorted(EXPORT_FORMATS), default="trig", help="RDF format (default trig)")
     export.add_argument("-o", "--output", help="output file (default: standard output)")
@@ -94,12 +107,19 @@ def cmd_build(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     from toolkg.flows.build import build_catalog
 
-    summary = build_catalog(paths=[str(p) for p in args.paths], store_dir=args.store, format=args.format,
-                            server=args.server, prune=args.prune, force=args.force)  # fmt: skip
+    summary = build_catalog(
+        paths=[str(p) for p in args.paths],
+        store_dir=args.store,
+        format=args.format,
+        server=args.server,
+        prune=args.prune,
+        force=args.force,
+    )
     wall = time.perf_counter() - started
     pipeline = sum(summary.stage_seconds.values())
     print(summary)
-    print(f"  wall time: {wall:.2f}s (pipeline {pipeline:.2f}s, Prefect start-up and orchestration {wall - pipeline:.2f}s)")
+    overhead = wall - pipeline
+    print(f"  wall time: {wall:.2f}s (pipeline {pipeline:.2f}s, Prefect start-up and orchestration {overhead:.2f}s)")
     return summary.exit_code
 
 

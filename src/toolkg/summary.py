@@ -48,14 +48,21 @@ class BuildSummary(BaseModel):
         totals = self.totals
         lines = [
             f"store: {self.store}",
-            "graph: " + ", ".join(f"{totals.get(k, 0)} {k}" for k in
-                                  ("servers", "tools", "parameters", "outputs", "dependencies", "quads")),  # fmt: skip
+            "graph: "
+            + ", ".join(
+                f"{totals.get(k, 0)} {k}"
+                for k in ("servers", "tools", "parameters", "outputs", "dependencies", "quads")
+            ),
             f"manifests: {self.manifests_seen} seen, {len(self.new)} new, {len(self.changed)} changed, "
             f"{len(self.skipped)} unchanged (skipped), {len(self.removed)} removed",
             f"this run loaded: {self.loaded_servers} servers, {self.loaded_tools} tools, {self.loaded_triples} triples",
         ]
-        for label, paths in (("new", self.new), ("changed", self.changed), ("removed", self.removed),
-                             ("reprocessed", self.reprocessed)):  # fmt: skip
+        for label, paths in (
+            ("new", self.new),
+            ("changed", self.changed),
+            ("removed", self.removed),
+            ("reprocessed", self.reprocessed),
+        ):
             if paths:
                 lines.append(f"{bullet}{label}: {names(paths)}")
         timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items())
