@@ -34,12 +34,27 @@ from toolkg.models import Manifest, ManifestFile, QuarantinedItem
 from toolkg.summary import BuildSummary
 
 T = TypeVar("T")
-BATCH_SIZE = 32  # manifests per task; a LiveMCPBench-sized manifest is ~0.3 s of work
+BATCH_SIZE = 32  # manifests per ingest task: reading and parsing is cheap next to Prefect's per-task cost
+BATCH_TOOLS = 2000  # tools per transform task: bounds the triples held in memory at once
 
 
 def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def _tool_batches(results: Sequence[IngestResult], max_tools: int) -> Iterator[Sequence[IngestResult]]:
+    """Consecutive manifests holding about ``max_tools`` tools (a bigger manifest is a batch of its own)."""
+    batch: list[IngestResult] = []
+    tools = 0
+    for result in results:
+        if batch and tools + result.manifest.tool_count > max_tools:
+            yield batch
+            batch, tools = [], 0
+        batch.append(result)
+        tools += result.manifest.tool_count
+    if batch:
+        yield batch
 
 
 def _retry_on_io(task, task_run, state) -> bool:
@@ -144,9 +159,11 @@ def build_catalog(
     summary = BuildSummary(run_id=run_id, store=str(Path(store_dir).resolve()), started=started_at.isoformat())
     options = BuildOptions(format=format, server=server, extractor=EXTRACTOR_NAME, extractor_version=EXTRACTOR_VERSION)
     store = ToolStore(store_dir)
+    clock = time.perf_counter()
     try:
         _run(store, paths, options, prune, force, batch_size, summary)
     finally:
+        summary.pipeline_seconds = round(time.perf_counter() - clock, 3)
         summary.ended = datetime.now(UTC).isoformat()
         summary.save(store.runs_dir)
         create_markdown_artifact(
@@ -154,6 +171,36 @@ def build_catalog(
         )
         store.close()  # Prefect keeps task states (and their tracebacks) alive: release the lock explicitly
     return summary
+
+
+def _load(
+    store: ToolStore,
+    r: IngestResult,
+    extracted,
+    options: BuildOptions,
+    records: dict[str, ManifestRecord],
+    owners: dict[str, str],
+    summary: BuildSummary,
+) -> bool:
+    """Load one manifest through the retrying task; a refusal quarantines it. True when loaded."""
+    clock = time.perf_counter()
+    try:
+        result = load_task(
+            quote(store), quote(extracted), r.file, options, records.get(r.file.path), quote(owners), summary.run_id
+        )
+    except Exception as exc:  # the store refused this manifest even after retries
+        reason = f"store write failed: {exc}"
+        summary.quarantined.append(QuarantinedItem(source=r.file.path, item=r.file.path, stage="load", reason=reason))
+        return False
+    finally:
+        summary.add_time("load", time.perf_counter() - clock)
+    summary.quarantined += result.quarantined
+    summary.loaded_servers += len(result.graphs)
+    summary.loaded_tools += result.tools
+    summary.loaded_triples += result.triples
+    if r.file.path not in summary.reprocessed:
+        (summary.changed if r.file.path in records else summary.new).append(r.file.path)
+    return True
 
 
 def _run(
@@ -207,40 +254,16 @@ def _run(
 
     loaded = 0
     with Validator() as validator:
-        for batch in _batches(manifests, batch_size):
+        for batch in _tool_batches(manifests, BATCH_TOOLS):
             transformed = transform_batch(
                 quote([r.manifest for r in batch]), quote(index), quote(validator), quote(summary)
             )
             for r, (extracted, problems) in zip(batch, transformed, strict=True):
                 summary.quarantined += problems
-                clock = time.perf_counter()
-                try:
-                    result = load_task(
-                        quote(store),
-                        quote(extracted),
-                        r.file,
-                        options,
-                        records.get(r.file.path),
-                        quote(owners),
-                        summary.run_id,
-                    )
-                except Exception as exc:  # the store refused this manifest even after retries
-                    summary.quarantined.append(
-                        QuarantinedItem(
-                            source=r.file.path, item=r.file.path, stage="load", reason=f"store write failed: {exc}"
-                        )
-                    )
-                    continue
-                finally:
-                    summary.add_time("load", time.perf_counter() - clock)
-                summary.quarantined += result.quarantined
-                summary.loaded_servers += len(result.graphs)
-                summary.loaded_tools += result.tools
-                summary.loaded_triples += result.triples
-                if r.file.path not in summary.reprocessed:
-                    (summary.changed if r.file.path in records else summary.new).append(r.file.path)
-                loaded += 1
-            progress.report("build", min(loaded, len(manifests)), len(manifests))
+                if _load(store, r, extracted, options, records, owners, summary):
+                    loaded += 1
+            del transformed  # free this batch's triples before extracting the next
+            progress.report("build", loaded, len(manifests))
 
     clock = time.perf_counter()
     for rec in gone:

@@ -6,8 +6,8 @@ Layout of a store directory::
     <dir>/runs/       one folder per build run: summary.json, quarantine.jsonl
 
 Atomicity: everything a manifest contributes (its server graphs and its record in the
-manifests graph) is written by a single SPARQL update (``DROP`` + ``INSERT DATA``), which
-Oxigraph applies as one transaction, so a crash or error mid-load leaves the previous
+manifests graph) is written in one Oxigraph transaction (``Store.extend`` for new graphs, one
+SPARQL update applying the difference for replacements), so a crash or error mid-load leaves the previous
 version intact.
 
 >>> import tempfile
@@ -172,18 +172,32 @@ class ToolStore:
         """
         manifest = iris.manifest_iri(record.path)
         record_triples = _record_triples(manifest, record, graphs, run)
-        targets = {*drop_graphs, *(g.value for g, _ in graphs)}
-        if not targets & self._existing_graphs() and not self._has_subject(iris.MANIFESTS_GRAPH, manifest):
-            # Nothing to replace: Store.load is one transaction too, and twice as fast as INSERT DATA.
+        existing = self._existing_graphs()
+        if not ({*drop_graphs, *(g.value for g, _ in graphs)} & existing) and not self._has_subject(
+            iris.MANIFESTS_GRAPH, manifest
+        ):
+            # Nothing to replace: Store.extend is one transaction, and much faster than INSERT DATA.
             quads = [Quad(t.subject, t.predicate, t.object, graph) for graph, triples in graphs for t in triples]
             quads += [Quad(t.subject, t.predicate, t.object, iris.MANIFESTS_GRAPH) for t in record_triples]
-            self._store.load(serialize(quads, format=RdfFormat.N_QUADS), format=RdfFormat.N_QUADS)
+            self._store.extend(quads)
             return
-        parts = [f"DROP SILENT GRAPH <{g}>" for g in sorted(targets)]
+        # Replacement: one update that drops graphs the manifest no longer defines and applies the
+        # difference to the others, so a one-tool edit writes a handful of triples, not the whole server.
+        kept = {g.value for g, _ in graphs}
+        parts = [f"DROP SILENT GRAPH <{g}>" for g in sorted(set(drop_graphs) - kept)]
+        deletions, insertions = [], []
+        for graph, triples in graphs:
+            old = set(self.graph_triples(graph)) if graph.value in existing else set()
+            new = set(triples)
+            if old - new:
+                deletions.append(f"GRAPH {graph} {{\n{_ntriples(old - new)}\n}}")
+            if new - old:
+                insertions.append(f"GRAPH {graph} {{\n{_ntriples(new - old)}\n}}")
         parts.append(_delete_subject(iris.MANIFESTS_GRAPH, manifest))
-        body = [f"GRAPH {graph} {{\n{_ntriples(triples)}\n}}" for graph, triples in graphs]
-        body.append(f"GRAPH {iris.MANIFESTS_GRAPH} {{\n{_ntriples(record_triples)}\n}}")
-        parts.append("INSERT DATA {\n" + "\n".join(body) + "\n}")
+        if deletions:
+            parts.append("DELETE DATA {\n" + "\n".join(deletions) + "\n}")
+        insertions.append(f"GRAPH {iris.MANIFESTS_GRAPH} {{\n{_ntriples(record_triples)}\n}}")
+        parts.append("INSERT DATA {\n" + "\n".join(insertions) + "\n}")
         self.update(" ;\n".join(parts))
 
     def _existing_graphs(self) -> set[str]:

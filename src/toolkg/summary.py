@@ -31,7 +31,8 @@ class BuildSummary(BaseModel):
     loaded_triples: int = 0
     totals: dict[str, int] = Field(default_factory=dict)  # whole store after the run
     quarantined: list[QuarantinedItem] = Field(default_factory=list)
-    stage_seconds: dict[str, float] = Field(default_factory=dict)
+    stage_seconds: dict[str, float] = Field(default_factory=dict)  # seconds per stage
+    pipeline_seconds: float = 0.0  # wall time of the flow body (Prefect start-up excluded)
 
     @property
     def exit_code(self) -> int:
@@ -66,7 +67,7 @@ class BuildSummary(BaseModel):
             if paths:
                 lines.append(f"{bullet}{label}: {names(paths)}")
         timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items())
-        lines.append(f"timings: {timing}")
+        lines.append(f"timings: {timing} (pipeline wall {self.pipeline_seconds:.2f}s)")
         if self.quarantined:
             lines.append(f"quarantined: {len(self.quarantined)} item(s)")
             for item in self.quarantined[:50]:
