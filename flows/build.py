@@ -253,8 +253,12 @@ def _run(
         index.add((t.id for s in r.manifest.servers for t in s.tools), r.file.path)
 
     loaded = 0
+    used = [r.file for r in manifests]
+    batches = list(_tool_batches(manifests, BATCH_TOOLS))
+    del parsed, manifests  # from here each batch's models are released once it is loaded
     with Validator() as validator:
-        for batch in _tool_batches(manifests, BATCH_TOOLS):
+        while batches:
+            batch = batches.pop(0)
             transformed = transform_batch(
                 quote([r.manifest for r in batch]), quote(index), quote(validator), quote(summary)
             )
@@ -262,15 +266,14 @@ def _run(
                 summary.quarantined += problems
                 if _load(store, r, extracted, options, records, owners, summary):
                     loaded += 1
-            del transformed  # free this batch's triples before extracting the next
-            progress.report("build", loaded, len(manifests))
+            del transformed, batch
+            progress.report("build", loaded, len(used))
 
     clock = time.perf_counter()
     for rec in gone:
         store.remove_manifest(rec)
         summary.removed.append(rec.path)
     if loaded or gone:
-        used = [r.file for r in manifests]
         record_run(
             store,
             summary.run_id,

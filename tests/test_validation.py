@@ -1,0 +1,50 @@
+"""SHACL: a tool whose triples break a shape is quarantined with the shape's message; the rest loads."""
+
+from __future__ import annotations
+
+from pyoxigraph import Literal, Triple
+from toolkg.extractors.ingest import ingest_manifest
+from toolkg.extractors.reading import fingerprint_file
+from toolkg.extractors.structural import NameIndex, ServerGraph, extract_structure
+from toolkg.ontology import DCTERMS, TK
+from toolkg.store import iris
+from toolkg.store.validation import Validator
+
+from tests.conftest import CASES
+
+
+def extracted_openai():
+    file, data = fingerprint_file(CASES / "openai_tools.json")
+    return extract_structure(ingest_manifest(file, data).manifest, NameIndex())
+
+
+def tamper(extracted, drop=(), add=()):
+    (graph,) = extracted.graphs
+    triples = tuple(t for t in graph.triples if t not in drop) + tuple(add)
+    return extracted.model_copy(update={"graphs": (ServerGraph(**{**dict(graph), "triples": triples}),)})
+
+
+def test_structural_triples_conform():
+    with Validator(workers=1) as validator:
+        checked, problems = validator.validate(extracted_openai())
+    assert problems == [] and checked.graphs[0].tool_ids == ("openai_tools::get_weather", "openai_tools::get_forecast")
+
+
+def test_violating_tool_is_withheld_and_reported():
+    extracted = extracted_openai()
+    weather = iris.tool_iri("openai_tools", "get_weather")
+    city = iris.parameter_iri(weather, "city")
+    bad = tamper(
+        extracted,
+        drop=[t for t in extracted.graphs[0].triples if t.subject == city and t.predicate == TK.required],
+        add=[Triple(weather, DCTERMS.description, Literal("a second description"))],
+    )
+    with Validator(workers=1) as validator:
+        checked, problems = validator.validate(bad)
+    (problem,) = problems
+    assert problem.item == "openai_tools::get_weather" and problem.stage == "validate"
+    assert "a tool has at most one description" in problem.reason
+    assert "a parameter says exactly once whether it is required" in problem.reason
+    graph = checked.graphs[0]
+    assert graph.tool_ids == ("openai_tools::get_forecast",)
+    assert not any(weather.value in str(t) for t in graph.triples)
