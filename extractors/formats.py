@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolkg.errors import ItemError, ManifestError
 from toolkg.extractors.schema import (
     optional_str,
     outputs_from_schema,
@@ -22,8 +23,6 @@ from toolkg.extractors.schema import (
     require_str,
     to_json_text,
 )
-
-from toolkg.errors import ItemError, ManifestError
 from toolkg.models import Annotations, DeclaredDependency, ManifestFormat, Parameter, QuarantinedItem, Server, Tool
 
 _SERVER_ID_RE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+from toolkg.errors import ManifestError
 from toolkg.extractors.formats import (
     ParsedServers,
     detect_format,
@@ -16,8 +18,6 @@ from toolkg.extractors.formats import (
 )
 from toolkg.extractors.openapi import parse_openapi
 from toolkg.extractors.reading import load_document
-
-from toolkg.errors import ManifestError
 from toolkg.models import Manifest, ManifestFile, ManifestFormat, QuarantinedItem
 
 PARSERS: dict[str, Callable[[str, Any, str | None], ParsedServers]] = {

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from toolkg.errors import ItemError, ManifestError
 from toolkg.extractors.formats import ParsedServers, _excerpt, server_id_from
 from toolkg.extractors.schema import (
     optional_str,
@@ -21,8 +22,6 @@ from toolkg.extractors.schema import (
     parameters_from_object_schema,
     require_mapping,
 )
-
-from toolkg.errors import ItemError, ManifestError
 from toolkg.models import Parameter, QuarantinedItem, Server, Tool
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")

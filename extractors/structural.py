@@ -13,10 +13,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Triple
-from toolkg.ontology import DCTERMS, RDF, RDFS, TK, XSD
-from toolkg.store import iris
 
 from toolkg.models import Manifest, QuarantinedItem, Server, Tool
+from toolkg.ontology import DCTERMS, RDF, RDFS, TK, XSD
+from toolkg.store import iris
 
 EXTRACTOR_NAME = "structural"
 EXTRACTOR_VERSION = "1"

@@ -19,18 +19,19 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
+
+from toolkg import progress
 from toolkg.canonicalize import canonicalize_manifest
+from toolkg.errors import ToolkgError, UsageError
 from toolkg.extractors.ingest import IngestResult, ingest_manifest
 from toolkg.extractors.reading import discover, fingerprint_file
 from toolkg.extractors.structural import EXTRACTOR_NAME, EXTRACTOR_VERSION, NameIndex, extract_structure
+from toolkg.models import Manifest, ManifestFile, QuarantinedItem
+from toolkg.store import iris
 from toolkg.store.loading import BuildOptions, LoadResult, fingerprint, load_manifest, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.stats import totals
 from toolkg.store.validation import Validator
-
-from toolkg import progress
-from toolkg.errors import ToolkgError, UsageError
-from toolkg.models import Manifest, ManifestFile, QuarantinedItem
 from toolkg.summary import BuildSummary
 
 T = TypeVar("T")
@@ -138,8 +139,6 @@ def load_task(
     graph_owners: dict[str, str],
     run_id: str,
 ) -> LoadResult:
-    from toolkg.store import iris
-
     return load_manifest(store, extracted, file, options, previous, graph_owners, iris.run_iri(run_id))
 
 
@@ -222,7 +221,7 @@ def _run(
     parsed: list[IngestResult] = []
     skipped: list[ManifestFile] = []
     for done, batch in enumerate(_batches(files, batch_size), start=1):
-        result = ingest_batch(batch, records, options, force)
+        result = ingest_batch(batch, quote(records), options, force)
         parsed += result.parsed
         skipped += result.skipped
         summary.quarantined += result.quarantined

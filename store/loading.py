@@ -8,13 +8,13 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Triple
+
+from toolkg import PIPELINE_VERSION, __version__
 from toolkg.extractors.structural import ExtractedManifest
+from toolkg.models import ManifestFile, QuarantinedItem
 from toolkg.ontology import PROV, RDF, RDFS, TK, XSD, ontology_version
 from toolkg.store import iris
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
-
-from toolkg import PIPELINE_VERSION, __version__
-from toolkg.models import ManifestFile, QuarantinedItem
 
 
 class BuildOptions(BaseModel):

@@ -24,11 +24,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Quad, QuerySolutions, RdfFormat, Store, Triple, Variable, serialize
-from toolkg.ontology import PREFIXES, PROV, RDF, SPARQL_PREFIXES, TK, ontology_version
-from toolkg.store import iris
 
 from toolkg import PIPELINE_VERSION
 from toolkg.errors import StoreError, StoreLockedError
+from toolkg.ontology import PREFIXES, PROV, RDF, SPARQL_PREFIXES, TK, ontology_version
+from toolkg.store import iris
 
 
 class ManifestRecord(BaseModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import IO
 
 from pyoxigraph import Literal, NamedNode, QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat, serialize
+
 from toolkg.ontology import PREFIXES
 from toolkg.store.iris import BASE
 

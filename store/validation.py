@@ -16,12 +16,12 @@ from multiprocessing import get_context
 
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import NamedNode, Triple
+
 from toolkg.extractors.structural import ExtractedManifest, ServerGraph
+from toolkg.models import QuarantinedItem
 from toolkg.ontology import SHAPES_FILE
 from toolkg.store import iris
 from toolkg.store.shacl_worker import Row, shape_predicates, validate_rows
-
-from toolkg.models import QuarantinedItem
 
 _TOOL_PREFIX = iris.BASE + "tool/"
 CHUNK_ROWS = 8000  # rows per pyshacl call

@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import CASES, DATA
 from toolkg.extractors.formats import DEPENDENCE_KINDS
 from toolkg.store import iris
 from toolkg.store.oxigraph_store import ToolStore
-
-from tests.conftest import CASES, DATA
 
 
 @pytest.fixture(scope="module")

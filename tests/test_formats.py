@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.reading import discover, fingerprint_file
 
 from tests.conftest import CASES
+from toolkg.extractors.ingest import ingest_manifest
+from toolkg.extractors.reading import discover, fingerprint_file
 
 
 def ingest(path: Path, **options):

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.reading import fingerprint_file
 
 from tests.conftest import CASES
+from toolkg.extractors.ingest import ingest_manifest
+from toolkg.extractors.reading import fingerprint_file
 
 
 def ingest_bytes(tmp_path: Path, name: str, data: bytes):

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pyoxigraph import Literal, Triple
+
+from tests.conftest import CASES
 from toolkg.extractors.ingest import ingest_manifest
 from toolkg.extractors.reading import fingerprint_file
 from toolkg.extractors.structural import NameIndex, ServerGraph, extract_structure
 from toolkg.ontology import DCTERMS, TK
 from toolkg.store import iris
 from toolkg.store.validation import Validator
-
-from tests.conftest import CASES
 
 
 def extracted_openai():
