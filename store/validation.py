@@ -117,12 +117,13 @@ class Validator:
 def _withhold(
     extracted: ExtractedManifest, violations: Iterable[Violation]
 ) -> tuple[ExtractedManifest, list[QuarantinedItem]]:
-    tool_ids = {t.replace("::", "/"): t for g in extracted.graphs for t in g.tool_ids}
+    """Map each violation to the tool (by IRI prefix) or server it concerns and drop those items."""
+    tool_by_key = {_tool_key(iris.tool_iri_from_id(t)): t for g in extracted.graphs for t in g.tool_ids}
     server_nodes = {iris.server_iri(g.server_id).value: g.server_id for g in extracted.graphs}
     reasons: dict[str, set[str]] = defaultdict(set)
     for v in violations:
-        key = _tool_key(NamedNode(v.focus)) if v.focus.startswith("http") else None
-        owner = server_nodes.get(v.focus) or _owner_tool(key, extracted) or "?"
+        key = _tool_key(NamedNode(v.focus)) if v.focus.startswith(_TOOL_PREFIX) else None
+        owner = server_nodes.get(v.focus) or tool_by_key.get(key) or "?"
         reasons[owner].add(f"{v.message} ({v.path.rsplit('#', 1)[-1] or 'node'})")
     quarantined = [
         QuarantinedItem(
@@ -130,23 +131,12 @@ def _withhold(
         )
         for owner, msgs in sorted(reasons.items())
     ]
-    bad_tool_keys = {iris.tool_iri_from_id(o).value[len(_TOOL_PREFIX) :] for o in reasons if "::" in o}
+    bad_keys = {key for key, tool_id in tool_by_key.items() if tool_id in reasons}
     graphs = []
     for g in extracted.graphs:
         if g.server_id in reasons or "?" in reasons:
             continue  # a server-level (or unattributable) violation withholds the whole server graph
-        kept = tuple(t for t in g.triples if (_tool_key(t.subject) or _tool_key(t.object)) not in bad_tool_keys)
-        ids = tuple(t for t in g.tool_ids if iris.tool_iri_from_id(t).value[len(_TOOL_PREFIX) :] not in bad_tool_keys)
+        kept = tuple(t for t in g.triples if (_tool_key(t.subject) or _tool_key(t.object)) not in bad_keys)
+        ids = tuple(t for t in g.tool_ids if t not in reasons)
         graphs.append(ServerGraph(server_id=g.server_id, graph=g.graph, triples=kept, tool_ids=ids))
-    del tool_ids
     return extracted.model_copy(update={"graphs": tuple(graphs)}), quarantined
-
-
-def _owner_tool(key: str | None, extracted: ExtractedManifest) -> str | None:
-    if key is None:
-        return None
-    for g in extracted.graphs:
-        for tool_id in g.tool_ids:
-            if iris.tool_iri_from_id(tool_id).value.endswith("/tool/" + key):
-                return tool_id
-    return None
