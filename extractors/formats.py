@@ -121,12 +121,12 @@ def collect_tools(
             tools.append(tool)
         except ItemError as exc:
             quarantined.append(
-                QuarantinedItem(source=source, item=label, stage="ingest", reason=exc.reason, raw=_excerpt(entry))
+                QuarantinedItem(source=source, item=label, stage="ingest", reason=exc.reason, raw=excerpt(entry))
             )
     return tools, quarantined
 
 
-def _excerpt(value: Any, limit: int = 2000) -> str:
+def excerpt(value: Any, limit: int = 2000) -> str:
     try:
         text = to_json_text(value)
     except (TypeError, ValueError):
@@ -238,7 +238,7 @@ def parse_mcp_catalog(path: str, document: Any, server: str | None) -> ParsedSer
                 )
         except ItemError as exc:
             parsed.quarantined.append(
-                QuarantinedItem(source=path, item=exc.item, stage="ingest", reason=exc.reason, raw=_excerpt(entry))
+                QuarantinedItem(source=path, item=exc.item, stage="ingest", reason=exc.reason, raw=excerpt(entry))
             )
     return parsed
 

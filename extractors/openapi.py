@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkg.errors import ItemError, ManifestError
-from toolkg.extractors.formats import ParsedServers, _excerpt, server_id_from
+from toolkg.extractors.formats import ParsedServers, excerpt, server_id_from
 from toolkg.extractors.schema import (
     optional_str,
     outputs_from_schema,
@@ -171,7 +171,7 @@ def parse_openapi(path: str, document: Any, server: str | None) -> ParsedServers
                     item=f"{server_id}::{route}",
                     stage="ingest",
                     reason="path item must be an object",
-                    raw=_excerpt(path_item),
+                    raw=excerpt(path_item),
                 )
             )
             continue
@@ -202,7 +202,7 @@ def parse_openapi(path: str, document: Any, server: str | None) -> ParsedServers
                 seen.add(name)
             except ItemError as exc:
                 quarantined.append(
-                    QuarantinedItem(source=path, item=label, stage="ingest", reason=exc.reason, raw=_excerpt(operation))
+                    QuarantinedItem(source=path, item=label, stage="ingest", reason=exc.reason, raw=excerpt(operation))
                 )
     tags = [
         t.get("name") for t in document.get("tags") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)
