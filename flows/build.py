@@ -245,9 +245,10 @@ def _run(
     replacing = {g for r in manifests if r.file.path in records for g in records[r.file.path].graphs}
     owners = {g: rec.path for rec in records.values() if rec not in gone for g in rec.graphs}
     index = NameIndex()
-    for graph, tool_ids in store.tools_by_graph().items():
-        if graph not in replacing and graph in owners:
-            index.add(tool_ids, owners[graph])
+    if manifests:  # resolving names needs every stored tool: skip that scan when nothing is extracted
+        for graph, tool_ids in store.tools_by_graph().items():
+            if graph not in replacing and graph in owners:
+                index.add(tool_ids, owners[graph])
     for r in manifests:
         index.add((t.id for s in r.manifest.servers for t in s.tools), r.file.path)
 

@@ -38,7 +38,6 @@ class LoadResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     path: str
-    loaded: bool
     graphs: tuple[str, ...] = ()
     tools: int = 0
     triples: int = 0
@@ -93,7 +92,6 @@ def load_manifest(
         graph_owners[g.graph.value] = file.path
     return LoadResult(
         path=file.path,
-        loaded=True,
         graphs=record.graphs,
         tools=sum(len(g.tool_ids) for g in graphs),
         triples=sum(len(g.triples) for g in graphs),

@@ -30,6 +30,9 @@ from toolkg.errors import StoreError, StoreLockedError
 from toolkg.ontology import PREFIXES, PROV, RDF, SPARQL_PREFIXES, TK, ontology_version
 from toolkg.store import iris
 
+# Prefixes for output meant for people (exports, tables): the vocabularies plus toolkg's own ids.
+DISPLAY_PREFIXES = {**PREFIXES, "id": iris.BASE}
+
 
 class ManifestRecord(BaseModel):
     """What the store remembers about a loaded manifest, to decide skips and replacements."""
@@ -230,11 +233,7 @@ class ToolStore:
             self._store.dump(output, format=format)
             return
         triples = self._store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", use_default_graph_as_union=True)
-        serialize(triples, output, format=format, prefixes=_export_prefixes())
-
-
-def _export_prefixes() -> dict[str, str]:
-    return {**PREFIXES, "id": iris.BASE}
+        serialize(triples, output, format=format, prefixes=DISPLAY_PREFIXES)
 
 
 def _delete_subject(graph: NamedNode, subject: NamedNode) -> str:

@@ -6,10 +6,8 @@ from typing import IO
 
 from pyoxigraph import Literal, NamedNode, QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat, serialize
 
-from toolkg.ontology import PREFIXES
-from toolkg.store.iris import BASE
+from toolkg.store.oxigraph_store import DISPLAY_PREFIXES
 
-_COMPACT = {**PREFIXES, "id": BASE}
 MAX_CELL = 80
 
 
@@ -18,7 +16,7 @@ def compact(term) -> str:
     if term is None:
         return ""
     if isinstance(term, NamedNode):
-        for prefix, base in _COMPACT.items():
+        for prefix, base in DISPLAY_PREFIXES.items():
             if term.value.startswith(base):
                 return f"{prefix}:{term.value[len(base) :]}"
         return term.value

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from toolkg.ontology import PREFIXES, TK_NS
+from toolkg.ontology import TK_NS
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.render import compact
 
 _CLASS_TOTALS = {
     "servers": "Server",
@@ -25,21 +26,14 @@ def totals(store: ToolStore) -> dict[str, int]:
     return out
 
 
-def _compact(iri: str) -> str:
-    for prefix, base in PREFIXES.items():
-        if iri.startswith(base):
-            return f"{prefix}:{iri[len(base) :]}"
-    return iri
-
-
 def stats(store: ToolStore) -> dict[str, object]:
     """Counts by class, by predicate, and per server (tools, parameters, outputs, dependencies)."""
     by_class = {
-        _compact(r["c"].value): int(r["n"].value)
+        compact(r["c"]): int(r["n"].value)
         for r in store.select("SELECT ?c (COUNT(DISTINCT ?s) AS ?n) WHERE { ?s a ?c } GROUP BY ?c ORDER BY DESC(?n)")
     }
     by_predicate = {
-        _compact(r["p"].value): int(r["n"].value)
+        compact(r["p"]): int(r["n"].value)
         for r in store.select(
             "SELECT ?p (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?p ORDER BY DESC(?n)"
         )
