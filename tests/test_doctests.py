@@ -7,7 +7,15 @@ import importlib
 
 import pytest
 
-MODULES = ["toolkg.ontology", "toolkg.store.iris", "toolkg.store.oxigraph_store"]
+MODULES = [
+    "toolkg.ontology",
+    "toolkg.ontology.schema",
+    "toolkg.prompts",
+    "toolkg.extractors.triples",
+    "toolkg.extractors.offline",
+    "toolkg.store.iris",
+    "toolkg.store.oxigraph_store",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,0 +1,116 @@
+"""Word lists behind the offline extractor's rules (English; lower-case lemmas).
+
+Kept as data, separate from the rules, so a reviewer can read and extend them in one
+place. They describe English and tool documentation in general: none is keyed to a
+benchmark's tool names.
+"""
+
+from __future__ import annotations
+
+# Lead verb (lemma) -> capability class. The classes are the Capability entities tools link to.
+_CAPABILITY_VERBS: dict[str, tuple[str, ...]] = {
+    "read": (
+        "get", "fetch", "read", "retrieve", "show", "view", "load", "display", "describe", "list",
+        "open", "inspect", "return", "obtain", "access", "see", "print",
+    ),
+    "search": (
+        "search", "find", "query", "lookup", "look", "browse", "discover", "explore", "locate", "filter",
+        "match", "grep", "scan", "seek", "recommend", "suggest",
+    ),
+    "create": ("create", "add", "make", "insert", "register", "new", "build", "init", "initialize", "append", "open"),
+    "update": (
+        "update", "edit", "modify", "set", "change", "rename", "patch", "move", "replace", "mark", "assign",
+        "apply", "write", "put", "merge", "tag", "label", "reorder", "resize", "rotate", "crop",
+    ),
+    "delete": ("delete", "remove", "cancel", "clear", "drop", "unsubscribe", "archive", "revoke", "purge", "close"),
+    "send": (
+        "send", "post", "email", "notify", "publish", "share", "reply", "message", "tweet", "forward", "broadcast",
+        "invite", "comment", "submit",
+    ),
+    "convert": (
+        "convert", "translate", "transform", "format", "parse", "encode", "decode", "export", "import",
+        "compress", "extract", "normalize", "render", "transcribe", "serialize", "encrypt", "decrypt",
+    ),
+    "compute": (
+        "compute", "calculate", "count", "estimate", "sum", "measure", "evaluate", "solve", "average",
+        "score", "rank", "predict", "forecast", "optimize", "plan", "route",
+    ),
+    "analyze": (
+        "analyze", "analyse", "compare", "classify", "detect", "validate", "verify", "check", "test",
+        "review", "audit", "diagnose", "lint", "summarize", "summarise", "assess", "identify", "recognize",
+    ),
+    "generate": ("generate", "draw", "compose", "draft", "write", "design", "paint", "synthesize", "produce", "chart"),
+    "execute": (
+        "run", "execute", "start", "stop", "launch", "invoke", "trigger", "restart", "deploy", "install",
+        "kill", "terminate", "pause", "resume", "evaluate", "eval", "play", "build", "commit", "push", "pull", "clone",
+    ),
+    "transfer": ("download", "upload", "save", "copy", "sync", "store", "backup", "restore", "attach", "fork"),
+    "authenticate": ("login", "logout", "authenticate", "authorize", "sign", "signin", "verify", "connect"),
+    "interact": ("navigate", "click", "scroll", "type", "press", "hover", "select", "drag", "fill", "screenshot", "goto"),
+    "schedule": ("schedule", "book", "reserve", "remind", "snooze", "reschedule"),
+    "purchase": ("buy", "purchase", "pay", "checkout", "rent", "donate", "tip", "refund", "charge"),
+    "monitor": ("monitor", "watch", "track", "subscribe", "ping", "poll", "observe", "log", "follow"),
+    "manage": ("manage", "configure", "enable", "disable", "toggle", "approve", "reject", "lock", "unlock", "grant"),
+}
+
+# Verb + particle -> the single verb it means ("logs the user in" -> login).
+PHRASAL_VERBS: dict[tuple[str, str], str] = {
+    ("log", "in"): "login",
+    ("log", "into"): "login",
+    ("log", "out"): "logout",
+    ("sign", "in"): "signin",
+    ("sign", "into"): "signin",
+    ("sign", "up"): "register",
+    ("check", "out"): "checkout",
+    ("look", "up"): "lookup",
+    ("set", "up"): "configure",
+    ("turn", "on"): "enable",
+    ("turn", "off"): "disable",
+}
+
+# First class wins for a verb listed twice (e.g. "write": update before generate).
+VERB_CAPABILITY: dict[str, str] = {}
+for _capability, _verbs in _CAPABILITY_VERBS.items():
+    for _verb in _verbs:
+        VERB_CAPABILITY.setdefault(_verb, _capability)
+
+CAPABILITIES: tuple[str, ...] = tuple(_CAPABILITY_VERBS)
+
+# Verbs common in descriptions that name no capability; they still end a noun phrase.
+OTHER_VERBS = frozenset(
+    """
+    provide allow help let enable support receive require need contain accept give take ensure
+    interact perform handle tell want try keep become consider expect offer indicate represent
+    """.split()
+)
+
+# Words that say nothing about what a tool acts on, as a whole phrase or a phrase's edge.
+GENERIC_NOUNS = frozenset(
+    """
+    information info data detail details result results item items value values thing things way tool tools
+    function functions api request response output input parameter parameters option options type types format
+    number string list set use usage operation operations action actions method methods call support
+    specific specified given provided current new optional relevant available particular certain different
+    additional single multiple various full basic simple default custom general main more most many much
+    other same such own each every all any some few several latest recent possible necessary required
+    num max min total param params arg args
+    whether etc via using based including include includes following also only just near within across per
+    """.split()
+)
+
+# Parameter-name words that refer to no entity by themselves (an 'id' of what? a 'limit' of what?).
+PARAMETER_SUFFIXES = frozenset("id ids uuid guid key keys name names code number num no ref uri url".split())
+GENERIC_PARAMETERS = frozenset(
+    """
+    query q limit offset page per size count max min sort order direction format lang language verbose
+    timeout fields field filter filters options option text input value values mode start end cursor
+    token after before since until from to args kwargs params body data content type kind raw debug
+    force dry run recursive include exclude encoding width height top k n index level depth
+    """.split()
+)
+
+# Tokens that make a word a noun when they come just before an ambiguous verb/noun ("the search").
+DETERMINERS = frozenset("the a an this that these those your its their our my his her each every any some new".split())
+
+# Plurals the lemma table gets wrong for tool documentation (data -> datum).
+KEEP_AS_IS = frozenset("data media lyrics news analytics series species physics politics metadata status".split())

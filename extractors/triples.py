@@ -1,0 +1,184 @@
+"""The typed output both triple extractors produce, and the LLM's response model.
+
+Entity types and relations are closed choices generated from the ontology (see
+``toolkg.ontology.schema``); a validator checks each triple's head and tail types against
+the relation's domain and range, and that a Tool or Parameter end names the tool being
+described. A triple that breaks the ontology raises ``ValueError``, which makes instructor
+re-ask the model with the message; the offline extractor goes through the same check.
+
+>>> Model = response_model()
+>>> ok = Model.model_validate(
+...     {"triples": [{"head": "get_quote", "head_type": "Tool", "relation": "hasEntity",
+...                   "tail": "Stock Prices", "tail_type": "BusinessObject"}]},
+...     context=ToolContext(name="get_quote", parameters=("symbol",)))
+>>> ok.triples[0].tail
+'Stock Prices'
+>>> try:
+...     Model.model_validate({"triples": [{"head": "get_quote", "head_type": "Tool",
+...         "relation": "hasEntity", "tail": "sales", "tail_type": "Department"}]})
+... except ValueError as exc:
+...     print(exc.errors()[0]["msg"])
+Value error, hasEntity goes from Tool to BusinessObject; got Tool -> Department ('get_quote' -> 'sales')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator, model_validator
+
+from toolkg.models import Server, Tool
+from toolkg.ontology.schema import extraction_schema
+
+MAX_TRIPLES = 60
+MAX_NAME = 80
+_HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter, in any script
+
+
+class ToolContext(BaseModel):
+    """What a triple may refer to: the tool's own name and its parameter names."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    parameters: tuple[str, ...] = ()
+
+
+class ExtractedTriple(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    head: str
+    head_type: str
+    relation: str
+    tail: str
+    tail_type: str
+
+
+class ExtractionProvenance(BaseModel):
+    """Who made a tool's triples, from what: recorded on the tool's extraction graph."""
+
+    model_config = ConfigDict(frozen=True)
+
+    extractor: str
+    extractor_version: str
+    input_hash: str
+    model: str = ""
+    prompt_id: str = ""
+    prompt_hash: str = ""
+    run_id: str = ""  # the run whose extractor call produced them (a cached result keeps its first run)
+
+
+class ToolExtraction(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    tool_id: str
+    triples: tuple[ExtractedTriple, ...]
+    provenance: ExtractionProvenance
+    action: str = ""  # the lead verb, lemmatised (offline extractor)
+    notes: tuple[str, ...] = ()
+
+
+class ExtractionFailure(BaseModel):
+    """A tool the extractor gave up on: quarantined with the error and the raw reply."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool_id: str
+    reason: str
+    raw: str = ""
+
+
+def check_triple(head: str, head_type: str, relation: str, tail: str, tail_type: str, context) -> None:
+    """Raise ``ValueError`` (with a message a model can act on) if the triple breaks the ontology."""
+    schema = extraction_schema()
+    spec = schema.predicates[relation]
+    if head_type not in spec.domain or tail_type not in spec.range:
+        raise ValueError(
+            f"{relation} goes from {' or '.join(sorted(spec.domain))} to {' or '.join(sorted(spec.range))}; "
+            f"got {head_type} -> {tail_type} ({head!r} -> {tail!r})"
+        )
+    for name, kind in ((head, head_type), (tail, tail_type)):
+        if not _HAS_WORD.search(name):
+            raise ValueError(f"{kind} name {name!r} has no letters")
+        if context is None:
+            continue
+        if kind == "Tool" and name.casefold() != context.name.casefold():
+            raise ValueError(f"a Tool end must be this tool's name {context.name!r}, not {name!r}")
+        if kind == "Parameter" and name not in context.parameters:
+            allowed = ", ".join(context.parameters) or "(this tool has none)"
+            raise ValueError(f"{name!r} is not a parameter of {context.name!r}; its parameters are: {allowed}")
+
+
+def _context(info: ValidationInfo) -> ToolContext | None:
+    context = info.context
+    if isinstance(context, dict):
+        context = context.get("tool")
+    return context if isinstance(context, ToolContext) else None
+
+
+@cache
+def response_model() -> type[BaseModel]:
+    """``ToolTriples``: the structured reply asked of the LLM, generated from the ontology."""
+    schema = extraction_schema()
+    type_names = Literal[tuple(schema.types)]  # type: ignore[valid-type]
+    relations = Literal[tuple(schema.predicates)]  # type: ignore[valid-type]
+
+    def strip(cls, value: str) -> str:
+        return " ".join(value.split())
+
+    def ontology(self, info: ValidationInfo):
+        check_triple(self.head, self.head_type, self.relation, self.tail, self.tail_type, _context(info))
+        return self
+
+    triple = create_model(
+        "Triple",
+        __doc__="One fact (head, relation, tail) about the tool; both ends typed by the ontology.",
+        head=(str, Field(min_length=1, max_length=MAX_NAME, description="name of the head entity")),
+        head_type=(type_names, Field(description="ontology type of the head")),
+        relation=(relations, Field(description="ontology relation")),
+        tail=(str, Field(min_length=1, max_length=MAX_NAME, description="name of the tail entity")),
+        tail_type=(type_names, Field(description="ontology type of the tail")),
+        __validators__={
+            "strip_names": field_validator("head", "tail", mode="before")(classmethod(strip)),
+            "ontology": model_validator(mode="after")(ontology),
+        },
+    )
+    return create_model(
+        "ToolTriples",
+        __doc__="The triples extracted from one tool's documentation.",
+        triples=(list[triple], Field(max_length=MAX_TRIPLES)),  # type: ignore[valid-type]
+    )
+
+
+def to_extracted(reply: BaseModel) -> tuple[ExtractedTriple, ...]:
+    """The validated reply's triples as plain ``ExtractedTriple``s, duplicates dropped, order kept."""
+    seen: dict[tuple[str, ...], ExtractedTriple] = {}
+    for t in reply.triples:  # type: ignore[attr-defined]
+        key = (t.head.casefold(), t.head_type, t.relation, t.tail.casefold(), t.tail_type)
+        seen.setdefault(
+            key,
+            ExtractedTriple(head=t.head, head_type=t.head_type, relation=t.relation, tail=t.tail, tail_type=t.tail_type),
+        )
+    return tuple(seen.values())
+
+
+def tool_document(tool: Tool, server: Server) -> dict:
+    """Everything an extractor reads about a tool; its hash keys the LLM cache and provenance."""
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "server": {"name": server.name, "category": server.category or "", "description": server.description},
+        "parameters": [
+            {"name": p.name, "type": p.json_type, "required": p.required, "description": p.description}
+            for p in tool.parameters
+        ],
+        "outputs": [{"name": o.name, "type": o.json_type, "description": o.description} for o in tool.outputs],
+    }
+
+
+def input_hash(document: dict) -> str:
+    return hashlib.sha256(json.dumps(document, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
