@@ -115,37 +115,37 @@ def noun_phrases(text: str) -> list[str]:
     """Candidate business objects in English text, in order of first appearance."""
     lead = _SENTENCE_END.split(text[:DESCRIPTION_CHARS])
     phrases: list[str] = []
+
+    def flush(run: list[str]) -> None:
+        words = _trim(run)
+        if words and not (len(words) == 1 and len(words[0]) < 3):
+            phrase = entity_name(" ".join(words))
+            if phrase not in phrases:
+                phrases.append(phrase)
+        run.clear()
+
     for sentence in lead[:3]:
         run: list[str] = []
         previous = ""
-
-        def flush() -> None:
-            words = _trim(run)
-            if words and not (len(words) == 1 and len(words[0]) < 3):
-                phrase = entity_name(" ".join(words))
-                if phrase not in phrases:
-                    phrases.append(phrase)
-            run.clear()
-
         for token in nlp().make_doc(sentence.lower()):
             word = token.text
             if not token.is_alpha or token.is_stop or word.endswith("ly"):
-                flush()
+                flush(run)
             elif word.endswith(("ing", "ed")) and len(word) > 4:
                 # a participle inside a phrase modifies it ("closing price"); leading one, it is a verb
                 if run or previous in DETERMINERS:
                     run.append(word)
                 else:
-                    flush()
+                    flush(run)
             elif lemma(word) in VERB_CAPABILITY or lemma(word) in OTHER_VERBS:
                 if previous in DETERMINERS and not run:  # "the search", "a download": a noun here
                     run.append(word)
                 else:
-                    flush()
+                    flush(run)
             else:
                 run.append(word)
             previous = word
-        flush()
+        flush(run)
     return phrases
 
 

@@ -23,7 +23,11 @@ import spacy
 
 from toolkg.extractors.lexicon import KEEP_AS_IS
 
-_IDENTIFIER_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d+(?![a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+[a-z]*|[^\W\d_]+", re.UNICODE)
+# An acronym before a capitalised word, a word with a version suffix (v2, sha256), a word, an
+# acronym, a number, any other letters (other scripts).
+_IDENTIFIER_PARTS = re.compile(
+    r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+\d+(?![a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+[a-z]*|[^\W\d_]+", re.UNICODE
+)
 _lock = threading.Lock()
 _nlp = None
 

@@ -161,7 +161,9 @@ def to_extracted(reply: BaseModel) -> tuple[ExtractedTriple, ...]:
         key = (t.head.casefold(), t.head_type, t.relation, t.tail.casefold(), t.tail_type)
         seen.setdefault(
             key,
-            ExtractedTriple(head=t.head, head_type=t.head_type, relation=t.relation, tail=t.tail, tail_type=t.tail_type),
+            ExtractedTriple(
+                head=t.head, head_type=t.head_type, relation=t.relation, tail=t.tail, tail_type=t.tail_type
+            ),
         )
     return tuple(seen.values())
 

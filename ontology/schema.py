@@ -70,7 +70,11 @@ def extraction_schema() -> ExtractionSchema:
         if any(isinstance(o, Literal) and o.value == "true" for o in props.get(TK_NS + "extractionTerm", []))
     }
     marked.discard(None)
-    is_property = {local(s) for s, p in by_subject.items() if any(o.value.endswith("ObjectProperty") for o in p.get(_RDF + "type", []))}
+    is_property = {
+        local(s)
+        for s, p in by_subject.items()
+        if any(o.value.endswith("ObjectProperty") for o in p.get(_RDF + "type", []))
+    }
     types = {name for name in marked if name not in is_property}
     subclasses: dict[str, set[str]] = defaultdict(set)
     for s, props in by_subject.items():
