@@ -174,7 +174,7 @@ class OfflineExtractor:
 
     def key(self) -> str:
         """What the result depends on besides the input (part of every manifest's fingerprint)."""
-        return f"{NAME}/{VERSION}"
+        return VERSION
 
     def extract(self, tool: Tool, server: Server) -> ToolExtraction:
         notes: list[str] = []

@@ -14,8 +14,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Triple
 
+from toolkg.extractors.text import entity_name
 from toolkg.models import Manifest, QuarantinedItem, Server, Tool
-from toolkg.ontology import DCTERMS, RDF, RDFS, TK, XSD
+from toolkg.ontology import DCTERMS, RDF, RDFS, SKOS, TK, XSD
 from toolkg.store import iris
 
 EXTRACTOR_NAME = "structural"
@@ -60,14 +61,16 @@ class NameIndex:
 
 
 class ServerGraph(BaseModel):
-    """The triples of one server, destined for its own named graph."""
+    """Triples of one server destined for one named graph: the server's own graph, or (with
+    ``extraction_of`` set) the extraction graph of one of its tools."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     server_id: str
     graph: NamedNode
     triples: tuple[Triple, ...]
-    tool_ids: tuple[str, ...]
+    tool_ids: tuple[str, ...] = ()
+    extraction_of: str = ""  # tool id, for a tool's extraction graph
 
 
 class ExtractedManifest(BaseModel):
@@ -76,11 +79,23 @@ class ExtractedManifest(BaseModel):
     manifest: Manifest
     graphs: tuple[ServerGraph, ...]
     unresolved: tuple[str, ...] = ()  # dependency target names nobody defines yet
+    pending: tuple[str, ...] = ()  # tools whose semantic extraction failed: retried next run
     quarantined: tuple[QuarantinedItem, ...] = ()
 
     @property
     def triple_count(self) -> int:
         return sum(len(g.triples) for g in self.graphs)
+
+
+def entity_node(entity_type: str, surface: str, out: list[Triple]) -> NamedNode:
+    """An ontology entity, labelled with its canonical name; another surface form is an altLabel."""
+    canonical = entity_name(surface) or surface
+    node = iris.entity_iri(entity_type, canonical)
+    out.append(Triple(node, RDF.type, getattr(TK, entity_type)))
+    out.append(Triple(node, RDFS.label, Literal(canonical)))
+    if surface != canonical:
+        out.append(Triple(node, SKOS.altLabel, Literal(surface)))
+    return node
 
 
 def _text(value: str) -> Literal:
@@ -162,10 +177,7 @@ def _server_triples(server: Server, format: str, out: list[Triple]) -> NamedNode
         add(Triple(node, DCTERMS.description, _text(server.description)))
     if server.category:
         add(Triple(node, TK.category, _text(server.category)))
-        lob = iris.entity_iri("line-of-business", server.category)
-        add(Triple(node, TK.hasLineOfBusiness, lob))
-        add(Triple(lob, RDF.type, TK.LineOfBusiness))
-        add(Triple(lob, RDFS.label, _text(server.category)))
+        add(Triple(node, TK.hasLineOfBusiness, entity_node("LineOfBusiness", server.category, out)))
     if server.homepage:
         add(Triple(node, TK.homepage, _text(server.homepage)))
     if server.version:

@@ -1,4 +1,4 @@
-"""The build flow: ingest -> extract -> canonicalize -> validate -> load, batched.
+"""The build flow: ingest -> extract (structural + semantic) -> canonicalize -> validate -> load, batched.
 
 The flow body only orchestrates; each stage is a library function (extractors/,
 canonicalize/, store/). Work goes to tasks in batches so Prefect's per-task cost stays
@@ -25,7 +25,8 @@ from toolkg.canonicalize import canonicalize_manifest
 from toolkg.errors import ToolkgError, UsageError
 from toolkg.extractors.ingest import IngestResult, ingest_manifest
 from toolkg.extractors.reading import discover, fingerprint_file
-from toolkg.extractors.structural import EXTRACTOR_NAME, EXTRACTOR_VERSION, NameIndex, extract_structure
+from toolkg.extractors.semantic import SemanticExtractor, make_extractor, with_extractions
+from toolkg.extractors.structural import NameIndex, extract_structure
 from toolkg.models import Manifest, ManifestFile, QuarantinedItem
 from toolkg.store import iris
 from toolkg.store.loading import BuildOptions, LoadResult, fingerprint, load_manifest, record_run
@@ -105,12 +106,28 @@ def ingest_batch(
 
 
 @task(name="extract-canonicalize-validate", cache_policy=NO_CACHE, persist_result=False)
-def transform_batch(manifests: Sequence[Manifest], index: NameIndex, validator: Validator, summary: BuildSummary):
-    """Structural extraction, canonicalization and SHACL validation of a batch of manifests."""
+def transform_batch(
+    manifests: Sequence[Manifest],
+    index: NameIndex,
+    validator: Validator,
+    extractor: SemanticExtractor,
+    summary: BuildSummary,
+):
+    """Structural and semantic extraction, canonicalization and SHACL validation of a batch."""
+    run = iris.run_iri(summary.run_id)
+    started = time.perf_counter()
+    # The whole batch goes to the extractor at once, so the LLM extractor can keep its
+    # max_concurrency requests in flight across manifests of a few tools each.
+    items = [(tool, server) for m in manifests for server in m.servers for tool in server.tools]
+    results = extractor.extract_many(items, summary.run_id)
+    summary.add_time("extract-semantic", time.perf_counter() - started)
     out = []
+    offset = 0
     for manifest in manifests:
         started = time.perf_counter()
         extracted = extract_structure(manifest, index)
+        extracted = with_extractions(extracted, results[offset : offset + manifest.tool_count], run)
+        offset += manifest.tool_count
         summary.add_time("extract", time.perf_counter() - started)
         started = time.perf_counter()
         extracted = canonicalize_manifest(extracted)
@@ -151,17 +168,27 @@ def build_catalog(
     prune: bool = False,
     force: bool = False,
     batch_size: int = BATCH_SIZE,
+    extractor: str = "offline",
+    llm_config: str | None = None,
 ) -> BuildSummary:
-    """Build (or incrementally update) the knowledge graph in ``store_dir`` from manifest ``paths``."""
+    """Build (or incrementally update) the knowledge graph in ``store_dir`` from manifest ``paths``.
+
+    ``extractor`` is ``offline`` (rules, the default) or ``llm`` (an OpenAI-compatible
+    endpoint configured by environment or the TOML file ``llm_config``; secrets never
+    travel as flow parameters).
+    """
     started_at = datetime.now(UTC)
     run_id = started_at.strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     summary = BuildSummary(run_id=run_id, store=str(Path(store_dir).resolve()), started=started_at.isoformat())
-    options = BuildOptions(format=format, server=server, extractor=EXTRACTOR_NAME, extractor_version=EXTRACTOR_VERSION)
+    semantic = make_extractor(extractor, store_dir, llm_config)  # fails fast on a missing LLM endpoint
+    options = BuildOptions(format=format, server=server, extractor=semantic.name, extractor_version=semantic.key())
     store = ToolStore(store_dir)
     clock = time.perf_counter()
     try:
-        _run(store, paths, options, prune, force, batch_size, summary)
+        _run(store, paths, options, semantic, prune, force, batch_size, summary)
     finally:
+        summary.extraction = semantic.usage()
+        semantic.close()
         summary.pipeline_seconds = round(time.perf_counter() - clock, 3)
         summary.ended = datetime.now(UTC).isoformat()
         summary.save(store.runs_dir)
@@ -206,6 +233,7 @@ def _run(
     store: ToolStore,
     paths: list[str],
     options: BuildOptions,
+    extractor: SemanticExtractor,
     prune: bool,
     force: bool,
     batch_size: int,
@@ -226,9 +254,10 @@ def _run(
         skipped += result.skipped
         summary.quarantined += result.quarantined
         progress.report("ingest", min(done * batch_size, len(files)), len(files))
-    # An unchanged manifest is rebuilt when a tool it names but could not resolve has now appeared.
+    # An unchanged manifest is rebuilt when a tool it names but could not resolve has now appeared,
+    # or when some of its tools' extraction failed last time (the cache makes the rest free).
     new_names = {t.name for r in parsed if r.manifest for s in r.manifest.servers for t in s.tools}
-    waiting = [f.path for f in skipped if set(records[f.path].unresolved) & new_names]
+    waiting = [f.path for f in skipped if set(records[f.path].unresolved) & new_names or records[f.path].pending]
     if waiting:
         again = ingest_batch(waiting, {}, options, True)
         parsed += again.parsed
@@ -260,7 +289,7 @@ def _run(
         while batches:
             batch = batches.pop(0)
             transformed = transform_batch(
-                quote([r.manifest for r in batch]), quote(index), quote(validator), quote(summary)
+                quote([r.manifest for r in batch]), quote(index), quote(validator), quote(extractor), quote(summary)
             )
             for r, (extracted, problems) in zip(batch, transformed, strict=True):
                 summary.quarantined += problems

@@ -18,6 +18,7 @@ BASE = "https://w3id.org/toolkg/id/"
 MANIFESTS_GRAPH = NamedNode(BASE + "graph/manifests")
 PROVENANCE_GRAPH = NamedNode(BASE + "graph/provenance")
 SERVER_GRAPH_PREFIX = BASE + "graph/server/"
+EXTRACTION_GRAPH_PREFIX = BASE + "graph/extraction/"
 
 _SLUG_RE = re.compile(r"[^\w]+", re.UNICODE)
 
@@ -67,7 +68,9 @@ def dependency_iri(consumer: NamedNode, kind: str, producer: NamedNode, paramete
 
 
 def entity_iri(entity_type: str, label: str) -> NamedNode:
-    return NamedNode(f"{BASE}entity/{slug(entity_type)}/{_q(slug(label))}")
+    """An entity by ontology type and canonical name: ``entity/line-of-business/finance``."""
+    kind = re.sub(r"(?<=[a-z])(?=[A-Z])", "-", entity_type)
+    return NamedNode(f"{BASE}entity/{slug(kind)}/{_q(slug(label))}")
 
 
 def manifest_iri(path: str) -> NamedNode:
@@ -80,3 +83,8 @@ def run_iri(run_id: str) -> NamedNode:
 
 def agent_iri(name: str, version: str) -> NamedNode:
     return NamedNode(f"{BASE}agent/{_q(name)}/{_q(version)}")
+
+
+def extraction_graph(server_id: str, tool_name: str) -> NamedNode:
+    """The named graph holding one tool's extracted triples (and their provenance)."""
+    return NamedNode(f"{EXTRACTION_GRAPH_PREFIX}{_q(server_id)}/{_q(tool_name)}")

@@ -60,10 +60,11 @@ def load_manifest(
     ``graph_owners`` (graph IRI -> manifest path) is updated with what was loaded.
     """
     quarantined = []
-    graphs = []
+    refused: set[str] = set()
     for g in extracted.graphs:
         owner = graph_owners.get(g.graph.value)
-        if owner is not None and owner != file.path:
+        if owner is not None and owner != file.path and g.server_id not in refused:
+            refused.add(g.server_id)
             quarantined.append(
                 QuarantinedItem(
                     source=file.path,
@@ -72,8 +73,7 @@ def load_manifest(
                     reason=f"server id {g.server_id!r} is already defined by {owner}",
                 )
             )
-            continue
-        graphs.append(g)
+    graphs = [g for g in extracted.graphs if g.server_id not in refused]  # with its tools' extraction graphs
     record = ManifestRecord(
         path=file.path,
         sha256=file.sha256,
@@ -82,6 +82,7 @@ def load_manifest(
         extractor=f"{options.extractor}/{options.extractor_version}",
         graphs=tuple(g.graph.value for g in graphs),
         unresolved=extracted.unresolved,
+        pending=extracted.pending,
     )
     store.replace_manifest(
         record, [(g.graph, g.triples) for g in graphs], drop_graphs=previous.graphs if previous else (), run=run

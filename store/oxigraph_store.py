@@ -45,7 +45,8 @@ class ManifestRecord(BaseModel):
     format: str = ""
     extractor: str = ""
     graphs: tuple[str, ...] = ()
-    unresolved: tuple[str, ...] = ()
+    unresolved: tuple[str, ...] = ()  # tool names declared dependencies wait for
+    pending: tuple[str, ...] = ()  # tools whose extraction failed: the next run retries the manifest
 
 
 class ToolStore:
@@ -119,34 +120,36 @@ class ToolStore:
 
     def manifest_records(self) -> dict[str, ManifestRecord]:
         """What the store knows about each loaded manifest, by absolute path."""
+        graph = iris.MANIFESTS_GRAPH
         rows = self._store.query(
             SPARQL_PREFIXES
-            + f"""
-            SELECT ?path ?sha ?fp ?format ?extractor
-                   (GROUP_CONCAT(DISTINCT STR(?g); SEPARATOR="\\n") AS ?graphs)
-                   (GROUP_CONCAT(DISTINCT ?u; SEPARATOR="\\n") AS ?unresolved)
-            WHERE {{ GRAPH {iris.MANIFESTS_GRAPH} {{
+            + f"""SELECT ?m ?path ?sha ?fp ?format ?extractor WHERE {{ GRAPH {graph} {{
                 ?m a tk:Manifest ; tk:sourcePath ?path ; tk:sha256 ?sha ; tk:fingerprint ?fp .
-                OPTIONAL {{ ?m tk:sourceFormat ?format }} OPTIONAL {{ ?m tk:extractor ?extractor }}
-                OPTIONAL {{ ?m tk:definesGraph ?g }} OPTIONAL {{ ?m tk:unresolvedReference ?u }} }} }}
-            GROUP BY ?m ?path ?sha ?fp ?format ?extractor"""
+                OPTIONAL {{ ?m tk:sourceFormat ?format }} OPTIONAL {{ ?m tk:extractor ?extractor }} }} }}"""
         )
-        records = {}
-        for row in rows:
-            text = {
-                name: row[name].value if row[name] is not None else ""
-                for name in ("path", "sha", "fp", "format", "extractor", "graphs", "unresolved")
+        fields = {
+            row["m"]: {
+                "path": row["path"].value,
+                "sha256": row["sha"].value,
+                "fingerprint": row["fp"].value,
+                "format": row["format"].value if row["format"] else "",
+                "extractor": row["extractor"].value if row["extractor"] else "",
             }
-            records[text["path"]] = ManifestRecord(
-                path=text["path"],
-                sha256=text["sha"],
-                fingerprint=text["fp"],
-                format=text["format"],
-                extractor=text["extractor"],
-                graphs=tuple(g for g in text["graphs"].split("\n") if g),
-                unresolved=tuple(u for u in text["unresolved"].split("\n") if u),
-            )
-        return records
+            for row in rows
+        }
+        # Multi-valued fields one property at a time: OPTIONALs side by side would multiply rows.
+        for name, prop in (
+            ("graphs", TK.definesGraph),
+            ("unresolved", TK.unresolvedReference),
+            ("pending", TK.pendingExtraction),
+        ):
+            values: dict[object, list[str]] = {}
+            for quad in self._store.quads_for_pattern(None, prop, None, graph):
+                values.setdefault(quad.subject, []).append(quad.object.value)
+            for manifest, found in values.items():
+                if manifest in fields:
+                    fields[manifest][name] = tuple(sorted(found))
+        return {f["path"]: ManifestRecord(**f) for f in fields.values()}
 
     def tools_by_graph(self) -> dict[str, list[str]]:
         """Tool ids of every stored tool, grouped by the named graph holding them."""
@@ -267,6 +270,8 @@ def _record_triples(
         out.append(Triple(manifest, TK.definesGraph, graph))
     for name in record.unresolved:
         out.append(Triple(manifest, TK.unresolvedReference, Literal(name)))
+    for tool_id in record.pending:
+        out.append(Triple(manifest, TK.pendingExtraction, Literal(tool_id)))
     if run is not None:
         out.append(Triple(manifest, PROV.wasGeneratedBy, run))
     return out

@@ -17,7 +17,7 @@ from multiprocessing import get_context
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import NamedNode, Triple
 
-from toolkg.extractors.structural import ExtractedManifest, ServerGraph
+from toolkg.extractors.structural import ExtractedManifest
 from toolkg.models import QuarantinedItem
 from toolkg.ontology import SHAPES_FILE
 from toolkg.store import iris
@@ -108,7 +108,9 @@ class Validator:
 
     def validate(self, extracted: ExtractedManifest) -> tuple[ExtractedManifest, list[QuarantinedItem]]:
         """Withhold the triples of every tool or server that violates a shape; report each one."""
-        violations = self.violations([t for g in extracted.graphs for t in g.triples])
+        # Extraction graphs are not re-checked here: their triples passed the ontology-generated
+        # response model (domain, range, closed types) when they were extracted.
+        violations = self.violations([t for g in extracted.graphs if not g.extraction_of for t in g.triples])
         if not violations:
             return extracted, []
         return _withhold(extracted, violations)
@@ -134,9 +136,9 @@ def _withhold(
     bad_keys = {key for key, tool_id in tool_by_key.items() if tool_id in reasons}
     graphs = []
     for g in extracted.graphs:
-        if g.server_id in reasons or "?" in reasons:
+        if g.server_id in reasons or "?" in reasons or g.extraction_of in reasons:
             continue  # a server-level (or unattributable) violation withholds the whole server graph
         kept = tuple(t for t in g.triples if (_tool_key(t.subject) or _tool_key(t.object)) not in bad_keys)
         ids = tuple(t for t in g.tool_ids if t not in reasons)
-        graphs.append(ServerGraph(server_id=g.server_id, graph=g.graph, triples=kept, tool_ids=ids))
+        graphs.append(g.model_copy(update={"triples": kept, "tool_ids": ids}))
     return extracted.model_copy(update={"graphs": tuple(graphs)}), quarantined

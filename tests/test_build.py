@@ -106,7 +106,7 @@ def test_provenance_records_the_run(sample):
         {"id": _lit(summary.run_id)},
     )
     assert len(rows) == 3 and all(len(r["sha"].value) == 64 for r in rows)
-    assert "structural" in rows[0]["agent"].value
+    assert "toolkg-offline" in rows[0]["agent"].value
 
 
 def _lit(value: str):

@@ -7,6 +7,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error (bad flags, bad SPARQL, missing files
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -58,6 +59,16 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--server", help="server id for single-server manifests (default: wrapper field or file name)")
     build.add_argument("--prune", action="store_true", help="retract graphs of manifests no longer under PATHs")
     build.add_argument("--force", action="store_true", help="rebuild every manifest even if unchanged")
+    build.add_argument(
+        "--extractor",
+        choices=("offline", "llm"),
+        default="offline",
+        help="triple extractor: offline rules (default, no network) or an OpenAI-compatible LLM "
+        "(configure with TOOLKG_LLM_BASE_URL, TOOLKG_LLM_MODEL, TOOLKG_LLM_API_KEY or --llm-config)",
+    )
+    build.add_argument(
+        "--llm-config", metavar="FILE", help="TOML file with an [llm] table (environment variables override it)"
+    )
     build.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     build.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
 
@@ -101,6 +112,14 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     if not discover(args.paths):  # fail fast, before Prefect starts
         raise UsageError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(args.paths)}")
+    if args.extractor == "llm":  # fail fast, before Prefect starts
+        from toolkg.extractors.llm_config import load_llm_config
+
+        load_llm_config(args.llm_config).require_endpoint()
+    elif args.llm_config:
+        raise UsageError("--llm-config only applies with --extractor llm")
+    if not args.verbose:  # failures are summarised by toolkg; instructor would also log each one
+        logging.getLogger("instructor").setLevel(logging.CRITICAL)
     progress.enable(not args.quiet)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     # The temporary server migrates a new database on first start: give slow machines time.
@@ -116,6 +135,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         server=args.server,
         prune=args.prune,
         force=args.force,
+        extractor=args.extractor,
+        llm_config=args.llm_config,
     )
     wall = time.perf_counter() - started
     pipeline = summary.pipeline_seconds

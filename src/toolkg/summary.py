@@ -15,6 +15,23 @@ EXIT_USAGE = 2
 EXIT_QUARANTINED = 3
 
 
+def _extraction_line(usage: dict[str, object]) -> str:
+    """'llm (model, prompt): 12 tools extracted, 500 cache hits, 14 HTTP requests (...)'."""
+    what = str(usage.get("extractor", "?"))
+    if usage.get("model"):
+        what += f" ({usage['model']}, prompt {usage.get('prompt', '?')})"
+    if "http_requests" not in usage:
+        return f"{what}: {usage.get('tools', 0)} tools"
+    line = (
+        f"{what}: {usage['tools']} tools extracted, {usage['cache_hits']} cache hits, {usage['failed']} failed; "
+        f"{usage['http_requests']} HTTP requests ({usage['retries']} retries, {usage['reasks']} re-asks); "
+        f"tokens {usage['prompt_tokens']} in / {usage['completion_tokens']} out"
+    )
+    if "cost" in usage:
+        line += f"; cost {usage['cost']:.4f}"
+    return line
+
+
 class BuildSummary(BaseModel):
     run_id: str
     store: str
@@ -33,6 +50,7 @@ class BuildSummary(BaseModel):
     quarantined: list[QuarantinedItem] = Field(default_factory=list)
     stage_seconds: dict[str, float] = Field(default_factory=dict)  # seconds per stage
     pipeline_seconds: float = 0.0  # wall time of the flow body (Prefect start-up excluded)
+    extraction: dict[str, object] = Field(default_factory=dict)  # extractor, model, prompt, calls, tokens, cost
 
     @property
     def exit_code(self) -> int:
@@ -66,6 +84,8 @@ class BuildSummary(BaseModel):
         ):
             if paths:
                 lines.append(f"{bullet}{label}: {names(paths)}")
+        if self.extraction:
+            lines.append("extraction: " + _extraction_line(self.extraction))
         timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items())
         lines.append(f"timings: {timing} (pipeline wall {self.pipeline_seconds:.2f}s)")
         if self.quarantined:

@@ -1,0 +1,119 @@
+"""Configuration of the LLM extractor: a TOML file's ``[llm]`` table, overridden by environment.
+
+Any OpenAI-compatible chat-completions server works (OpenAI, Ollama, vLLM, llama.cpp's
+server, LiteLLM...): set ``base_url`` and ``model``. Keys (file key / environment variable):
+
+==========================  ===============================  ===========================================
+``base_url``                ``TOOLKG_LLM_BASE_URL``          e.g. http://127.0.0.1:11434/v1 (Ollama)
+``model``                   ``TOOLKG_LLM_MODEL``             e.g. qwen2.5:7b-instruct
+``api_key``                 ``TOOLKG_LLM_API_KEY``           falls back to OPENAI_API_KEY; local servers need none
+``temperature``             ``TOOLKG_LLM_TEMPERATURE``       default 0
+``timeout``                 ``TOOLKG_LLM_TIMEOUT``           seconds per HTTP request, default 60
+``max_concurrency``         ``TOOLKG_LLM_MAX_CONCURRENCY``   requests in flight, default 4
+``requests_per_minute``     ``TOOLKG_LLM_RPM``               0 = no limit (default)
+``max_reasks``              ``TOOLKG_LLM_MAX_REASKS``        re-asks after a reply that breaks the ontology, default 2
+``max_retries``             ``TOOLKG_LLM_MAX_RETRIES``       retries after 429 / 5xx / timeouts, default 4
+``price_input_per_mtok``    ``TOOLKG_LLM_PRICE_INPUT``       price per million prompt tokens, for the cost line
+``price_output_per_mtok``   ``TOOLKG_LLM_PRICE_OUTPUT``      price per million completion tokens
+``prompt``                  ``TOOLKG_LLM_PROMPT``            a prompt file replacing prompts/tool_triples.md
+``cache``                   ``TOOLKG_LLM_CACHE``             cache file (default <store>/cache/llm.sqlite)
+==========================  ===============================  ===========================================
+
+The API key is held as a ``SecretStr``: it is sent to the endpoint and nowhere else (not in
+logs, provenance, the cache, the summary or Prefect's flow parameters).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from toolkg.errors import ConfigError
+
+ENV = {
+    "base_url": ("TOOLKG_LLM_BASE_URL", "OPENAI_BASE_URL"),
+    "model": ("TOOLKG_LLM_MODEL",),
+    "api_key": ("TOOLKG_LLM_API_KEY", "OPENAI_API_KEY"),
+    "temperature": ("TOOLKG_LLM_TEMPERATURE",),
+    "timeout": ("TOOLKG_LLM_TIMEOUT",),
+    "max_concurrency": ("TOOLKG_LLM_MAX_CONCURRENCY",),
+    "requests_per_minute": ("TOOLKG_LLM_RPM",),
+    "max_reasks": ("TOOLKG_LLM_MAX_REASKS",),
+    "max_retries": ("TOOLKG_LLM_MAX_RETRIES",),
+    "price_input_per_mtok": ("TOOLKG_LLM_PRICE_INPUT",),
+    "price_output_per_mtok": ("TOOLKG_LLM_PRICE_OUTPUT",),
+    "prompt": ("TOOLKG_LLM_PROMPT",),
+    "cache": ("TOOLKG_LLM_CACHE",),
+}
+CONFIG_ENV = "TOOLKG_LLM_CONFIG"  # path of the TOML file when --llm-config is not given
+
+
+class LLMConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str = ""
+    model: str = ""
+    api_key: SecretStr = SecretStr("")
+    temperature: float = Field(0.0, ge=0, le=2)
+    timeout: float = Field(60.0, gt=0)
+    max_concurrency: int = Field(4, ge=1, le=256)
+    requests_per_minute: float = Field(0.0, ge=0)
+    max_reasks: int = Field(2, ge=0, le=10)
+    max_retries: int = Field(4, ge=0, le=20)
+    max_wait: float = Field(120.0, gt=0)  # longest Retry-After honoured, and the backoff cap
+    breaker: int = Field(8, ge=1)  # consecutive unreachable-endpoint failures before the rest are skipped
+    price_input_per_mtok: float | None = None
+    price_output_per_mtok: float | None = None
+    prompt: str | None = None
+    cache: str | None = None
+
+    def require_endpoint(self) -> LLMConfig:
+        """Fail fast, before any work, when no endpoint is configured."""
+        missing = [name for name in ("base_url", "model") if not getattr(self, name)]
+        if missing:
+            variables = " and ".join(ENV[name][0] for name in missing)
+            raise ConfigError(
+                f"--extractor llm needs an OpenAI-compatible endpoint: set {variables} "
+                f"(or {', '.join(missing)} under [llm] in a file given with --llm-config)"
+            )
+        return self
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        if self.price_input_per_mtok is None and self.price_output_per_mtok is None:
+            return None
+        return (
+            prompt_tokens * (self.price_input_per_mtok or 0) + completion_tokens * (self.price_output_per_mtok or 0)
+        ) / 1e6
+
+
+def load_llm_config(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> LLMConfig:
+    """The file's ``[llm]`` table (if any) with environment variables on top."""
+    env = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    path = path or env.get(CONFIG_ENV)
+    if path:
+        try:
+            document = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read LLM config {path}: {exc.strerror or exc}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"LLM config {path} is not valid TOML: {exc}") from None
+        table = document.get("llm", document)
+        if not isinstance(table, dict):
+            raise ConfigError(f"LLM config {path}: [llm] must be a table")
+        values.update(table)
+    for field, names in ENV.items():
+        for name in names:
+            if env.get(name):
+                values[field] = env[name]
+                break
+    try:
+        return LLMConfig.model_validate(values)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(p) for p in problem["loc"])
+        raise ConfigError(f"LLM config: {where}: {problem['msg']}") from None

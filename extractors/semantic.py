@@ -1,0 +1,143 @@
+"""Semantic extraction in the pipeline: choose the extractor, run it, turn its output into RDF.
+
+Both extractors (offline rules, LLM) produce ``ToolExtraction``s. Each becomes the tool's
+own named graph (``iris.extraction_graph``) that describes itself with PROV-O: extractor
+and version, model, prompt id and hash, input hash, source manifest and run. Every triple
+in that graph therefore knows where it came from; replacing or retracting a manifest
+replaces or retracts its tools' extraction graphs with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal as TypingLiteral
+from typing import Protocol
+
+from pyoxigraph import Literal, NamedNode, Triple
+
+from toolkg.extractors.offline import OfflineExtractor
+from toolkg.extractors.structural import ExtractedManifest, ServerGraph, entity_node
+from toolkg.extractors.triples import ExtractionFailure, ToolExtraction
+from toolkg.models import QuarantinedItem, Server, Tool
+from toolkg.ontology import PROV, RDF, TK
+from toolkg.store import iris
+
+ExtractorName = TypingLiteral["offline", "llm"]
+EXTRACTORS: tuple[str, ...] = ("offline", "llm")
+
+
+class SemanticExtractor(Protocol):
+    name: str
+    version: str
+
+    def key(self) -> str: ...
+
+    def extract_many(
+        self, items: Sequence[tuple[Tool, Server]], run_id: str
+    ) -> list[ToolExtraction | ExtractionFailure]:
+        """One result per item, in the items' order."""
+        ...
+
+    def usage(self) -> dict[str, object]:
+        """What the extraction cost, for the run summary."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class OfflineBatch(OfflineExtractor):
+    """The offline extractor with the batch interface the flow uses."""
+
+    def __init__(self) -> None:
+        self.tools = 0
+
+    def extract_many(self, items: Sequence[tuple[Tool, Server]], run_id: str) -> list[ToolExtraction]:
+        self.tools += len(items)
+        return [self.extract(tool, server) for tool, server in items]
+
+    def usage(self) -> dict[str, object]:
+        return {"extractor": self.name, "version": self.version, "tools": self.tools}
+
+    def close(self) -> None:
+        pass
+
+
+def make_extractor(name: str, store_dir: str | Path, llm_config: str | None = None) -> SemanticExtractor:
+    """The configured extractor; ``llm`` raises ``ConfigError`` when no endpoint is configured."""
+    if name == "offline":
+        return OfflineBatch()
+    if name == "llm":
+        from toolkg.extractors.llm import LLMExtractor  # openai + instructor load only when used
+        from toolkg.extractors.llm_config import load_llm_config
+
+        config = load_llm_config(llm_config).require_endpoint()
+        return LLMExtractor(config, Path(store_dir) / "cache" / "llm.sqlite")
+    raise ValueError(f"unknown extractor {name!r} (choose from {', '.join(EXTRACTORS)})")
+
+
+def extraction_triples(extraction: ToolExtraction, tool: Tool, manifest_path: str, run: NamedNode) -> list[Triple]:
+    """The tool's extraction graph: its triples plus the graph's own provenance."""
+    graph = iris.extraction_graph(tool.server_id, tool.name)
+    tool_node = iris.tool_iri(tool.server_id, tool.name)
+    parameters = {p.name: iris.parameter_iri(tool_node, p.name, p.location) for p in tool.parameters}
+    out: list[Triple] = []
+
+    def node(name: str, kind: str) -> NamedNode:
+        if kind == "Tool":
+            return tool_node
+        if kind == "Parameter":
+            return parameters[name]
+        return entity_node(kind, name, out)
+
+    for t in extraction.triples:
+        out.append(Triple(node(t.head, t.head_type), getattr(TK, t.relation), node(t.tail, t.tail_type)))
+    if extraction.action:
+        out.append(Triple(tool_node, TK.action, Literal(extraction.action)))
+    p = extraction.provenance
+    out += [
+        Triple(graph, RDF.type, TK.Extraction),
+        Triple(graph, TK.extractionOf, tool_node),
+        Triple(graph, TK.extractor, Literal(p.extractor)),
+        Triple(graph, TK.extractorVersion, Literal(p.extractor_version)),
+        Triple(graph, TK.inputHash, Literal(p.input_hash)),
+        Triple(graph, PROV.wasDerivedFrom, iris.manifest_iri(manifest_path)),
+        Triple(graph, PROV.wasGeneratedBy, iris.run_iri(p.run_id) if p.run_id else run),
+    ]
+    for prop, value in ((TK.model, p.model), (TK.promptId, p.prompt_id), (TK.promptHash, p.prompt_hash)):
+        if value:
+            out.append(Triple(graph, prop, Literal(value)))
+    out += [Triple(graph, TK.note, Literal(note)) for note in extraction.notes]
+    return list(dict.fromkeys(out))  # an entity named twice is typed and labelled once
+
+
+def with_extractions(
+    extracted: ExtractedManifest, results: Sequence[ToolExtraction | ExtractionFailure], run: NamedNode
+) -> ExtractedManifest:
+    """Add each tool's extraction graph; a failed extraction is quarantined and marked pending
+    (the tool still loads with its structural triples, and the next run retries it)."""
+    manifest = extracted.manifest
+    graphs = list(extracted.graphs)
+    quarantined = list(extracted.quarantined)
+    pending = []
+    tools = [(server, tool) for server in manifest.servers for tool in server.tools]
+    for (server, tool), result in zip(tools, results, strict=True):
+        if isinstance(result, ExtractionFailure):
+            pending.append(tool.id)
+            quarantined.append(
+                QuarantinedItem(
+                    source=manifest.path, item=tool.id, stage="extract", reason=result.reason, raw=result.raw
+                )
+            )
+            continue
+        graphs.append(
+            ServerGraph(
+                server_id=server.id,
+                graph=iris.extraction_graph(server.id, tool.name),
+                triples=tuple(extraction_triples(result, tool, manifest.path, run)),
+                extraction_of=tool.id,
+            )
+        )
+    return extracted.model_copy(
+        update={"graphs": tuple(graphs), "quarantined": tuple(quarantined), "pending": tuple(pending)}
+    )
