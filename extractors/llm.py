@@ -335,7 +335,7 @@ class LLMExtractor:
                     )
             if isinstance(error, _FATAL):
                 raise ConfigError(
-                    f"LLM endpoint refused the request ({error.status_code}): {_one_line(error.message)}"
+                    f"LLM endpoint refused the request ({error.status_code}): {_server_message(error)}"
                 ) from None
             transient = isinstance(error, openai.APIConnectionError | openai.RateLimitError) or (
                 isinstance(error, openai.APIStatusError) and error.status_code >= 500
@@ -364,8 +364,18 @@ def _describe(error: openai.APIError) -> str:
     if isinstance(error, openai.APIConnectionError):
         return f"cannot reach the LLM endpoint: {_one_line(error.__cause__ or error, 120)}"
     if isinstance(error, openai.APIStatusError):
-        return f"LLM endpoint answered {error.status_code}: {_one_line(error.message, 200)}"
+        return f"LLM endpoint answered {error.status_code}: {_server_message(error)}"
     return f"LLM error: {_one_line(error)}"
+
+
+def _server_message(error: openai.APIStatusError) -> str:
+    """The server's own message ({"error": {"message": ...}} in OpenAI's format), on one line."""
+    body = error.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return _one_line(body["message"], 200)
+    if isinstance(body, str) and body:
+        return _one_line(body, 200)
+    return _one_line(error.message, 200)
 
 
 def _body(error: openai.APIError) -> str:

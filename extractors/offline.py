@@ -60,6 +60,7 @@ MAX_DESCRIPTION_OBJECTS = 4
 MAX_PARAMETER_LINKS = 16  # keeps a 40-parameter API call inside the response model's triple cap
 DESCRIPTION_CHARS = 600  # the lead of a description says what the tool is about; examples come later
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_PARENTHESES = re.compile(r"\([^()]*\)")
 
 
 def name_action(words: list[str]) -> tuple[int, str]:
@@ -113,7 +114,7 @@ def _trim(words: list[str]) -> list[str]:
 
 def noun_phrases(text: str) -> list[str]:
     """Candidate business objects in English text, in order of first appearance."""
-    lead = _SENTENCE_END.split(text[:DESCRIPTION_CHARS])
+    lead = _SENTENCE_END.split(_PARENTHESES.sub(" ", text[:DESCRIPTION_CHARS]))  # "(e.g., YYYY-MM-DD)" is an example
     phrases: list[str] = []
 
     def flush(run: list[str]) -> None:
@@ -129,8 +130,8 @@ def noun_phrases(text: str) -> list[str]:
         previous = ""
         for token in nlp().make_doc(sentence.lower()):
             word = token.text
-            if not token.is_alpha or token.is_stop or word.endswith("ly"):
-                flush(run)
+            if not token.is_alpha or token.is_stop or word.endswith("ly") or previous == "to" or not word.isascii():
+                flush(run)  # "to visualize": an infinitive, whatever the word
             elif word.endswith(("ing", "ed")) and len(word) > 4:
                 # a participle inside a phrase modifies it ("closing price"); leading one, it is a verb
                 if run or previous in DETERMINERS:
@@ -138,7 +139,8 @@ def noun_phrases(text: str) -> list[str]:
                 else:
                     flush(run)
             elif lemma(word) in VERB_CAPABILITY or lemma(word) in OTHER_VERBS:
-                if previous in DETERMINERS and not run:  # "the search", "a download": a noun here
+                # A noun here: "the search", or the base form after a noun ("email address", "order status").
+                if (previous in DETERMINERS and not run) or (run and word == lemma(word)):
                     run.append(word)
                 else:
                     flush(run)

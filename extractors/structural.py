@@ -89,7 +89,10 @@ class ExtractedManifest(BaseModel):
 
 def entity_node(entity_type: str, surface: str, out: list[Triple]) -> NamedNode:
     """An ontology entity, labelled with its canonical name; another surface form is an altLabel."""
-    canonical = entity_name(surface) or surface
+    # Only business objects are singularised: "Sales" the department is not a "sale".
+    canonical = (
+        entity_name(surface) if entity_type == "BusinessObject" else " ".join(surface.lower().split())
+    ) or surface
     node = iris.entity_iri(entity_type, canonical)
     out.append(Triple(node, RDF.type, getattr(TK, entity_type)))
     out.append(Triple(node, RDFS.label, Literal(canonical)))

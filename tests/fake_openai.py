@@ -26,9 +26,9 @@ class Reply:
 
 
 def tool_in_prompt(request: dict) -> dict:
-    """The tool document the extraction prompt embeds (the JSON after the last blank line)."""
+    """The tool document the extraction prompt embeds (the first JSON object in the user message)."""
     user = [m for m in request["messages"] if m["role"] == "user"][0]["content"]
-    return json.loads(user[user.index("{") :])
+    return json.JSONDecoder().raw_decode(user[user.index("{") :])[0]
 
 
 def valid_triples(request: dict) -> list[dict]:
@@ -121,7 +121,7 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
                 with fake._lock:
-                    fake.requests.append(Seen(time.monotonic(), body, dict(self.headers)))
+                    fake.requests.append(Seen(time.monotonic(), body, {k.lower(): v for k, v in self.headers.items()}))
                     n = len(fake.requests)
                 reply = fake.script(body, n)
                 if reply.delay:

@@ -1,6 +1,7 @@
 """The `toolkg` command: a thin layer over the library.
 
-Exit codes: 0 ok, 1 failure, 2 usage error (bad flags, bad SPARQL, missing files),
+Exit codes: 0 ok, 1 failure, 2 usage or configuration error (bad flags, bad SPARQL, missing
+files, no LLM endpoint),
 3 finished but some inputs were quarantined (see the summary and runs/<run>/quarantine.jsonl).
 """
 
@@ -14,7 +15,7 @@ import time
 from pathlib import Path
 
 from toolkg import __version__
-from toolkg.errors import StoreError, ToolkgError, UsageError
+from toolkg.errors import ConfigError, StoreError, ToolkgError, UsageError
 from toolkg.models import MANIFEST_FORMATS
 from toolkg.summary import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 
@@ -41,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="toolkg",
         description="Turn catalogs of LLM tools into a knowledge graph for tool retrieval.",
-        epilog="Exit codes: 0 ok, 1 failure, 2 usage error, 3 finished with quarantined inputs.",
+        epilog="Exit codes: 0 ok, 1 failure, 2 usage or configuration error, 3 finished with quarantined inputs.",
     )
     parser.add_argument("--version", action="version", version=f"toolkg {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except UsageError as exc:
+    except (UsageError, ConfigError) as exc:
         print(f"toolkg: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except ToolkgError as exc:

@@ -1,0 +1,143 @@
+"""The offline extractor: golden triples for real tools of both sample catalogs, other scripts, the store."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA
+from toolkg.extractors.ingest import ingest_manifest
+from toolkg.extractors.offline import OfflineExtractor
+from toolkg.extractors.reading import fingerprint_file
+from toolkg.extractors.text import dominant_script
+from toolkg.extractors.triples import response_model
+from toolkg.models import Server, Tool
+
+CATALOGS = (
+    DATA / "livemcpbench" / "tools.json",
+    DATA / "toollinkos" / "core_tools.json",
+    DATA / "toollinkos" / "regular_tools.json",
+)
+
+
+@cache
+def _tools() -> dict[str, tuple[Tool, Server]]:
+    found = {}
+    for path in CATALOGS:
+        file, data = fingerprint_file(Path(path))
+        for server in ingest_manifest(file, data).manifest.servers:
+            for tool in server.tools:
+                found[tool.id] = (tool, server)
+    return found
+
+
+def _facts(tool_id: str) -> set[tuple[str, str, str]]:
+    tool, server = _tools()[tool_id]
+    result = OfflineExtractor().extract(tool, server)
+    return {(t.head if t.head_type == "Parameter" else "", t.relation, t.tail) for t in result.triples}
+
+
+GOLDEN = {
+    "yahoo-finance::get_historical_stock_prices": {
+        ("", "hasCapability", "read"),
+        ("", "hasEntity", "historical stock price"),
+        ("", "hasEntity", "stock symbol"),
+        ("", "hasEntity", "symbol"),
+        ("", "hasEntity", "period"),
+        ("", "hasEntity", "interval"),
+        ("symbol", "refersTo", "symbol"),
+        ("period", "refersTo", "period"),
+        ("interval", "refersTo", "interval"),
+        ("", "hasLineOfBusiness", "Finance"),
+    },
+    "filesystem::list_directory": {
+        ("", "hasCapability", "read"),
+        ("", "hasEntity", "directory"),
+        ("", "hasEntity", "path"),
+        ("", "hasEntity", "detailed listing"),
+        ("", "hasEntity", "file"),
+        ("path", "refersTo", "path"),
+        ("", "hasLineOfBusiness", "File Access"),
+    },
+    "regular_tools::share_location_via_email": {
+        ("", "hasCapability", "send"),
+        ("", "hasEntity", "location"),
+        ("", "hasEntity", "email address"),
+        ("", "hasEntity", "geographical location"),
+        ("email_address", "refersTo", "email address"),
+        ("location", "refersTo", "location"),
+    },
+    "regular_tools::frontier_user_login": {  # a trailing verb; "logs ... into" in the description
+        ("", "hasCapability", "authenticate"),
+        ("", "hasEntity", "frontier user"),
+        ("", "hasEntity", "frontier account"),
+        ("", "hasEntity", "user"),
+        ("", "hasEntity", "email"),
+        ("", "hasEntity", "password"),
+        ("email", "refersTo", "email"),
+        ("password", "refersTo", "password"),
+    },
+    "core_tools::get_current_location": {
+        ("", "hasCapability", "read"),
+        ("", "hasEntity", "location"),
+        ("", "hasEntity", "geographical location"),
+        ("", "hasEntity", "latitude"),
+        ("", "hasEntity", "longitude"),
+    },
+}
+
+
+@pytest.mark.parametrize("tool_id", sorted(GOLDEN))
+def test_golden_triples(tool_id):
+    assert _facts(tool_id) == GOLDEN[tool_id]
+
+
+def test_chinese_description_keeps_names_and_types_only():
+    tool, server = _tools()["bing-cn-mcp::bing_search"]
+    assert dominant_script(tool.description) == "CJK"
+    result = OfflineExtractor().extract(tool, server)
+    assert {(t.relation, t.tail) for t in result.triples} == {
+        ("hasCapability", "search"),  # from the name: bing_search
+        ("hasEntity", "bing"),
+        ("hasLineOfBusiness", "Discovery"),  # from the server's category
+    }
+    assert result.notes == ("description is not English (CJK script): entities come from names and types only",)
+
+
+def test_every_sample_tool_extracts_valid_english_triples_deterministically():
+    tools = _tools()
+    assert len(tools) == 527 + 573
+    extractor = OfflineExtractor()
+    other_script = 0
+    for tool, server in tools.values():
+        first, second = extractor.extract(tool, server), extractor.extract(tool, server)
+        assert first == second  # deterministic
+        assert first.triples or first.notes
+        # valid against the ontology-generated model the LLM must satisfy too
+        response_model().model_validate({"triples": [t.model_dump() for t in first.triples]})
+        for t in first.triples:
+            if t.tail_type == "BusinessObject":  # no garbage entities from text the rules cannot read
+                assert dominant_script(t.tail) in ("LATIN", ""), (tool.id, t.tail)
+        other_script += any("not English" in n for n in first.notes)
+    assert other_script >= 60  # the Chinese LiveMCPBench descriptions are recognised
+
+
+def test_offline_build_loads_extraction_graphs_with_provenance(build, store_dir):
+    from toolkg.store.oxigraph_store import ToolStore
+
+    summary = build([DATA / "toollinkos" / "core_tools.json"], store_dir)
+    assert summary.exit_code == 0 and summary.extraction == {"extractor": "offline", "version": "1", "tools": 50}
+    store = ToolStore(store_dir)
+    (row,) = store.select("""SELECT (COUNT(DISTINCT ?g) AS ?graphs) (COUNT(DISTINCT ?e) AS ?entities) WHERE {
+        GRAPH ?g { ?g a tk:Extraction ; tk:extractor "offline" ; prov:wasDerivedFrom ?m ; prov:wasGeneratedBy ?r .
+                   ?tool tk:hasEntity ?e } }""")
+    assert int(row["graphs"].value) == 50 and int(row["entities"].value) > 50
+    # rebuilding after removing the manifest's tools retracts their extraction graphs too
+    empty = store_dir.parent / "empty"
+    empty.mkdir()
+    (empty / "core_tools.json").write_text("[]")
+    store.close()
+    build([empty], store_dir, prune=True)
+    assert ToolStore(store_dir).select("SELECT ?g WHERE { ?g a tk:Extraction }") == []
