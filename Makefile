@@ -21,8 +21,9 @@ test: $(STAMP)  ## lint, then the whole test suite
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)  ## build benchmarks (sample catalogs, synthetic 10k and 100k tools)
+bench: $(STAMP)  ## build benchmarks (sample catalogs, synthetic 10k and 100k tools) and extraction benchmark
 	$(BIN)/python benchmarks/build_bench.py
+	$(BIN)/python benchmarks/extraction_bench.py
 
 clean:
 	rm -rf .toolkg benchmarks/results

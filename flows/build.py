@@ -221,7 +221,7 @@ def _load(
     finally:
         summary.add_time("load", time.perf_counter() - clock)
     summary.quarantined += result.quarantined
-    summary.loaded_servers += len(result.graphs)
+    summary.loaded_servers += result.servers
     summary.loaded_tools += result.tools
     summary.loaded_triples += result.triples
     if r.file.path not in summary.reprocessed:

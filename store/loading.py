@@ -39,6 +39,7 @@ class LoadResult(BaseModel):
 
     path: str
     graphs: tuple[str, ...] = ()
+    servers: int = 0
     tools: int = 0
     triples: int = 0
     quarantined: tuple[QuarantinedItem, ...] = ()
@@ -94,6 +95,7 @@ def load_manifest(
     return LoadResult(
         path=file.path,
         graphs=record.graphs,
+        servers=sum(not g.extraction_of for g in graphs),
         tools=sum(len(g.tool_ids) for g in graphs),
         triples=sum(len(g.triples) for g in graphs),
         quarantined=tuple(quarantined),
