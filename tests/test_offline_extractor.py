@@ -129,6 +129,7 @@ def test_offline_build_loads_extraction_graphs_with_provenance(build, store_dir)
 
     summary = build([DATA / "toollinkos" / "core_tools.json"], store_dir)
     assert summary.exit_code == 0 and summary.extraction == {"extractor": "offline", "version": "1", "tools": 50}
+    assert summary.loaded_servers == 1 and summary.loaded_tools == 50  # extraction graphs are not servers
     store = ToolStore(store_dir)
     (row,) = store.select("""SELECT (COUNT(DISTINCT ?g) AS ?graphs) (COUNT(DISTINCT ?e) AS ?entities) WHERE {
         GRAPH ?g { ?g a tk:Extraction ; tk:extractor "offline" ; prov:wasDerivedFrom ?m ; prov:wasGeneratedBy ?r .
