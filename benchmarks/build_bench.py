@@ -49,7 +49,6 @@ def run_case(name: str, paths: list[Path]) -> dict:
             "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
             "PREFECT_LOGGING_LEVEL": "CRITICAL",
             "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-            **({"NO_OVERLAP": "1"} if os.environ.get("NO_OVERLAP") else {}),
             "PATH": "/usr/bin:/bin",
         }
         out = subprocess.run(
@@ -88,7 +87,8 @@ def main() -> None:
             cases.append((f"synthetic {size}", generate(size, Path(synth) / str(size))))
         results = []
         header = (
-            f"{'case':<20} {'tools':>7} {'quads':>9} {'ingest':>7} {'extract':>8} {'validate':>9} {'load':>7} "
+            f"{'case':<20} {'tools':>7} {'quads':>9} {'ingest':>7} {'semantic':>8} {'extract':>8} {'validate':>9} "
+            f"{'load':>7} "
             f"{'pipeline':>9} {'tools/s':>8} {'prefect':>8} {'rerun':>6} {'peak MB':>8} {'workers MB':>10}"
         )
         print(header)
@@ -98,7 +98,9 @@ def main() -> None:
             r = run_case(name, paths)
             s = r["stage_seconds"]
             print(
-                f"{name:<20} {r['tools']:>7} {r['quads']:>9} {s.get('ingest', 0):>7.2f} {s.get('extract', 0):>8.2f} "
+                f"{name:<20} {r['tools']:>7} {r['quads']:>9} {s.get('ingest', 0):>7.2f} "
+                f"{s.get('extract-semantic', 0):>8.2f} "
+                f"{s.get('extract', 0):>8.2f} "
                 f"{s.get('validate', 0):>9.2f} {s.get('load', 0):>7.2f} {r['pipeline_seconds']:>9.2f} "
                 f"{r['tools_per_second']:>8.0f} {r['prefect_seconds']:>8.2f} {r['rerun_wall_seconds']:>6.2f} "
                 f"{r['peak_rss_mb']:>8.0f} {r['peak_worker_rss_mb']:>10.0f}",
@@ -107,7 +109,7 @@ def main() -> None:
             r["case_seconds"] = time.perf_counter() - started
             results.append(r)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    machine = {"python": platform.python_version(), "machine": platform.machine(), "cpus": __import__("os").cpu_count()}
+    machine = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
     (RESULTS / "build.json").write_text(json.dumps({"machine": machine, "results": results}, indent=2))
     print(
         f"\nwrote {RESULTS / 'build.json'}  (pipeline = wall time of the flow body; "
