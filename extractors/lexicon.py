@@ -40,12 +40,12 @@ _CAPABILITY_VERBS: dict[str, list[str]] = {
         "evaluate eval play build commit push pull clone"
     ).split(),
     "transfer": "download upload save copy sync store backup restore attach fork".split(),
-    "authenticate": "login logout authenticate authorize sign signin verify connect".split(),
+    "authenticate": "login logout authenticate authorize sign signin verify".split(),
     "interact": "navigate click scroll type press hover select drag fill screenshot goto".split(),
     "schedule": "schedule book reserve remind snooze reschedule".split(),
     "purchase": "buy purchase pay checkout rent donate tip refund charge".split(),
     "monitor": "monitor watch track subscribe ping poll observe log follow".split(),
-    "manage": "manage configure enable disable toggle approve reject lock unlock grant".split(),
+    "manage": "manage configure enable disable toggle approve reject lock unlock grant connect pair".split(),
 }
 
 # Verb + particle -> the single verb it means ("logs the user in" -> login).
@@ -97,7 +97,7 @@ GENERIC_NOUNS = frozenset(
 PARAMETER_SUFFIXES = frozenset("id ids uuid guid key keys name names code number num no ref uri url".split())
 GENERIC_PARAMETERS = frozenset(
     """
-    query q limit offset page per size count max min sort order direction format lang language verbose
+    query q limit offset page per size count max min sort order direction format verbose
     timeout fields field filter filters options option text input value values mode start end cursor
     token after before since until from to args kwargs params body data content type kind raw debug
     force dry run recursive include exclude encoding width height top k n index level depth
