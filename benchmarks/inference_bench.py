@@ -93,7 +93,8 @@ def main() -> None:
     missed = Counter(producer for pair in gold.keys() - predicted.keys() for producer in [pair[1]])
 
     print(
-        f"ToolLinkOS: {len(tools)} tools, {len(gold)} declared edges (hidden), {len(predicted)} inferred in {seconds:.2f}s"
+        f"ToolLinkOS: {len(tools)} tools, {len(gold)} declared edges (hidden), "
+        f"{len(predicted)} inferred in {seconds:.2f}s"
     )
     print(f"{'':<30}{'P':>7}{'R':>7}{'F1':>7}{'pred':>7}{'gold':>7}")
     for name, row in [("overall (pair)", overall), *per_kind.items()]:

@@ -217,7 +217,7 @@ def _assign_namespaces(profiles: list[_Profile], options: InferenceOptions) -> N
     acme) name a service; every tool whose name carries them belongs to it. Rare alone is not
     enough: 'date' is rare in tool names and names no service."""
     token_tools: dict[str, int] = Counter(w for p in profiles for w in set(p.words))
-    limit = max(2, int(options.rare_token_share * len(profiles)))
+    limit = max(8, int(options.rare_token_share * len(profiles)))  # small catalogs: a service may own 8 tools
     services: set[str] = set()
     for p in profiles:
         if p.capability != "authenticate":

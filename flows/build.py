@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,12 +24,14 @@ from prefect.utilities.annotations import quote
 from toolkg import progress
 from toolkg.canonicalize import canonicalize_manifest
 from toolkg.errors import ToolkgError, UsageError
+from toolkg.extractors.inference import infer_dependencies
 from toolkg.extractors.ingest import IngestResult, ingest_manifest
 from toolkg.extractors.reading import discover, fingerprint_file
 from toolkg.extractors.semantic import SemanticExtractor, make_extractor, with_extractions
 from toolkg.extractors.structural import NameIndex, extract_structure
 from toolkg.models import Manifest, ManifestFile, QuarantinedItem
 from toolkg.store import iris
+from toolkg.store.dependencies import declared_pairs, edge_triples, replace_inferred, store_has_inferred, stored_tools
 from toolkg.store.loading import BuildOptions, LoadResult, fingerprint, load_manifest, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.stats import totals
@@ -72,6 +75,23 @@ def _retry_on_io(task, task_run, state) -> bool:
     return False
 
 
+def _without_declared(manifest: Manifest) -> Manifest:
+    servers = tuple(
+        s.model_copy(update={"tools": tuple(t.model_copy(update={"depends_on": ()}) for t in s.tools)})
+        for s in manifest.servers
+    )
+    return manifest.model_copy(update={"servers": servers})
+
+
+@task(name="infer-dependencies", cache_policy=NO_CACHE, persist_result=False)
+def infer_task(store: ToolStore, summary: BuildSummary) -> None:
+    """Infer dependencies over every stored tool and swap the inferred graph (one transaction)."""
+    tools = stored_tools(store)
+    edges = infer_dependencies(tools, declared=declared_pairs(store))
+    replace_inferred(store, edge_triples(edges, tools))
+    summary.inferred = dict(Counter(e.kind for e in edges)) | {"total": len(edges)}
+
+
 class IngestBatch:
     """Result of one ingest task (a plain class: Prefect does not walk into it)."""
 
@@ -101,7 +121,10 @@ def ingest_batch(
         if not force and previous is not None and previous.fingerprint == fingerprint(file, options):
             out.skipped.append(file)
             continue
-        out.parsed.append(ingest_manifest(file, data, format=options.format, server=options.server))  # type: ignore[arg-type]
+        result = ingest_manifest(file, data, format=options.format, server=options.server)  # type: ignore[arg-type]
+        if options.hide_declared and result.manifest is not None:
+            result = result.model_copy(update={"manifest": _without_declared(result.manifest)})
+        out.parsed.append(result)
     return out
 
 
@@ -170,6 +193,8 @@ def build_catalog(
     batch_size: int = BATCH_SIZE,
     extractor: str = "offline",
     llm_config: str | None = None,
+    infer: bool = True,
+    hide_declared: bool = False,
 ) -> BuildSummary:
     """Build (or incrementally update) the knowledge graph in ``store_dir`` from manifest ``paths``.
 
@@ -181,11 +206,17 @@ def build_catalog(
     run_id = started_at.strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     summary = BuildSummary(run_id=run_id, store=str(Path(store_dir).resolve()), started=started_at.isoformat())
     semantic = make_extractor(extractor, store_dir, llm_config)  # fails fast on a missing LLM endpoint
-    options = BuildOptions(format=format, server=server, extractor=semantic.name, extractor_version=semantic.key())
+    options = BuildOptions(
+        format=format,
+        server=server,
+        extractor=semantic.name,
+        extractor_version=semantic.key(),
+        hide_declared=hide_declared,
+    )
     store = ToolStore(store_dir)
     clock = time.perf_counter()
     try:
-        _run(store, paths, options, semantic, prune, force, batch_size, summary)
+        _run(store, paths, options, semantic, prune, force, batch_size, summary, infer)
     finally:
         summary.extraction = semantic.usage()
         semantic.close()
@@ -238,6 +269,7 @@ def _run(
     force: bool,
     batch_size: int,
     summary: BuildSummary,
+    infer: bool = True,
 ) -> None:
     clock = time.perf_counter()
     files = [str(p) for p in discover(paths)]
@@ -302,6 +334,12 @@ def _run(
     for rec in gone:
         store.remove_manifest(rec)
         summary.removed.append(rec.path)
+    summary.add_time("load", time.perf_counter() - clock)
+    if infer and (loaded or gone or not store_has_inferred(store)):
+        clock = time.perf_counter()
+        infer_task(quote(store), quote(summary))
+        summary.add_time("infer", time.perf_counter() - clock)
+    clock = time.perf_counter()
     if loaded or gone:
         record_run(
             store,

@@ -26,6 +26,7 @@ class BuildOptions(BaseModel):
     server: str | None = None
     extractor: str = "structural"
     extractor_version: str = "1"
+    hide_declared: bool = False  # drop manifests' declared dependencies (to evaluate inference against them)
 
 
 def fingerprint(file: ManifestFile, options: BuildOptions) -> str:

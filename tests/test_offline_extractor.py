@@ -76,8 +76,10 @@ GOLDEN = {
         ("", "hasEntity", "user"),
         ("", "hasEntity", "email"),
         ("", "hasEntity", "password"),
+        ("", "hasEntity", "language"),
         ("email", "refersTo", "email"),
         ("password", "refersTo", "password"),
+        ("language", "refersTo", "language"),
     },
     "core_tools::get_current_location": {
         ("", "hasCapability", "read"),

@@ -70,6 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument(
         "--llm-config", metavar="FILE", help="TOML file with an [llm] table (environment variables override it)"
     )
+    build.add_argument(
+        "--no-infer", dest="infer", action="store_false", help="skip dependency inference (declared edges only)"
+    )
+    build.add_argument(
+        "--hide-declared",
+        action="store_true",
+        help="ignore the manifests' declared dependencies (to evaluate inference against them)",
+    )
     build.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     build.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
 
@@ -92,6 +100,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store(export)
     export.add_argument("--format", choices=sorted(EXPORT_FORMATS), default="trig", help="RDF format (default trig)")
     export.add_argument("-o", "--output", help="output file (default: standard output)")
+
+    deps = sub.add_parser(
+        "deps",
+        help="list dependency edges (declared and inferred)",
+        description="List dependency edges: consumer, producer, kind, parameter, confidence, basis "
+        "(declared | inferred | llm) and evidence. With --tool, that tool's edges and everything it "
+        "depends on transitively.",
+    )
+    _add_store(deps)
+    deps.add_argument("--tool", metavar="ID", help="one tool: 'server::tool' (or a bare name if unique)")
+    deps.add_argument("--json", action="store_true", help="print JSON")
 
     stats = sub.add_parser("stats", help="counts by class, predicate and server")
     _add_store(stats)
@@ -138,6 +157,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         force=args.force,
         extractor=args.extractor,
         llm_config=args.llm_config,
+        infer=args.infer,
+        hide_declared=args.hide_declared,
     )
     wall = time.perf_counter() - started
     pipeline = summary.pipeline_seconds
@@ -200,7 +221,47 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"build": cmd_build, "query": cmd_query, "export": cmd_export, "stats": cmd_stats}
+def _resolve_tool(store, name: str) -> str:
+    from pyoxigraph import Literal
+
+    if "::" in name:
+        return name
+    rows = store.select(
+        "SELECT ?id ?name WHERE { ?t a tk:Tool ; tk:name ?name ; tk:identifier ?id }", {"name": Literal(name)}
+    )
+    ids = sorted({r["id"].value for r in rows})
+    if len(ids) != 1:
+        found = ", ".join(ids) if ids else "none"
+        raise UsageError(f"--tool {name!r} must name exactly one tool (found: {found}); use server::tool")
+    return ids[0]
+
+
+def cmd_deps(args: argparse.Namespace) -> int:
+    import json
+
+    from toolkg.store.dependencies import dependency_rows, transitive_dependencies
+
+    store = _open_store(args.store)
+    tool = _resolve_tool(store, args.tool) if args.tool else None
+    rows = dependency_rows(store, tool)
+    closure = transitive_dependencies(store, tool) if tool else None
+    if args.json:
+        print(json.dumps({"edges": rows, **({"transitive": closure} if tool else {})}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if tool and not rows:
+        print(f"{tool}: no dependency edges")
+    for r in rows:
+        via = f" via {r['parameter']}" if r["parameter"] else ""
+        confidence = f"{r['confidence']:.2f}" if r["confidence"] is not None else "-"
+        print(f"{r['consumer']} -> {r['producer']}  {r['kind']}{via}  [{r['basis']} {confidence}]  {r['evidence']}")
+    if tool:
+        print(f"{tool} depends transitively on {len(closure)} tool(s): {', '.join(closure) or '-'}")
+    else:
+        print(f"{len(rows)} edge(s)", file=sys.stderr)
+    return EXIT_OK
+
+
+COMMANDS = {"build": cmd_build, "query": cmd_query, "export": cmd_export, "stats": cmd_stats, "deps": cmd_deps}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,14 +274,15 @@ def main(argv: list[str] | None = None) -> int:
     except ToolkgError as exc:
         print(f"toolkg: error: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    except BrokenPipeError:  # output piped into `head`: not an error
+        sys.stderr.close()
+        return EXIT_OK
     except OSError as exc:
         print(f"toolkg: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
         print("toolkg: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return EXIT_OK
 
 
 if __name__ == "__main__":

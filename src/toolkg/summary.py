@@ -51,6 +51,7 @@ class BuildSummary(BaseModel):
     stage_seconds: dict[str, float] = Field(default_factory=dict)  # seconds per stage
     pipeline_seconds: float = 0.0  # wall time of the flow body (Prefect start-up excluded)
     extraction: dict[str, object] = Field(default_factory=dict)  # extractor, model, prompt, calls, tokens, cost
+    inferred: dict[str, int] = Field(default_factory=dict)  # inferred dependency edges by kind, and total
 
     @property
     def exit_code(self) -> int:
@@ -86,6 +87,9 @@ class BuildSummary(BaseModel):
                 lines.append(f"{bullet}{label}: {names(paths)}")
         if self.extraction:
             lines.append("extraction: " + _extraction_line(self.extraction))
+        if self.inferred:
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.inferred.items()) if k != "total")
+            lines.append(f"inferred dependencies: {self.inferred['total']}" + (f" ({kinds})" if kinds else ""))
         timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items())
         lines.append(f"timings: {timing} (pipeline wall {self.pipeline_seconds:.2f}s)")
         if self.quarantined:

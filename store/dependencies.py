@@ -1,0 +1,136 @@
+"""Inferred dependencies in the store: read the catalog back, infer over all of it, swap one graph.
+
+Inference looks across manifests (a producer in one file feeds a consumer in another), so it
+runs once per build over every stored tool, after the manifests are loaded, and replaces the
+graph ``…/graph/inferred-dependencies`` in one transaction. Declared dependencies live in the
+server graphs (basis ``tk:Declared``) and are never touched: a pair already declared is not
+inferred again.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from pyoxigraph import Literal, NamedNode, Triple
+
+from toolkg.extractors.inference import InferredEdge
+from toolkg.models import OutputField, Parameter, Tool
+from toolkg.ontology import RDF, TK, XSD
+from toolkg.store import iris
+from toolkg.store.oxigraph_store import ToolStore
+
+INFERRED_GRAPH = NamedNode(iris.BASE + "graph/inferred-dependencies")
+
+
+def stored_tools(store: ToolStore) -> list[Tool]:
+    """Every stored tool with what inference reads: names, descriptions, parameters, outputs."""
+    tools: dict[str, dict] = {}
+    for row in store.select("""SELECT ?t ?id ?name ?description WHERE {
+            ?t a tk:Tool ; tk:identifier ?id ; tk:name ?name . OPTIONAL { ?t dcterms:description ?description } }"""):
+        server_id = row["id"].value.partition("::")[0]
+        description = row["description"].value if row.get("description") else ""
+        tools[row["t"].value] = {"server_id": server_id, "name": row["name"].value, "description": description}
+    parameters: dict[str, list[tuple[int, Parameter]]] = defaultdict(list)
+    for row in store.select("""SELECT ?t ?name ?required ?location ?position ?description WHERE {
+            ?t tk:hasParameter ?p . ?p tk:name ?name ; tk:required ?required ; tk:location ?location ;
+               tk:position ?position . OPTIONAL { ?p dcterms:description ?description } }"""):
+        parameters[row["t"].value].append(
+            (
+                int(row["position"].value),
+                Parameter(
+                    name=row["name"].value,
+                    required=row["required"].value == "true",
+                    location=row["location"].value,
+                    description=row["description"].value if row.get("description") else "",
+                ),
+            )
+        )
+    outputs: dict[str, list[OutputField]] = defaultdict(list)
+    for row in store.select("SELECT ?t ?name WHERE { ?t tk:hasOutput ?o . ?o tk:name ?name }"):
+        outputs[row["t"].value].append(OutputField(name=row["name"].value))
+    return [
+        Tool(
+            **fields,
+            parameters=tuple(p for _, p in sorted(parameters.get(node, []), key=lambda x: x[0])),
+            outputs=tuple(outputs.get(node, [])),
+        )
+        for node, fields in sorted(tools.items())
+    ]
+
+
+def declared_pairs(store: ToolStore) -> set[tuple[str, str]]:
+    rows = store.select("""SELECT ?c ?p WHERE { ?consumer tk:qualifiedDependency ?d ; tk:identifier ?c .
+        ?d tk:basis tk:Declared ; tk:onTool ?producer . ?producer tk:identifier ?p }""")
+    return {(r["c"].value, r["p"].value) for r in rows}
+
+
+def edge_triples(edges: list[InferredEdge], tools: list[Tool]) -> list[Triple]:
+    locations = {(t.id, p.name): p.location for t in tools for p in t.parameters}
+    out: list[Triple] = []
+    for e in edges:
+        consumer, producer = iris.tool_iri_from_id(e.consumer), iris.tool_iri_from_id(e.producer)
+        kind = getattr(TK, e.kind)
+        d = iris.dependency_iri(consumer, e.kind, producer, e.parameter)
+        out += [
+            Triple(consumer, kind, producer),
+            Triple(consumer, TK.dependsOn, producer),
+            Triple(consumer, TK.qualifiedDependency, d),
+            Triple(d, RDF.type, TK.Dependency),
+            Triple(d, TK.dependencyKind, kind),
+            Triple(d, TK.onTool, producer),
+            Triple(d, TK.basis, TK.Inferred),
+            Triple(d, TK.confidence, Literal(f"{e.confidence:.2f}", datatype=XSD.decimal)),
+            Triple(d, TK.inferenceRule, Literal(e.rule)),
+            Triple(d, TK.reason, Literal(e.evidence)),
+        ]
+        if e.parameter:
+            out.append(Triple(d, TK.parameterName, Literal(e.parameter)))
+            location = locations.get((e.consumer, e.parameter))
+            if location:
+                out.append(Triple(d, TK.viaParameter, iris.parameter_iri(consumer, e.parameter, location)))
+    return out
+
+
+def replace_inferred(store: ToolStore, triples: list[Triple]) -> None:
+    """Swap the inferred-dependencies graph in one transaction."""
+    body = "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in triples)
+    store.update(f"DROP SILENT GRAPH {INFERRED_GRAPH} ; INSERT DATA {{ GRAPH {INFERRED_GRAPH} {{\n{body}\n}} }}")
+
+
+def store_has_inferred(store: ToolStore) -> bool:
+    """False for a store built before inference existed (or with it off): infer even on a no-op run."""
+    return any(g == INFERRED_GRAPH for g in store.named_graphs())
+
+
+def dependency_rows(store: ToolStore, tool: str | None = None) -> list[dict[str, object]]:
+    """Qualified dependency edges (all, or those of one tool as consumer or producer), strongest first."""
+    rows = store.select("""SELECT DISTINCT ?consumer ?producer ?kind ?parameter ?confidence ?basis ?rule ?reason WHERE {
+        ?c tk:qualifiedDependency ?d ; tk:identifier ?consumer .
+        ?d tk:onTool ?p ; tk:dependencyKind ?k ; tk:basis ?b . ?p tk:identifier ?producer .
+        BIND(STRAFTER(STR(?k), "#") AS ?kind) BIND(LCASE(STRAFTER(STR(?b), "#")) AS ?basis)
+        OPTIONAL { ?d tk:parameterName ?parameter } OPTIONAL { ?d tk:confidence ?confidence }
+        OPTIONAL { ?d tk:inferenceRule ?rule } OPTIONAL { ?d tk:reason ?reason } }""")
+    out = []
+    for r in rows:
+        row = {
+            "consumer": r["consumer"].value,
+            "producer": r["producer"].value,
+            "kind": r["kind"].value,
+            "parameter": r["parameter"].value if r.get("parameter") else None,
+            "confidence": float(r["confidence"].value) if r.get("confidence") else None,
+            "basis": r["basis"].value,
+            "rule": r["rule"].value if r.get("rule") else None,
+            "evidence": r["reason"].value if r.get("reason") else "",
+        }
+        if tool is None or tool in (row["consumer"], row["producer"]):
+            out.append(row)
+    return sorted(out, key=lambda r: (r["consumer"], -(r["confidence"] or 0), r["producer"]))
+
+
+def transitive_dependencies(store: ToolStore, tool: str) -> list[str]:
+    """Every tool ``tool`` depends on, directly or through others (declared and inferred)."""
+    rows = store.select(
+        "SELECT DISTINCT ?id ?tool WHERE { ?t tk:identifier ?tool ; tk:dependsOn+ ?d . ?d tk:identifier ?id }",
+        {"tool": Literal(tool)},
+    )
+    return sorted(r["id"].value for r in rows)

@@ -1,0 +1,133 @@
+"""Dependency inference on a small hand-made catalog, sparsification, the store and `toolkg deps`."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import CASES
+from toolkg.extractors.inference import InferenceOptions, infer_dependencies
+from toolkg.extractors.ingest import ingest_manifest
+from toolkg.extractors.reading import fingerprint_file
+from toolkg.models import Parameter, Tool
+from toolkg.store.oxigraph_store import ToolStore
+
+SHOP = CASES / "inference" / "shop.json"
+
+
+def _tools():
+    file, data = fingerprint_file(SHOP)
+    return [t for s in ingest_manifest(file, data).manifest.servers for t in s.tools]
+
+
+def _edges():
+    return {(e.consumer.split("::")[1], e.producer.split("::")[1]): e for e in infer_dependencies(_tools())}
+
+
+def test_producer_consumer_pairs_link_with_kind_parameter_and_evidence():
+    edges = _edges()
+    code = edges["acme_place_order", "get_product_code"]
+    assert (code.kind, code.parameter, code.confidence) == ("parameterDirectlyDependsOn", "product_code", 1.0)
+    assert "name object of get_product_code" in code.evidence
+    email = edges["acme_user_login", "validate_email"]  # a validator feeds what it validates
+    assert (email.kind, email.parameter) == ("parameterDirectlyDependsOn", "email")
+    year = edges["get_sales_by_year", "get_current_date"]  # a context getter: only for relative input
+    assert (year.kind, year.parameter) == ("parameterIndirectlyDependsOn", "year")
+
+
+def test_a_service_login_precedes_that_services_tools():
+    edges = _edges()
+    order = edges["acme_place_order", "acme_user_login"]
+    assert (order.kind, order.parameter, order.rule) == (
+        "parameterDirectlyDependsOn",
+        "session_id",
+        "namespace-authentication",
+    )
+    favorites = edges["acme_list_favorites", "acme_user_login"]  # no session parameter: a tool-level edge
+    assert favorites.kind == "toolDirectlyDependsOn" and favorites.parameter is None
+
+
+def test_preconditions_resource_and_connectivity():
+    edges = _edges()
+    assert edges["pair_bluetooth_headphones", "get_bluetooth_status"].rule == "resource-precondition"
+    net = edges["acme_place_order", "get_network_status"]
+    assert (net.kind, net.rule) == ("toolDirectlyDependsOn", "connectivity-precondition")
+    assert ("calculate_tip", "get_network_status") not in edges  # a local computation needs no network
+    assert ("get_current_date", "get_network_status") not in edges  # nor does a context getter
+
+
+def test_generic_names_never_link():
+    edges = _edges()
+    assert ("search_documents", "get_query") not in edges
+    assert ("search_documents", "get_name") not in edges
+
+
+def test_fan_out_cap_keeps_only_strong_edges_of_promiscuous_producers():
+    producer = Tool(
+        server_id="s",
+        name="list_widget_colors",
+        description="Lists widget colors.",
+        parameters=(Parameter(name="widget_kind", required=True),),
+    )
+    consumers = [
+        Tool(server_id="s", name=f"paint_{i}", parameters=(Parameter(name="primary_widget_color", required=True),))
+        for i in range(30)
+    ]
+    assert len(infer_dependencies([producer, *consumers], InferenceOptions(weak_fanout_cap=40))) == 30
+    assert infer_dependencies([producer, *consumers], InferenceOptions(weak_fanout_cap=10)) == []
+
+
+def test_declared_pairs_are_not_inferred_again():
+    tools = _tools()
+    pair = ("shop::acme_place_order", "shop::get_product_code")
+    edges = infer_dependencies(tools, declared=[pair])
+    assert pair not in {(e.consumer, e.producer) for e in edges}
+
+
+def test_build_keeps_declared_edges_and_adds_inferred_ones(build, store_dir, tmp_path):
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    tools = json.loads(SHOP.read_text())
+    tools[1]["depends_on"] = [  # acme_place_order declares its login dependency itself
+        {
+            "name": "acme_user_login",
+            "dependence_type": "PARAMETER_DIRECTLY_DEPENDS_ON",
+            "parameter_name": "session_id",
+            "reason": "needs a session",
+        }
+    ]
+    (catalog / "shop.json").write_text(json.dumps(tools))
+    summary = build([catalog], store_dir)
+    assert summary.inferred["total"] > 5
+    store = ToolStore(store_dir)
+    bases = store.select("""SELECT ?producer ?basis WHERE { ?c tk:name "acme_place_order" ; tk:qualifiedDependency ?d .
+        ?d tk:onTool/tk:name ?producer ; tk:basis ?basis }""")
+    by_producer = {r["producer"].value: r["basis"].value.rsplit("#")[1] for r in bases}
+    assert by_producer["acme_user_login"] == "Declared"  # never replaced by the inferred twin
+    assert by_producer["get_product_code"] == "Inferred"
+    store.close()
+
+    # --hide-declared: the manifest's own edges are ignored and the login edge is inferred instead
+    hidden = build([catalog], store_dir, hide_declared=True)
+    assert hidden.changed
+    rows = ToolStore(store_dir).select("""SELECT ?basis WHERE { ?c tk:name "acme_place_order" ;
+        tk:qualifiedDependency [ tk:onTool/tk:name "acme_user_login" ; tk:basis ?basis ] }""")
+    assert [r["basis"].value.rsplit("#")[1] for r in rows] == ["Inferred"]
+
+
+def test_cli_deps_lists_edges_and_the_closure(cli, tmp_path):
+    store = tmp_path / "store"
+    assert cli("build", str(SHOP), "--store", str(store), "-q").returncode == 0
+    out = cli("deps", "--store", str(store), "--tool", "acme_place_order")
+    assert out.returncode == 0, out.stderr
+    assert (
+        "shop::acme_place_order -> shop::get_product_code  parameterDirectlyDependsOn via product_code  [inferred 1.00]"
+        in out.stdout
+    )
+    assert "shop::acme_place_order depends transitively on" in out.stdout
+    assert "shop::validate_email" in out.stdout.splitlines()[-1]  # through the login
+    data = json.loads(cli("deps", "--store", str(store), "--json").stdout)
+    assert {"consumer", "producer", "kind", "parameter", "confidence", "basis", "rule", "evidence"} <= set(
+        data["edges"][0]
+    )
+    missing = cli("deps", "--store", str(store), "--tool", "nope")
+    assert missing.returncode == 2 and "must name exactly one tool (found: none)" in missing.stderr
