@@ -21,9 +21,10 @@ test: $(STAMP)  ## lint, then the whole test suite
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)  ## build benchmarks (sample catalogs, synthetic 10k and 100k tools) and extraction benchmark
+bench: $(STAMP)  ## build benchmarks (sample catalogs, synthetic 10k and 100k tools) extraction and inference benchmarks
 	$(BIN)/python benchmarks/build_bench.py
 	$(BIN)/python benchmarks/extraction_bench.py
+	$(BIN)/python benchmarks/inference_bench.py
 
 clean:
 	rm -rf .toolkg benchmarks/results
