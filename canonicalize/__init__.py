@@ -1,8 +1,10 @@
-"""Canonicalize stage: entity and predicate normalisation.
+"""Canonicalize stage.
 
-For now a pass-through: the structural extractor already mints one node per catalog key
-(servers, tools, parameters, categories). Fuzzy entity clustering and predicate mapping
-arrive with the triple extractors that need them.
+Per manifest (``canonicalize_manifest``) there is nothing left to do: entity names are
+normalised when triples become RDF (``extractors.text.entity_name``), so every manifest
+already shares one IRI per normalised name, and relations are closed ontology choices.
+Store-wide fuzzy clustering of near-identical entities runs after loading:
+``toolkg.canonicalize.entities``.
 """
 
 from __future__ import annotations
@@ -11,5 +13,5 @@ from toolkg.extractors.structural import ExtractedManifest
 
 
 def canonicalize_manifest(extracted: ExtractedManifest) -> ExtractedManifest:
-    """Return the manifest's triples with entities and predicates canonicalised (identity for now)."""
+    """Identity: normalisation already happened at extraction, clustering happens store-wide."""
     return extracted

@@ -5,8 +5,10 @@ can be installed offline); its table is case-sensitive, so text is lower-cased f
 
 >>> split_identifier("getStockPrice"), split_identifier("list-HTTPRoutes_v2")
 (['get', 'stock', 'price'], ['list', 'http', 'routes', 'v2'])
->>> entity_name("Purchase Orders"), entity_name("data"), entity_name("timestamps")
-('purchase order', 'data', 'timestamp')
+>>> entity_name("Purchase Orders"), entity_name("purchase_orders"), entity_name("PurchaseOrder")
+('purchase order', 'purchase order', 'purchase order')
+>>> entity_name("data"), entity_name("timestamps"), entity_name("Supplier's")
+('data', 'timestamp', 'supplier')
 >>> dominant_script("查询天气预报"), dominant_script("Get the weather"), dominant_script("12:00")
 ('CJK', 'LATIN', '')
 """
@@ -69,8 +71,10 @@ def lemma(word: str) -> str:
 
 
 def entity_name(text: str) -> str:
-    """Canonical surface of an entity: lower case, single spaces, last word lemmatised."""
-    words = text.lower().split()
+    """Canonical surface of an entity: identifier parts split ('PurchaseOrders', 'purchase_orders'),
+    punctuation dropped, lower case, last word lemmatised. Text in other scripts is only lower-cased."""
+    text = re.sub(r"['’]s\b", "", text)  # possessive: "supplier's" is the supplier
+    words = split_identifier(text) if is_english_script(text) else text.lower().split()
     if not words:
         return ""
     if words[-1].isalpha() and not words[-1].endswith("ing"):  # 'spending' is a noun here, not 'spend'

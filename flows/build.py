@@ -23,6 +23,7 @@ from prefect.utilities.annotations import quote
 
 from toolkg import progress
 from toolkg.canonicalize import canonicalize_manifest
+from toolkg.canonicalize.entities import CANONICAL_GRAPH, canonicalize_store
 from toolkg.errors import ToolkgError, UsageError
 from toolkg.extractors.inference import infer_dependencies
 from toolkg.extractors.ingest import IngestResult, ingest_manifest
@@ -31,7 +32,14 @@ from toolkg.extractors.semantic import SemanticExtractor, make_extractor, with_e
 from toolkg.extractors.structural import NameIndex, extract_structure
 from toolkg.models import Manifest, ManifestFile, QuarantinedItem
 from toolkg.store import iris
-from toolkg.store.dependencies import declared_pairs, edge_triples, replace_inferred, store_has_inferred, stored_tools
+from toolkg.store.dependencies import (
+    INFERRED_GRAPH,
+    declared_pairs,
+    edge_triples,
+    replace_inferred,
+    store_has_graph,
+    stored_tools,
+)
 from toolkg.store.loading import BuildOptions, LoadResult, fingerprint, load_manifest, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.stats import totals
@@ -90,6 +98,12 @@ def infer_task(store: ToolStore, summary: BuildSummary) -> None:
     edges = infer_dependencies(tools, declared=declared_pairs(store))
     replace_inferred(store, edge_triples(edges, tools))
     summary.inferred = dict(Counter(e.kind for e in edges)) | {"total": len(edges)}
+
+
+@task(name="canonicalize-entities", cache_policy=NO_CACHE, persist_result=False)
+def canonicalize_task(store: ToolStore, summary: BuildSummary) -> None:
+    """Fuzzy-merge near-identical entities store-wide and swap the canonical-entities graph."""
+    summary.canonical = canonicalize_store(store)
 
 
 class IngestBatch:
@@ -335,7 +349,11 @@ def _run(
         store.remove_manifest(rec)
         summary.removed.append(rec.path)
     summary.add_time("load", time.perf_counter() - clock)
-    if infer and (loaded or gone or not store_has_inferred(store)):
+    if loaded or gone or not store_has_graph(store, CANONICAL_GRAPH):
+        clock = time.perf_counter()
+        canonicalize_task(quote(store), quote(summary))
+        summary.add_time("canonicalize", time.perf_counter() - clock)
+    if infer and (loaded or gone or not store_has_graph(store, INFERRED_GRAPH)):
         clock = time.perf_counter()
         infer_task(quote(store), quote(summary))
         summary.add_time("infer", time.perf_counter() - clock)

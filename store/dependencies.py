@@ -97,9 +97,9 @@ def replace_inferred(store: ToolStore, triples: list[Triple]) -> None:
     store.update(f"DROP SILENT GRAPH {INFERRED_GRAPH} ; INSERT DATA {{ GRAPH {INFERRED_GRAPH} {{\n{body}\n}} }}")
 
 
-def store_has_inferred(store: ToolStore) -> bool:
-    """False for a store built before inference existed (or with it off): infer even on a no-op run."""
-    return any(g == INFERRED_GRAPH for g in store.named_graphs())
+def store_has_graph(store: ToolStore, graph: NamedNode) -> bool:
+    """False for a store built before a catalog-wide stage existed: run it even on a no-op build."""
+    return any(g == graph for g in store.named_graphs())
 
 
 def dependency_rows(store: ToolStore, tool: str | None = None) -> list[dict[str, object]]:

@@ -52,6 +52,7 @@ class BuildSummary(BaseModel):
     pipeline_seconds: float = 0.0  # wall time of the flow body (Prefect start-up excluded)
     extraction: dict[str, object] = Field(default_factory=dict)  # extractor, model, prompt, calls, tokens, cost
     inferred: dict[str, int] = Field(default_factory=dict)  # inferred dependency edges by kind, and total
+    canonical: dict[str, object] = Field(default_factory=dict)  # entities, fuzzy clusters, largest clusters
 
     @property
     def exit_code(self) -> int:
@@ -87,6 +88,13 @@ class BuildSummary(BaseModel):
                 lines.append(f"{bullet}{label}: {names(paths)}")
         if self.extraction:
             lines.append("extraction: " + _extraction_line(self.extraction))
+        if self.canonical:
+            c = self.canonical
+            largest = "; ".join(f"{label} ({size})" for label, size, _ in c.get("largest", [])[:3])  # type: ignore[union-attr]
+            lines.append(
+                f"entities: {c['entities']}, {c['clusters']} fuzzy clusters merging {c['merged']}"
+                + (f" (largest: {largest})" if largest else "")
+            )
         if self.inferred:
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.inferred.items()) if k != "total")
             lines.append(f"inferred dependencies: {self.inferred['total']}" + (f" ({kinds})" if kinds else ""))
