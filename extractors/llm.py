@@ -38,6 +38,7 @@ from toolkg.extractors.llm_config import LLMConfig
 from toolkg.extractors.triples import (
     ExtractionFailure,
     ExtractionProvenance,
+    PredicateLog,
     ToolContext,
     ToolExtraction,
     input_hash,
@@ -169,6 +170,7 @@ class LLMExtractor:
         self.prompt: Prompt = load_prompt(config.prompt)
         self.cache = ExtractionCache(config.cache or cache_path)
         self.counters = Usage()
+        self.predicates = PredicateLog()
         self._pacer = _Pacer(config.requests_per_minute)
         self._failures_in_a_row = 0
         self._last_failure = ""
@@ -204,6 +206,8 @@ class LLMExtractor:
             "prompt": self.prompt.key,
             **counts,
             **({"cost": round(cost, 6)} if cost is not None else {}),
+            "predicates_mapped": dict(self.predicates.mapped),
+            "predicates_unmapped": dict(self.predicates.unmapped),
         }
 
     # --- HTTP hooks ---------------------------------------------------------------------------
@@ -319,7 +323,7 @@ class LLMExtractor:
                     response_model=response_model(),
                     max_retries=self.config.max_reasks,
                     temperature=self.config.temperature,
-                    context={"tool": context},
+                    context={"tool": context, "predicates": self.predicates},
                 )
                 with self._lock:
                     self._failures_in_a_row = 0

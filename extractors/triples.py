@@ -26,17 +26,38 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
+from collections import Counter
 from functools import cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator, model_validator
 
+from toolkg.canonicalize.predicates import map_predicate
 from toolkg.models import Server, Tool
 from toolkg.ontology.schema import extraction_schema
 
 MAX_TRIPLES = 60
 MAX_NAME = 80
 _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter, in any script
+
+
+class PredicateLog:
+    """Relations a model wrote that were not ontology names: mapped (to what) or unmapped."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.mapped: Counter[str] = Counter()  # "works for -> usedBy (synonym)"
+        self.unmapped: Counter[str] = Counter()
+
+    def record(self, text: str, name: str | None, method: str) -> None:
+        if method == "exact" and text == name:
+            return
+        with self._lock:
+            if name is None:
+                self.unmapped[text] += 1
+            else:
+                self.mapped[f"{text} -> {name} ({method})"] += 1
 
 
 class ToolContext(BaseModel):
@@ -125,10 +146,18 @@ def response_model() -> type[BaseModel]:
     """``ToolTriples``: the structured reply asked of the LLM, generated from the ontology."""
     schema = extraction_schema()
     type_names = Literal[tuple(schema.types)]  # type: ignore[valid-type]
-    relations = Literal[tuple(schema.predicates)]  # type: ignore[valid-type]
 
     def strip(cls, value: str) -> str:
         return " ".join(value.split())
+
+    def relation(cls, value, info: ValidationInfo) -> str:
+        name, method, _ = map_predicate(str(value))
+        log = info.context.get("predicates") if isinstance(info.context, dict) else None
+        if log is not None:
+            log.record(str(value), name, method)
+        if name is None:
+            raise ValueError(f"relation {value!r} is not in the ontology; use one of: {', '.join(schema.predicates)}")
+        return name
 
     def ontology(self, info: ValidationInfo):
         check_triple(self.head, self.head_type, self.relation, self.tail, self.tail_type, _context(info))
@@ -139,11 +168,14 @@ def response_model() -> type[BaseModel]:
         __doc__="One fact (head, relation, tail) about the tool; both ends typed by the ontology.",
         head=(str, Field(min_length=1, max_length=MAX_NAME, description="name of the head entity")),
         head_type=(type_names, Field(description="ontology type of the head")),
-        relation=(relations, Field(description="ontology relation")),
+        # Free text mapped onto the ontology (synonyms, fuzzy): a model that writes "works for" is
+        # understood; the JSON schema still offers the closed list.
+        relation=(str, Field(description="ontology relation", json_schema_extra={"enum": list(schema.predicates)})),
         tail=(str, Field(min_length=1, max_length=MAX_NAME, description="name of the tail entity")),
         tail_type=(type_names, Field(description="ontology type of the tail")),
         __validators__={
             "strip_names": field_validator("head", "tail", mode="before")(classmethod(strip)),
+            "map_relation": field_validator("relation", mode="before")(classmethod(relation)),
             "ontology": model_validator(mode="after")(ontology),
         },
     )

@@ -12,6 +12,7 @@ MODULES = [
     "toolkg.ontology.schema",
     "toolkg.prompts",
     "toolkg.extractors.triples",
+    "toolkg.canonicalize.predicates",
     "toolkg.extractors.offline",
     "toolkg.store.iris",
     "toolkg.store.oxigraph_store",

@@ -254,3 +254,39 @@ def test_cache_file_holds_no_endpoint_or_key(tmp_path):
     data = (tmp_path / "cache.sqlite").read_bytes()
     assert SECRET.encode() not in data and b"127.0.0.1" not in data
     shutil.rmtree(tmp_path)
+
+
+def test_free_text_relations_map_onto_the_ontology_and_unmappable_ones_are_reasked(tmp_path):
+    def script(request, n):
+        name = tool_in_prompt(request)["name"]
+        if n == 1:
+            triples = [
+                {"head": name, "head_type": "Tool", "relation": "is married to", "tail": "x", "tail_type": "Department"}
+            ]
+        else:
+            triples = [
+                {
+                    "head": name,
+                    "head_type": "Tool",
+                    "relation": "works_for",
+                    "tail": "Sales",
+                    "tail_type": "Department",
+                },
+                {
+                    "head": name,
+                    "head_type": "Tool",
+                    "relation": "acts on",
+                    "tail": "widget",
+                    "tail_type": "BusinessObject",
+                },
+            ]
+        return Reply(body=completion(request, triples))
+
+    with FakeOpenAI(script) as fake:
+        extractor = _extractor(fake, tmp_path)
+        (result,) = extractor.extract_many([(TOOL, SERVER)], "run-1")
+    assert {(t.relation, t.tail) for t in result.triples} == {("usedBy", "Sales"), ("hasEntity", "widget")}
+    usage = extractor.usage()
+    assert usage["reasks"] == 1 and usage["predicates_unmapped"] == {"is married to": 1}
+    assert usage["predicates_mapped"] == {"works_for -> usedBy (synonym)": 1, "acts on -> hasEntity (synonym)": 1}
+    assert "is not in the ontology" in json.dumps(fake.requests[1].body["messages"])

@@ -29,6 +29,11 @@ def _extraction_line(usage: dict[str, object]) -> str:
     )
     if "cost" in usage:
         line += f"; cost {usage['cost']:.4f}"
+    mapped, unmapped = usage.get("predicates_mapped") or {}, usage.get("predicates_unmapped") or {}
+    if mapped or unmapped:
+        line += f"; relations mapped onto the ontology {sum(mapped.values())}, unmapped {sum(unmapped.values())}"  # type: ignore[union-attr]
+        if unmapped:
+            line += " (" + ", ".join(sorted(unmapped)[:5]) + ")"  # type: ignore[arg-type]
     return line
 
 
