@@ -203,8 +203,7 @@ def canonicalize_store(store, options: EntityOptions | None = None) -> dict[str,
     for e in entities:
         by_type[e.type].append(e)
     merges = [m for kind in ENTITY_TYPES for m in cluster(by_type.get(kind, []), options)]
-    body = "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in merge_triples(merges))
-    store.update(f"DROP SILENT GRAPH {CANONICAL_GRAPH} ; INSERT DATA {{ GRAPH {CANONICAL_GRAPH} {{\n{body}\n}} }}")
+    store.replace_graph(CANONICAL_GRAPH, merge_triples(merges))
     sizes: dict[str, list[str]] = defaultdict(list)
     for m in merges:
         sizes[m.canonical.label].append(m.member.label)

@@ -97,6 +97,15 @@ class _Profile:
     text_lemmas: set[str] = field(default_factory=set)
     namespace: set[str] = field(default_factory=set)  # rare name tokens: the service a tool belongs to
 
+    @property
+    def needs_input(self) -> bool:
+        return any(q.required for q in self.tool.parameters)
+
+    @property
+    def is_status_check(self) -> bool:
+        """Reads the status of something and needs no input: get_bluetooth_status."""
+        return self.capability == "read" and not self.needs_input and bool(STATUS_WORDS & set(self.object_words))
+
 
 def _key(words: Iterable[str]) -> tuple[str, ...]:
     out = [w for w in words if w and not w.isdigit()]
@@ -125,7 +134,7 @@ def profile(tool: Tool) -> _Profile:
 
 def offers(p: _Profile) -> list[_Offer]:
     """What a tool produces that another tool's parameter could take."""
-    contextual = not any(param.required for param in p.tool.parameters)
+    contextual = not p.needs_input
     found: list[_Offer] = []
     obj = [w for w in p.object_words if w not in CONTEXT_WORDS]
     if p.capability in ("read", "search", "create", "generate", "compute", "convert", "analyze") and obj:
@@ -161,10 +170,10 @@ def infer_dependencies(
     _assign_namespaces(profiles, options)
     edges: list[InferredEdge] = []
     edges += _parameter_edges(profiles, options)
-    edges += _namespace_auth_edges(profiles, options)
-    edges += _precondition_edges(profiles, options)
-    edges += _connectivity_edges(profiles, options)
-    hubs = {p.tool.id for p in profiles if not any(q.required for q in p.tool.parameters)}
+    edges += _namespace_auth_edges(profiles)
+    edges += _precondition_edges(profiles)
+    edges += _connectivity_edges(profiles)
+    hubs = {p.tool.id for p in profiles if not p.needs_input}
     return _sparsify(edges, options, set(declared), hubs)
 
 
@@ -237,7 +246,7 @@ def _assign_namespaces(profiles: list[_Profile], options: InferenceOptions) -> N
         p.namespace = services & set(p.words)
 
 
-def _namespace_auth_edges(profiles: list[_Profile], options: InferenceOptions) -> list[InferredEdge]:
+def _namespace_auth_edges(profiles: list[_Profile]) -> list[InferredEdge]:
     members_of: dict[str, set[str]] = defaultdict(set)
     for p in profiles:
         for w in p.namespace:
@@ -266,68 +275,54 @@ def _namespace_auth_edges(profiles: list[_Profile], options: InferenceOptions) -
     return edges
 
 
-def _precondition_edges(profiles: list[_Profile], options: InferenceOptions) -> list[InferredEdge]:
+def _precondition(consumer: _Profile, check: _Profile, confidence: float, rule: str, evidence: str) -> InferredEdge:
+    return InferredEdge(
+        consumer=consumer.tool.id,
+        producer=check.tool.id,
+        kind=TOOL_DIRECT,
+        parameter=None,
+        confidence=confidence,
+        rule=rule,
+        evidence=evidence,
+    )
+
+
+def _precondition_edges(profiles: list[_Profile]) -> list[InferredEdge]:
+    """A status check precedes the tools whose text mentions the resource it checks."""
     edges = []
-    for check in profiles:
-        if check.capability != "read" or any(q.required for q in check.tool.parameters):
-            continue
-        if not STATUS_WORDS & set(check.object_words):
-            continue
+    for check in (p for p in profiles if p.is_status_check):
         resource = [w for w in check.object_words if w not in STATUS_WORDS and w not in GENERIC_KEYS]
         if not resource:
             continue
         needed = {lemma(w) for w in resource}
         for consumer in profiles:
-            if consumer is check or consumer.capability == "" and False:
-                continue
-            if needed <= consumer.text_lemmas and not STATUS_WORDS & set(consumer.object_words):
-                edges.append(
-                    InferredEdge(
-                        consumer=consumer.tool.id,
-                        producer=check.tool.id,
-                        kind=TOOL_DIRECT,
-                        parameter=None,
-                        confidence=0.7,
-                        rule="resource-precondition",
-                        evidence=f"{consumer.tool.name} mentions {' '.join(resource)}, which {check.tool.name} checks",
-                    )
-                )
+            status_tool = STATUS_WORDS & set(consumer.object_words)  # a status tool is no consumer
+            if consumer is not check and needed <= consumer.text_lemmas and not status_tool:
+                evidence = f"{consumer.tool.name} mentions {' '.join(resource)}, which {check.tool.name} checks"
+                edges.append(_precondition(consumer, check, 0.7, "resource-precondition", evidence))
     return edges
 
 
-def _connectivity_edges(profiles: list[_Profile], options: InferenceOptions) -> list[InferredEdge]:
-    """A connectivity check (a status check with no input whose text is about connectivity) is a
-    precondition of every tool that reaches an outside service: one that takes input and is not a
-    local computation. Weak evidence (one rule for a whole class), hence a low confidence."""
-    checks = [
-        p
-        for p in profiles
-        if p.capability == "read"
-        and not any(q.required for q in p.tool.parameters)
-        and STATUS_WORDS & set(p.object_words)
-        and CONNECTIVITY_WORDS & p.text_lemmas
-    ]
+def _connectivity_edges(profiles: list[_Profile]) -> list[InferredEdge]:
+    """A connectivity check (a status check whose text is about connectivity) is a precondition of
+    every tool that reaches an outside service: one that takes input and is not a local
+    computation. Weak evidence (one rule for a whole class), hence a low confidence."""
+    checks = [p for p in profiles if p.is_status_check and CONNECTIVITY_WORDS & p.text_lemmas]
     if len(checks) != 1:  # none, or several with nothing to choose between them
         return []
     (check,) = checks
-    edges = []
-    for consumer in profiles:
-        if consumer is check or consumer.capability in LOCAL_CAPABILITIES:
-            continue
-        if not any(q.required for q in consumer.tool.parameters):
-            continue  # a context getter or device setting works offline
-        edges.append(
-            InferredEdge(
-                consumer=consumer.tool.id,
-                producer=check.tool.id,
-                kind=TOOL_DIRECT,
-                parameter=None,
-                confidence=0.55,
-                rule="connectivity-precondition",
-                evidence=f"{consumer.tool.name} reaches an outside service; {check.tool.name} checks connectivity",
-            )
+    return [
+        _precondition(
+            consumer,
+            check,
+            0.55,
+            "connectivity-precondition",
+            f"{consumer.tool.name} reaches an outside service; {check.tool.name} checks connectivity",
         )
-    return edges
+        for consumer in profiles
+        # a context getter or device setting (no input) and a local computation work offline
+        if consumer is not check and consumer.needs_input and consumer.capability not in LOCAL_CAPABILITIES
+    ]
 
 
 def _sparsify(

@@ -171,8 +171,6 @@ class OfflineExtractor:
 
     name = NAME
     version = VERSION
-    model = ""
-    prompt = None
 
     def key(self) -> str:
         """What the result depends on besides the input (part of every manifest's fingerprint)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal as TypingLiteral
 from typing import Protocol
 
 from pyoxigraph import Literal, NamedNode, Triple
@@ -23,7 +22,6 @@ from toolkg.models import QuarantinedItem, Server, Tool
 from toolkg.ontology import PROV, RDF, TK
 from toolkg.store import iris
 
-ExtractorName = TypingLiteral["offline", "llm"]
 EXTRACTORS: tuple[str, ...] = ("offline", "llm")
 
 

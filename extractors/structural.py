@@ -19,9 +19,6 @@ from toolkg.models import Manifest, QuarantinedItem, Server, Tool
 from toolkg.ontology import DCTERMS, RDF, RDFS, SKOS, TK, XSD
 from toolkg.store import iris
 
-EXTRACTOR_NAME = "structural"
-EXTRACTOR_VERSION = "1"
-
 _TRUE = Literal("true", datatype=XSD.boolean)
 _FALSE = Literal("false", datatype=XSD.boolean)
 _ONE = Literal("1.0", datatype=XSD.decimal)

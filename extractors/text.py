@@ -37,6 +37,8 @@ _nlp = None
 def nlp():
     """The shared blank-English pipeline (built once; thread-safe to create)."""
     global _nlp
+    if _nlp is not None:  # called per sentence: no lock once built
+        return _nlp
     with _lock:
         if _nlp is None:
             pipeline = spacy.blank("en")

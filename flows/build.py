@@ -36,8 +36,6 @@ from toolkg.store.dependencies import (
     INFERRED_GRAPH,
     declared_pairs,
     edge_triples,
-    replace_inferred,
-    store_has_graph,
     stored_tools,
 )
 from toolkg.store.loading import BuildOptions, LoadResult, fingerprint, load_manifest, record_run
@@ -96,7 +94,7 @@ def infer_task(store: ToolStore, summary: BuildSummary) -> None:
     """Infer dependencies over every stored tool and swap the inferred graph (one transaction)."""
     tools = stored_tools(store)
     edges = infer_dependencies(tools, declared=declared_pairs(store))
-    replace_inferred(store, edge_triples(edges, tools))
+    store.replace_graph(INFERRED_GRAPH, edge_triples(edges, tools))
     summary.inferred = dict(Counter(e.kind for e in edges)) | {"total": len(edges)}
 
 
@@ -349,11 +347,12 @@ def _run(
         store.remove_manifest(rec)
         summary.removed.append(rec.path)
     summary.add_time("load", time.perf_counter() - clock)
-    if loaded or gone or not store_has_graph(store, CANONICAL_GRAPH):
+    # Catalog-wide stages also run once on a store built before they existed.
+    if loaded or gone or not store.has_graph(CANONICAL_GRAPH):
         clock = time.perf_counter()
         canonicalize_task(quote(store), quote(summary))
         summary.add_time("canonicalize", time.perf_counter() - clock)
-    if infer and (loaded or gone or not store_has_graph(store, INFERRED_GRAPH)):
+    if infer and (loaded or gone or not store.has_graph(INFERRED_GRAPH)):
         clock = time.perf_counter()
         infer_task(quote(store), quote(summary))
         summary.add_time("infer", time.perf_counter() - clock)

@@ -91,17 +91,6 @@ def edge_triples(edges: list[InferredEdge], tools: list[Tool]) -> list[Triple]:
     return out
 
 
-def replace_inferred(store: ToolStore, triples: list[Triple]) -> None:
-    """Swap the inferred-dependencies graph in one transaction."""
-    body = "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in triples)
-    store.update(f"DROP SILENT GRAPH {INFERRED_GRAPH} ; INSERT DATA {{ GRAPH {INFERRED_GRAPH} {{\n{body}\n}} }}")
-
-
-def store_has_graph(store: ToolStore, graph: NamedNode) -> bool:
-    """False for a store built before a catalog-wide stage existed: run it even on a no-op build."""
-    return any(g == graph for g in store.named_graphs())
-
-
 def dependency_rows(store: ToolStore, tool: str | None = None) -> list[dict[str, object]]:
     """Qualified dependency edges (all, or those of one tool as consumer or producer), strongest first."""
     rows = store.select("""SELECT DISTINCT ?consumer ?producer ?kind ?parameter ?confidence ?basis ?rule ?reason WHERE {

@@ -218,6 +218,14 @@ class ToolStore:
         parts.append(_delete_subject(iris.MANIFESTS_GRAPH, iris.manifest_iri(record.path)))
         self.update(" ;\n".join(parts))
 
+    def has_graph(self, graph: NamedNode) -> bool:
+        return graph.value in self._existing_graphs()
+
+    def replace_graph(self, graph: NamedNode, triples: Sequence[Triple]) -> None:
+        """Swap a whole named graph in one transaction (catalog-wide graphs rebuilt on every run)."""
+        body = "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in triples)
+        self.update(f"DROP SILENT GRAPH {graph} ; INSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
+
     def add_to_graph(self, graph: NamedNode, triples: Sequence[Triple]) -> None:
         self.update(f"INSERT DATA {{ GRAPH {graph} {{\n{_ntriples(triples)}\n}} }}")
 
