@@ -70,6 +70,7 @@ class InferredEdge:
     confidence: float
     rule: str
     evidence: str
+    basis: str = "inferred"  # "llm" once a language model confirmed it
 
 
 @dataclass
@@ -107,14 +108,14 @@ class _Profile:
         return self.capability == "read" and not self.needs_input and bool(STATUS_WORDS & set(self.object_words))
 
 
-def _key(words: Iterable[str]) -> tuple[str, ...]:
+def canonical_key(words: Iterable[str]) -> tuple[str, ...]:
     out = [w for w in words if w and not w.isdigit()]
     if out:
         out[-1] = lemma(out[-1])
     return tuple(out)
 
 
-def _informative(key: tuple[str, ...]) -> bool:
+def is_informative(key: tuple[str, ...]) -> bool:
     return any(w not in GENERIC_KEYS and len(w) > 2 for w in key)
 
 
@@ -138,23 +139,23 @@ def offers(p: _Profile) -> list[_Offer]:
     found: list[_Offer] = []
     obj = [w for w in p.object_words if w not in CONTEXT_WORDS]
     if p.capability in ("read", "search", "create", "generate", "compute", "convert", "analyze") and obj:
-        found.append(_Offer(_key(obj), f"name object of {p.tool.name}", contextual))
+        found.append(_Offer(canonical_key(obj), f"name object of {p.tool.name}", contextual))
     for output in p.tool.outputs:
-        found.append(_Offer(_key(split_identifier(output.name)), f"output {output.name}", contextual))
-    return [o for o in found if _informative(o.key)]
+        found.append(_Offer(canonical_key(split_identifier(output.name)), f"output {output.name}", contextual))
+    return [o for o in found if is_informative(o.key)]
 
 
 def parameter_match(offer: _Offer, param_words: list[str]) -> tuple[float, str] | None:
     """(score, how) when the offer can fill a parameter with these words."""
-    full = _key(param_words)
+    full = canonical_key(param_words)
     if not full:
         return None
-    core = _key(param_words[:-1]) if len(param_words) > 1 and param_words[-1] in IDENTIFIER_SUFFIXES else ()
+    core = canonical_key(param_words[:-1]) if len(param_words) > 1 and param_words[-1] in IDENTIFIER_SUFFIXES else ()
     if offer.key == full:
         return 1.0, "same name"
     if core and offer.key == core:
         return 0.9, f"{'_'.join(param_words)} identifies a {' '.join(core)}"
-    if len(full) > len(offer.key) and full[-len(offer.key) :] == offer.key and _informative(offer.key):
+    if len(full) > len(offer.key) and full[-len(offer.key) :] == offer.key and is_informative(offer.key):
         return 0.75, f"a specific {' '.join(offer.key)}"
     if len(offer.key) == 1 and full[-1] in DERIVABLE.get(offer.key[0], ()):
         return 0.7, f"{full[-1]} derives from {offer.key[0]}"
@@ -189,7 +190,7 @@ def _parameter_edges(profiles: list[_Profile], options: InferenceOptions) -> lis
     for consumer in profiles:
         for param in consumer.tool.parameters:
             words = split_identifier(param.name)
-            if not words or not _informative(_key(words)):
+            if not words or not is_informative(canonical_key(words)):
                 continue
             heads = {lemma(words[-1]), derivers.get(lemma(words[-1]), "")}
             if len(words) > 1 and words[-1] in IDENTIFIER_SUFFIXES:

@@ -77,7 +77,7 @@ class LLMConfig(BaseModel):
         if missing:
             variables = " and ".join(ENV[name][0] for name in missing)
             raise ConfigError(
-                f"--extractor llm needs an OpenAI-compatible endpoint: set {variables} "
+                f"--extractor llm and --confirm-deps need an OpenAI-compatible endpoint: set {variables} "
                 f"(or {', '.join(missing)} under [llm] in a file given with --llm-config)"
             )
         return self

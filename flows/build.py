@@ -12,9 +12,10 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
@@ -24,18 +25,22 @@ from prefect.utilities.annotations import quote
 from toolkg import progress
 from toolkg.canonicalize import canonicalize_manifest
 from toolkg.canonicalize.entities import CANONICAL_GRAPH, canonicalize_store
+from toolkg.embeddings import Embedder
 from toolkg.errors import ToolkgError, UsageError
 from toolkg.extractors.inference import infer_dependencies
 from toolkg.extractors.ingest import IngestResult, ingest_manifest
+from toolkg.extractors.links import structural_links, tool_text
 from toolkg.extractors.reading import discover, fingerprint_file
 from toolkg.extractors.semantic import SemanticExtractor, make_extractor, with_extractions
 from toolkg.extractors.structural import NameIndex, extract_structure
-from toolkg.models import Manifest, ManifestFile, QuarantinedItem
+from toolkg.models import Manifest, ManifestFile, QuarantinedItem, Tool
 from toolkg.store import iris
 from toolkg.store.dependencies import (
     INFERRED_GRAPH,
+    LINKS_GRAPH,
     declared_pairs,
     edge_triples,
+    link_triples,
     stored_tools,
 )
 from toolkg.store.loading import BuildOptions, LoadResult, fingerprint, load_manifest, record_run
@@ -43,6 +48,9 @@ from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.stats import totals
 from toolkg.store.validation import Validator
 from toolkg.summary import BuildSummary
+
+if TYPE_CHECKING:
+    from toolkg.extractors.llm_confirm import DependencyConfirmer
 
 T = TypeVar("T")
 BATCH_SIZE = 32  # manifests per ingest task: reading and parsing is cheap next to Prefect's per-task cost
@@ -90,18 +98,68 @@ def _without_declared(manifest: Manifest) -> Manifest:
 
 
 @task(name="infer-dependencies", cache_policy=NO_CACHE, persist_result=False)
-def infer_task(store: ToolStore, summary: BuildSummary) -> None:
-    """Infer dependencies over every stored tool and swap the inferred graph (one transaction)."""
-    tools = stored_tools(store)
+def infer_task(store: ToolStore, tools: list[Tool], summary: BuildSummary, confirmer=None) -> None:
+    """Infer dependencies over every stored tool (an LLM reviews them when configured) and swap
+    the inferred graph in one transaction."""
     edges = infer_dependencies(tools, declared=declared_pairs(store))
+    if confirmer is not None:
+        review = confirmer.review(edges, tools, summary.run_id)
+        edges = review.edges
+        summary.confirmation = confirmer.usage() | {
+            "confirmed": sum(e.basis == "llm" for e in edges),
+            "rejected": len(review.rejected),
+            "unjudged": len(review.unjudged),
+            "rejected_edges": [f"{e.consumer} <- {e.producer}: {why}" for e, why in review.rejected[:200]],
+        }
+        for edge, why in review.unjudged:
+            summary.quarantined.append(
+                QuarantinedItem(
+                    source="dependency inference",
+                    item=f"{edge.consumer} <- {edge.producer}",
+                    stage="confirm",
+                    reason=f"{why} (kept unconfirmed)",
+                )
+            )
     store.replace_graph(INFERRED_GRAPH, edge_triples(edges, tools))
     summary.inferred = dict(Counter(e.kind for e in edges)) | {"total": len(edges)}
+
+
+@task(name="link-tools", cache_policy=NO_CACHE, persist_result=False)
+def link_task(store: ToolStore, tools: list[Tool], summary: BuildSummary) -> None:
+    """Structural links (co-invoked, schema compatible, shared parameters); swap their graph."""
+    embedder = Embedder(store.directory / "cache" / "embeddings.sqlite")
+    try:
+        vectors = embedder.encode([tool_text(t) for t in tools], label="embed tools")
+    finally:
+        embedder.close()
+    links = structural_links(tools, vectors)
+    store.replace_graph(LINKS_GRAPH, link_triples(links))
+    summary.links = dict(Counter(x.kind for x in links)) | {"total": len(links), "embedded": embedder.computed}
 
 
 @task(name="canonicalize-entities", cache_policy=NO_CACHE, persist_result=False)
 def canonicalize_task(store: ToolStore, summary: BuildSummary) -> None:
     """Fuzzy-merge near-identical entities store-wide and swap the canonical-entities graph."""
     summary.canonical = canonicalize_store(store)
+
+
+@dataclass
+class CatalogStages:
+    """The catalog-wide stages after loading, and what they need."""
+
+    infer: bool = True
+    links: bool = True
+    confirmer: DependencyConfirmer | None = None  # an LLM reviews inferred edges
+
+
+def make_confirmer(store_dir: str, llm_config: str | None) -> DependencyConfirmer:
+    from toolkg.extractors.llm_config import load_llm_config
+
+    config = load_llm_config(llm_config)
+    config.require_endpoint()
+    from toolkg.extractors.llm_confirm import DependencyConfirmer  # openai + instructor load only when used
+
+    return DependencyConfirmer(config, Path(store_dir) / "cache" / "llm.sqlite")
 
 
 class IngestBatch:
@@ -207,17 +265,21 @@ def build_catalog(
     llm_config: str | None = None,
     infer: bool = True,
     hide_declared: bool = False,
+    links: bool = True,
+    confirm_deps: bool = False,
 ) -> BuildSummary:
     """Build (or incrementally update) the knowledge graph in ``store_dir`` from manifest ``paths``.
 
     ``extractor`` is ``offline`` (rules, the default) or ``llm`` (an OpenAI-compatible
     endpoint configured by environment or the TOML file ``llm_config``; secrets never
-    travel as flow parameters).
+    travel as flow parameters). ``infer`` infers dependencies across the catalog, reviewed by
+    that LLM when ``confirm_deps``; ``links`` adds the structural links (embeddings offline).
     """
     started_at = datetime.now(UTC)
     run_id = started_at.strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
     summary = BuildSummary(run_id=run_id, store=str(Path(store_dir).resolve()), started=started_at.isoformat())
     semantic = make_extractor(extractor, store_dir, llm_config)  # fails fast on a missing LLM endpoint
+    confirmer = make_confirmer(store_dir, llm_config) if confirm_deps and infer else None
     options = BuildOptions(
         format=format,
         server=server,
@@ -228,10 +290,13 @@ def build_catalog(
     store = ToolStore(store_dir)
     clock = time.perf_counter()
     try:
-        _run(store, paths, options, semantic, prune, force, batch_size, summary, infer)
+        stages = CatalogStages(infer=infer, links=links, confirmer=confirmer)
+        _run(store, paths, options, semantic, prune, force, batch_size, summary, stages)
     finally:
         summary.extraction = semantic.usage()
         semantic.close()
+        if confirmer is not None:
+            confirmer.close()
         summary.pipeline_seconds = round(time.perf_counter() - clock, 3)
         summary.ended = datetime.now(UTC).isoformat()
         summary.save(store.runs_dir)
@@ -281,7 +346,7 @@ def _run(
     force: bool,
     batch_size: int,
     summary: BuildSummary,
-    infer: bool = True,
+    stages: CatalogStages,
 ) -> None:
     clock = time.perf_counter()
     files = [str(p) for p in discover(paths)]
@@ -352,10 +417,18 @@ def _run(
         clock = time.perf_counter()
         canonicalize_task(quote(store), quote(summary))
         summary.add_time("canonicalize", time.perf_counter() - clock)
-    if infer and (loaded or gone or not store.has_graph(INFERRED_GRAPH)):
+    changed = bool(loaded or gone)
+    infer = stages.infer and (changed or stages.confirmer is not None or not store.has_graph(INFERRED_GRAPH))
+    link = stages.links and (changed or not store.has_graph(LINKS_GRAPH))
+    tools = stored_tools(store) if infer or link else []
+    if infer:
         clock = time.perf_counter()
-        infer_task(quote(store), quote(summary))
+        infer_task(quote(store), quote(tools), quote(summary), quote(stages.confirmer))
         summary.add_time("infer", time.perf_counter() - clock)
+    if link:
+        clock = time.perf_counter()
+        link_task(quote(store), quote(tools), quote(summary))
+        summary.add_time("link", time.perf_counter() - clock)
     clock = time.perf_counter()
     if loaded or gone:
         record_run(

@@ -14,12 +14,15 @@ from collections import defaultdict
 from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg.extractors.inference import InferredEdge
+from toolkg.extractors.links import ToolLink
 from toolkg.models import OutputField, Parameter, Tool
 from toolkg.ontology import RDF, TK, XSD
 from toolkg.store import iris
 from toolkg.store.oxigraph_store import ToolStore
 
 INFERRED_GRAPH = NamedNode(iris.BASE + "graph/inferred-dependencies")
+LINKS_GRAPH = NamedNode(iris.BASE + "graph/structural-links")
+BASIS = {"inferred": TK.Inferred, "llm": TK.LLM}
 
 
 def stored_tools(store: ToolStore) -> list[Tool]:
@@ -78,7 +81,7 @@ def edge_triples(edges: list[InferredEdge], tools: list[Tool]) -> list[Triple]:
             Triple(d, RDF.type, TK.Dependency),
             Triple(d, TK.dependencyKind, kind),
             Triple(d, TK.onTool, producer),
-            Triple(d, TK.basis, TK.Inferred),
+            Triple(d, TK.basis, BASIS[e.basis]),
             Triple(d, TK.confidence, Literal(f"{e.confidence:.2f}", datatype=XSD.decimal)),
             Triple(d, TK.inferenceRule, Literal(e.rule)),
             Triple(d, TK.reason, Literal(e.evidence)),
@@ -89,6 +92,43 @@ def edge_triples(edges: list[InferredEdge], tools: list[Tool]) -> list[Triple]:
             if location:
                 out.append(Triple(d, TK.viaParameter, iris.parameter_iri(consumer, e.parameter, location)))
     return out
+
+
+def link_triples(links: list[ToolLink]) -> list[Triple]:
+    out: list[Triple] = []
+    for link in links:
+        source, target = iris.tool_iri_from_id(link.source), iris.tool_iri_from_id(link.target)
+        kind = getattr(TK, link.kind)
+        node = iris.link_iri(source, link.kind, target)
+        out += [
+            Triple(source, kind, target),
+            Triple(source, TK.qualifiedLink, node),
+            Triple(node, RDF.type, TK.ToolLink),
+            Triple(node, TK.linkType, kind),
+            Triple(node, TK.linkedTool, target),
+            Triple(node, TK.score, Literal(f"{link.score:.3f}", datatype=XSD.decimal)),
+            Triple(node, TK.reason, Literal(link.evidence)),
+        ]
+    return out
+
+
+def link_rows(store: ToolStore, tool: str | None = None) -> list[dict[str, object]]:
+    """Structural links (all, or from one tool), strongest first."""
+    rows = store.select("""SELECT ?source ?target ?kind ?score ?reason WHERE {
+        ?s tk:qualifiedLink ?l ; tk:identifier ?source . ?l tk:linkedTool ?t ; tk:linkType ?k ; tk:score ?score ;
+           tk:reason ?reason . ?t tk:identifier ?target . BIND(STRAFTER(STR(?k), "#") AS ?kind) }""")
+    out = [
+        {
+            "source": r["source"].value,
+            "target": r["target"].value,
+            "kind": r["kind"].value,
+            "score": float(r["score"].value),
+            "evidence": r["reason"].value,
+        }
+        for r in rows
+        if tool is None or r["source"].value == tool
+    ]
+    return sorted(out, key=lambda r: (r["source"], r["kind"], -r["score"], r["target"]))
 
 
 def dependency_rows(store: ToolStore, tool: str | None = None) -> list[dict[str, object]]:

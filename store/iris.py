@@ -67,6 +67,10 @@ def dependency_iri(consumer: NamedNode, kind: str, producer: NamedNode, paramete
     return NamedNode(f"{consumer.value}/dep/{short_hash(kind, producer.value, parameter or '')}")
 
 
+def link_iri(source: NamedNode, kind: str, target: NamedNode) -> NamedNode:
+    return NamedNode(f"{source.value}/link/{short_hash(kind, target.value)}")
+
+
 def entity_iri(entity_type: str, label: str) -> NamedNode:
     """An entity by ontology type and canonical name: ``entity/line-of-business/finance``."""
     kind = re.sub(r"(?<=[a-z])(?=[A-Z])", "-", entity_type)

@@ -74,6 +74,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-infer", dest="infer", action="store_false", help="skip dependency inference (declared edges only)"
     )
     build.add_argument(
+        "--confirm-deps",
+        action="store_true",
+        help="have the configured LLM confirm or reject each inferred dependency (verdicts cached per pair)",
+    )
+    build.add_argument(
+        "--no-links",
+        dest="links",
+        action="store_false",
+        help="skip the structural links (co-invoked, schema compatible, shared parameters) and their embeddings",
+    )
+    build.add_argument(
         "--hide-declared",
         action="store_true",
         help="ignore the manifests' declared dependencies (to evaluate inference against them)",
@@ -111,6 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_store(deps)
     deps.add_argument("--tool", metavar="ID", help="one tool: 'server::tool' (or a bare name if unique)")
     deps.add_argument("--json", action="store_true", help="print JSON")
+    deps.add_argument(
+        "--links", action="store_true", help="also list structural links (co-invoked, schema compatible, shared params)"
+    )
 
     stats = sub.add_parser("stats", help="counts by class, predicate and server")
     _add_store(stats)
@@ -132,12 +146,14 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     if not discover(args.paths):  # fail fast, before Prefect starts
         raise UsageError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(args.paths)}")
-    if args.extractor == "llm":  # fail fast, before Prefect starts
+    if args.confirm_deps and not args.infer:
+        raise UsageError("--confirm-deps reviews inferred dependencies: it cannot go with --no-infer")
+    if args.extractor == "llm" or args.confirm_deps:  # fail fast, before Prefect starts
         from toolkg.extractors.llm_config import load_llm_config
 
         load_llm_config(args.llm_config).require_endpoint()
     elif args.llm_config:
-        raise UsageError("--llm-config only applies with --extractor llm")
+        raise UsageError("--llm-config only applies with --extractor llm or --confirm-deps")
     if not args.verbose:  # failures are summarised by toolkg; instructor would also log each one
         logging.getLogger("instructor").setLevel(logging.CRITICAL)
     progress.enable(not args.quiet)
@@ -159,6 +175,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         llm_config=args.llm_config,
         infer=args.infer,
         hide_declared=args.hide_declared,
+        links=args.links,
+        confirm_deps=args.confirm_deps,
     )
     wall = time.perf_counter() - started
     pipeline = summary.pipeline_seconds
@@ -239,14 +257,16 @@ def _resolve_tool(store, name: str) -> str:
 def cmd_deps(args: argparse.Namespace) -> int:
     import json
 
-    from toolkg.store.dependencies import dependency_rows, transitive_dependencies
+    from toolkg.store.dependencies import dependency_rows, link_rows, transitive_dependencies
 
     store = _open_store(args.store)
     tool = _resolve_tool(store, args.tool) if args.tool else None
     rows = dependency_rows(store, tool)
     closure = transitive_dependencies(store, tool) if tool else None
+    links = link_rows(store, tool) if args.links else None
     if args.json:
-        print(json.dumps({"edges": rows, **({"transitive": closure} if tool else {})}, indent=2, ensure_ascii=False))
+        extra = ({"transitive": closure} if tool else {}) | ({"links": links} if args.links else {})
+        print(json.dumps({"edges": rows, **extra}, indent=2, ensure_ascii=False))
         return EXIT_OK
     if tool and not rows:
         print(f"{tool}: no dependency edges")
@@ -258,6 +278,10 @@ def cmd_deps(args: argparse.Namespace) -> int:
         print(f"{tool} depends transitively on {len(closure)} tool(s): {', '.join(closure) or '-'}")
     else:
         print(f"{len(rows)} edge(s)", file=sys.stderr)
+    for link in links or ():
+        print(f"{link['source']} ~ {link['target']}  {link['kind']}  [{link['score']:.2f}]  {link['evidence']}")
+    if links is not None and not tool:
+        print(f"{len(links)} link(s)", file=sys.stderr)
     return EXIT_OK
 
 

