@@ -20,8 +20,8 @@ def _extraction_line(usage: dict[str, object]) -> str:
     what = str(usage.get("extractor", "?"))
     if usage.get("model"):
         what += f" ({usage['model']}, prompt {usage.get('prompt', '?')})"
-    if "http_requests" not in usage:
-        return f"{what}: {usage.get('tools', 0)} tools"
+    if "http_requests" not in usage:  # the offline extractor writes ontology predicates only
+        return f"{what}: {usage.get('tools', 0)} tools; predicates: ontology terms by construction, none to map"
     line = (
         f"{what}: {usage['tools']} tools extracted, {usage['cache_hits']} cache hits, {usage['failed']} failed; "
         f"{usage['http_requests']} HTTP requests ({usage['retries']} retries, {usage['reasks']} re-asks); "
@@ -30,10 +30,9 @@ def _extraction_line(usage: dict[str, object]) -> str:
     if "cost" in usage:
         line += f"; cost {usage['cost']:.4f}"
     mapped, unmapped = usage.get("predicates_mapped") or {}, usage.get("predicates_unmapped") or {}
-    if mapped or unmapped:
-        line += f"; relations mapped onto the ontology {sum(mapped.values())}, unmapped {sum(unmapped.values())}"  # type: ignore[union-attr]
-        if unmapped:
-            line += " (" + ", ".join(sorted(unmapped)[:5]) + ")"  # type: ignore[arg-type]
+    line += f"; predicates mapped onto the ontology {sum(mapped.values())}, unmapped {sum(unmapped.values())}"  # type: ignore[union-attr]
+    if unmapped:
+        line += " (" + ", ".join(sorted(unmapped)[:5]) + ")"  # type: ignore[arg-type]
     return line
 
 
