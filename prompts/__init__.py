@@ -87,9 +87,7 @@ def load_prompt(path: str | Path | None = None) -> Prompt:
     used = _placeholders(sections["system"]) | _placeholders(sections["user"])
     declared = set(meta["inputs"])
     if used != declared:
-        raise ConfigError(
-            f"prompt {file}: placeholders {sorted(used)} do not match declared inputs {sorted(declared)}"
-        )
+        raise ConfigError(f"prompt {file}: placeholders {sorted(used)} do not match declared inputs {sorted(declared)}")
     return Prompt(
         id=str(meta["id"]),
         version=str(meta["version"]),
