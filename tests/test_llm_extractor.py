@@ -225,7 +225,8 @@ def test_cli_llm_without_an_endpoint_fails_fast(cli, tmp_path, monkeypatch):
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "toolkg: error: --extractor llm and --confirm-deps need an OpenAI-compatible endpoint: "
-        "set TOOLKG_LLM_BASE_URL and TOOLKG_LLM_MODEL (or base_url, model under [llm] in a file given with --llm-config)"
+        "set TOOLKG_LLM_BASE_URL and TOOLKG_LLM_MODEL "
+        "(or base_url, model under [llm] in a file given with --llm-config)"
     )
     assert not (tmp_path / "s").exists()
 
