@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toolkg.embeddings import tool_text as embedded_text
 from toolkg.extractors.inference import canonical_key, is_informative
 from toolkg.extractors.text import split_identifier
 from toolkg.models import Tool
@@ -51,8 +52,8 @@ class LinkOptions:
 
 
 def tool_text(tool: Tool) -> str:
-    """The text a tool is embedded by (also what dense retrieval embeds)."""
-    return f"{' '.join(split_identifier(tool.name))}: {tool.description}".strip()
+    """The text a tool is embedded by (the same as dense retrieval's, so the cache serves both)."""
+    return embedded_text(tool.name, tool.description, [p.name for p in tool.parameters])
 
 
 def _names(names: Sequence[str]) -> set[str]:

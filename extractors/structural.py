@@ -191,7 +191,7 @@ def _dependency_triples(
     """Declared dependency triples; returns (target name, reason) for each unresolved one."""
     unresolved = []
     parameter_names = {p.name: p for p in tool.parameters}
-    for dep in tool.depends_on:
+    for position, dep in enumerate(tool.depends_on):
         target_id, why = index.resolve(dep.target, tool.server_id, source)
         if target_id is None:
             unresolved.append((dep.target, why))
@@ -207,6 +207,7 @@ def _dependency_triples(
         out.append(Triple(d, TK.onTool, producer))
         out.append(Triple(d, TK.basis, TK.Declared))
         out.append(Triple(d, TK.confidence, _ONE))
+        out.append(Triple(d, TK.position, Literal(str(position), datatype=XSD.integer)))
         if dep.parameter:
             out.append(Triple(d, TK.parameterName, _text(dep.parameter)))
             if dep.parameter in parameter_names:

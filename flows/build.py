@@ -421,6 +421,10 @@ def _run(
     infer = stages.infer and (changed or stages.confirmer is not None or not store.has_graph(INFERRED_GRAPH))
     link = stages.links and (changed or not store.has_graph(LINKS_GRAPH))
     tools = stored_tools(store) if infer or link else []
+    # A stage switched off leaves no stale graph behind: "declared edges only" means that.
+    for wanted, graph in ((stages.infer, INFERRED_GRAPH), (stages.links, LINKS_GRAPH)):
+        if not wanted and store.has_graph(graph):
+            store.drop_graph(graph)
     if infer:
         clock = time.perf_counter()
         infer_task(quote(store), quote(tools), quote(summary), quote(stages.confirmer))

@@ -226,6 +226,9 @@ class ToolStore:
         body = "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in triples)
         self.update(f"DROP SILENT GRAPH {graph} ; INSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
 
+    def drop_graph(self, graph: NamedNode) -> None:
+        self.update(f"DROP SILENT GRAPH {graph}")
+
     def add_to_graph(self, graph: NamedNode, triples: Sequence[Triple]) -> None:
         self.update(f"INSERT DATA {{ GRAPH {graph} {{\n{_ntriples(triples)}\n}} }}")
 

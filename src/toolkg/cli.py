@@ -126,6 +126,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--links", action="store_true", help="also list structural links (co-invoked, schema compatible, shared params)"
     )
 
+    methods = "bm25, dense, hybrid, grtf, ego, agent"
+    retrieve = sub.add_parser(
+        "retrieve",
+        help="rank tools (and servers) for a query",
+        description="Rank tools for a query with one method: bm25, dense, hybrid (baselines), grtf (Graph "
+        "RAG-Tool Fusion: hybrid top-3 + dependencies depth-first), ego (ensemble of ego graphs), agent "
+        "(Agent-as-a-Graph: servers and tools, type-weighted RRF). With --queries, every line of a JSONL file "
+        "(id, query, steps) is ranked and written to --out, one JSON line per query.",
+    )
+    retrieve.add_argument("query", nargs="?", help="the query (or use --queries)")
+    _add_store(retrieve)
+    retrieve.add_argument("--method", default="grtf", help=f"one of {methods} (default grtf)")
+    retrieve.add_argument("-k", type=int, default=10, help="how many tools and servers (default 10)")
+    retrieve.add_argument("--step", action="append", default=[], help="a sub-step of the query (repeatable)")
+    retrieve.add_argument("--queries", metavar="IN.jsonl", help="rank every query of this file")
+    retrieve.add_argument("--out", metavar="OUT.jsonl", help="where --queries results go (default: standard output)")
+    retrieve.add_argument("--json", action="store_true", help="print JSON (one query)")
+
+    evaluation = sub.add_parser(
+        "eval",
+        help="score retrieval methods side by side on labelled queries",
+        description="Recall@K, mAP@K, nDCG@K and CompleteRecall@K over tools and Recall@K over servers, for every "
+        "method in one run; printed as a table and written as JSON and a PNG plot.",
+    )
+    _add_store(evaluation)
+    evaluation.add_argument("--queries", required=True, metavar="Q.jsonl", help="labelled queries (gold_tools, ...)")
+    evaluation.add_argument("--methods", default="bm25,dense,hybrid,grtf,ego,agent", help="comma-separated methods")
+    evaluation.add_argument("--k", default="3,5,10,20", help="comma-separated cut-offs (default 3,5,10,20)")
+    evaluation.add_argument("--limit", type=int, help="only the first N queries")
+    evaluation.add_argument("--out", metavar="DIR", help="where eval.json and eval.png go (default <store>/eval)")
+
     stats = sub.add_parser("stats", help="counts by class, predicate and server")
     _add_store(stats)
     stats.add_argument("--json", action="store_true", help="print JSON")
@@ -285,7 +316,90 @@ def cmd_deps(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"build": cmd_build, "query": cmd_query, "export": cmd_export, "stats": cmd_stats, "deps": cmd_deps}
+def _open_index(directory: str):
+    from toolkg.retrieval import Index
+
+    _open_store(directory)  # the friendly error when there is no store
+    return Index(directory)
+
+
+def cmd_retrieve(args: argparse.Namespace) -> int:
+    import json
+
+    from toolkg.retrieval import Query, as_query, make_retriever, read_queries
+
+    if bool(args.query) == bool(args.queries):
+        raise UsageError("give a query or --queries FILE (one of them)")
+    if args.k < 1:
+        raise UsageError("-k must be at least 1")
+    rows = read_queries(args.queries) if args.queries else None
+    index = _open_index(args.store)
+    try:
+        retriever = make_retriever(args.method, index)
+        if rows is None:
+            ranking = retriever.retrieve(Query("query", args.query, tuple(args.step)), args.k)
+            if args.json:
+                print(json.dumps(ranking.as_json("query"), indent=2, ensure_ascii=False))
+                return EXIT_OK
+            for rank, hit in enumerate(ranking.tools, start=1):
+                print(f"{rank:>3}. {hit.tool.server}  {hit.tool.name}  {hit.score:.4f}  {hit.why}")
+            print("servers: " + ", ".join(s for s, _ in ranking.servers))
+            return EXIT_OK
+        out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
+        try:
+            for row in rows:
+                ranking = retriever.retrieve(as_query(row), args.k)
+                out.write(json.dumps(ranking.as_json(str(row["id"])), ensure_ascii=False) + "\n")
+        finally:
+            if args.out:
+                out.close()
+        if args.out:
+            print(f"{len(rows)} queries ranked by {args.method} -> {args.out}", file=sys.stderr)
+        return EXIT_OK
+    finally:
+        index.close()
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from toolkg import progress
+    from toolkg.retrieval import METHODS, read_queries
+    from toolkg.retrieval.evaluate import evaluate, format_table, write_outputs
+
+    try:
+        ks = sorted({int(k) for k in args.k.split(",") if k.strip()})
+    except ValueError:
+        raise UsageError(f"--k takes comma-separated integers, not {args.k!r}") from None
+    if not ks or ks[0] < 1:
+        raise UsageError("--k needs positive cut-offs")
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise UsageError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}")
+    rows = read_queries(args.queries)[: args.limit]
+    progress.enable(True)
+    index = _open_index(args.store)
+    try:
+        report = evaluate(index, rows, methods, ks)
+    finally:
+        index.close()
+    report["store"], report["queries_file"] = str(Path(args.store).resolve()), args.queries
+    out = Path(args.out) if args.out else Path(args.store) / "eval"
+    out.mkdir(parents=True, exist_ok=True)
+    write_outputs(report, out / "eval.json", out / "eval.png")
+    print(format_table(report))
+    print(f"wrote {out / 'eval.json'} and {out / 'eval.png'}")
+    return EXIT_OK
+
+
+COMMANDS = {
+    "build": cmd_build,
+    "query": cmd_query,
+    "export": cmd_export,
+    "stats": cmd_stats,
+    "deps": cmd_deps,
+    "retrieve": cmd_retrieve,
+    "eval": cmd_eval,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,17 @@ _model = None
 _model_lock = threading.Lock()
 
 
+def tool_text(name: str, description: str, parameters: Sequence[str]) -> str:
+    """The text a tool is embedded and searched by: name words, description, parameter names.
+
+    The build's structural links and the retrievers use this same text, so the vectors a build
+    computes are the ones retrieval reads from the cache."""
+    from toolkg.extractors.text import split_identifier
+
+    text = f"{' '.join(split_identifier(name))}: {description}".strip()
+    return text + (f" Parameters: {', '.join(parameters)}." if parameters else "")
+
+
 def _load_model():
     """The sentence-transformers model, loaded once per process, offline, its weights checked."""
     global _model
@@ -79,11 +90,12 @@ class Embedder:
     def _key(text: str) -> str:
         return hashlib.sha256(f"{MODEL_ID}\x1f{text}".encode()).hexdigest()
 
-    def encode(self, texts: Sequence[str], label: str = "embed") -> np.ndarray:
+    def encode(self, texts: Sequence[str], label: str = "embed", cache: bool = True) -> np.ndarray:
+        """Unit vectors for ``texts``; ``cache=False`` for one-off text (queries) the disk cache should not keep."""
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         keys = [self._key(t) for t in texts]
         missing: dict[str, list[int]] = {}
-        cached = self._lookup(set(keys))
+        cached = self._lookup(set(keys)) if cache else {}
         for position, key in enumerate(keys):
             if key in cached:
                 out[position] = cached[key]
@@ -96,12 +108,14 @@ class Embedder:
             for start in range(0, len(todo), CHUNK):
                 chunk = todo[start : start + CHUNK]
                 vectors.append(model.encode(chunk, batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True))
-                progress.report(label, min(start + CHUNK, len(todo)), len(todo), unit="texts")
+                if len(todo) > CHUNK:  # a handful of texts (a query) is no progress to report
+                    progress.report(label, min(start + CHUNK, len(todo)), len(todo), unit="texts")
             encoded = np.vstack(vectors).astype(np.float32)
             self.computed += len(todo)
             for positions, vector in zip(missing.values(), encoded, strict=True):
                 out[positions] = vector
-            self._store(zip(missing, encoded, strict=True))
+            if cache:
+                self._store(zip(missing, encoded, strict=True))
         return out
 
     def _lookup(self, keys: set[str]) -> dict[str, np.ndarray]:

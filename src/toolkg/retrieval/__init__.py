@@ -1,0 +1,51 @@
+"""Tool retrievers over a toolkg store (no Prefect, no LLM needed).
+
+>>> sorted(METHODS)
+['agent', 'bm25', 'dense', 'ego', 'grtf', 'hybrid']
+"""
+
+from __future__ import annotations
+
+from toolkg.errors import UsageError
+from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, as_query, read_queries
+from toolkg.retrieval.baselines import BM25Retriever, DenseRetriever, HybridRetriever
+from toolkg.retrieval.graph import AgentGraphRetriever, EgoGraphRetriever, GraphFusionRetriever
+
+METHODS: dict[str, type[Retriever]] = {
+    "bm25": BM25Retriever,
+    "dense": DenseRetriever,
+    "hybrid": HybridRetriever,
+    "grtf": GraphFusionRetriever,
+    "ego": EgoGraphRetriever,
+    "agent": AgentGraphRetriever,
+}
+DESCRIPTIONS = {
+    "bm25": "BM25 over tool name, description and parameter names",
+    "dense": "all-MiniLM-L6-v2 cosine (or an OpenAI-compatible embeddings endpoint)",
+    "hybrid": "reciprocal rank fusion of bm25 and dense",
+    "grtf": "Graph RAG-Tool Fusion: hybrid top-3, each followed by its dependencies depth-first",
+    "ego": "ensemble of ego graphs: entry nodes by embedding and n-gram, 1-hop tools, reranked",
+    "agent": "Agent-as-a-Graph: servers and tools in one type-weighted RRF, ownership edges",
+}
+
+
+def make_retriever(name: str, index: Index, **options) -> Retriever:
+    try:
+        cls = METHODS[name]
+    except KeyError:
+        raise UsageError(f"unknown method {name!r}; choose from {', '.join(METHODS)}") from None
+    return cls(index, **options)
+
+
+__all__ = [
+    "DESCRIPTIONS",
+    "METHODS",
+    "Hit",
+    "Index",
+    "Query",
+    "Ranking",
+    "Retriever",
+    "as_query",
+    "make_retriever",
+    "read_queries",
+]

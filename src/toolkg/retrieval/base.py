@@ -1,0 +1,188 @@
+"""Shared pieces of every retriever: the opened index, rankings, fusion and step-wise queries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from toolkg.errors import UsageError
+from toolkg.retrieval.catalog import Catalog, ToolDoc
+from toolkg.retrieval.dense import make_embedder
+from toolkg.retrieval.lexical import BM25
+from toolkg.store.oxigraph_store import ToolStore
+
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class Query:
+    id: str
+    text: str
+    steps: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Hit:
+    tool: ToolDoc
+    score: float
+    why: str
+
+
+@dataclass
+class Ranking:
+    tools: list[Hit] = field(default_factory=list)
+    servers: list[tuple[str, float]] = field(default_factory=list)  # (server id, score), best first
+
+    def as_json(self, query_id: str) -> dict:
+        return {
+            "id": query_id,
+            "tools": [{"server": h.tool.server, "tool": h.tool.name, "score": round(h.score, 6)} for h in self.tools],
+            "servers": [{"server": s, "score": round(score, 6)} for s, score in self.servers],
+        }
+
+
+def read_queries(path: str | Path) -> list[dict]:
+    """The evaluation format: one JSON object per line with ``id``, ``query`` and optional ``steps``."""
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise UsageError(f"{path}:{number}: not JSON: {exc.msg}") from None
+            if not isinstance(row, dict) or not isinstance(row.get("query"), str):
+                raise UsageError(f"{path}:{number}: each line needs a string 'query'")
+            row.setdefault("id", str(number))
+            rows.append(row)
+    return rows
+
+
+def as_query(row: dict) -> Query:
+    steps = tuple(s for s in row.get("steps") or () if isinstance(s, str) and s.strip())
+    return Query(id=str(row["id"]), text=row["query"], steps=steps)
+
+
+class Index:
+    """A store opened for retrieval: catalog snapshot, BM25 and (lazily) embedding matrices."""
+
+    def __init__(self, store_dir: str | Path) -> None:
+        self.store = ToolStore(store_dir, read_only=True)
+        self.catalog = Catalog.load(self.store)
+        if not self.catalog.tools:
+            raise UsageError(f"store {store_dir} has no tools: build it first")
+        self._embedder = make_embedder(Path(store_dir) / "cache" / "embeddings.sqlite")
+
+    def close(self) -> None:
+        self._embedder.close()
+        self.store.close()
+
+    @cached_property
+    def tool_bm25(self) -> BM25:
+        return BM25([t.text for t in self.catalog.tools])
+
+    @cached_property
+    def server_bm25(self) -> BM25:
+        return BM25([s.text for s in self.catalog.servers])
+
+    @cached_property
+    def tool_vectors(self) -> np.ndarray:
+        return self._embedder.encode([t.text for t in self.catalog.tools], label="embed tools")
+
+    @cached_property
+    def server_vectors(self) -> np.ndarray:
+        return self._embedder.encode([s.text for s in self.catalog.servers], label="embed servers")
+
+    @cached_property
+    def node_vectors(self) -> np.ndarray:
+        return self._embedder.encode([n.label for n in self.catalog.nodes], label="embed nodes")
+
+    def begin_query(self, texts: Sequence[str]) -> None:
+        """Embed a query's texts (the query and its steps) in one batch; ``embed`` then reads them.
+
+        Query vectors live for one query only: no cache makes a later query (or method) look faster."""
+        texts = list(dict.fromkeys(texts))
+        self._query_vectors = dict(zip(texts, self._embedder.encode(texts, cache=False), strict=True))
+
+    def embed(self, text: str) -> np.ndarray:
+        vectors = getattr(self, "_query_vectors", {})
+        if text not in vectors:
+            vectors[text] = self._embedder.encode([text], cache=False)[0]
+            self._query_vectors = vectors
+        return vectors[text]
+
+
+def top(scores: np.ndarray, n: int) -> list[int]:
+    """Indices of the ``n`` best scores, best first (ties by index, so results are stable)."""
+    n = min(n, len(scores))
+    if n <= 0:
+        return []
+    part = np.argpartition(-scores, n - 1)[:n]
+    return sorted(part.tolist(), key=lambda i: (-float(scores[i]), i))
+
+
+def rrf(rankings: Iterable[Sequence[int]], weights: Sequence[float] | None = None, k: int = RRF_K) -> dict[int, float]:
+    """Reciprocal rank fusion: sum of weight / (k + rank) over the lists (rank from 1)."""
+    fused: dict[int, float] = {}
+    for position, ranking in enumerate(rankings):
+        weight = weights[position] if weights else 1.0
+        for rank, item in enumerate(ranking, start=1):
+            fused[item] = fused.get(item, 0.0) + weight / (k + rank)
+    return fused
+
+
+def servers_of(catalog: Catalog, hits: Sequence[Hit], k: int) -> list[tuple[str, float]]:
+    """Ownership: servers in the order their best tool ranks, scored by that tool."""
+    out: dict[str, float] = {}
+    for hit in hits:
+        if hit.tool.server not in out:
+            out[hit.tool.server] = hit.score
+    return list(out.items())[:k]
+
+
+class Retriever:
+    """Subclasses implement ``search`` (one text); ``retrieve`` adds step-wise fusion."""
+
+    name = "base"
+    candidates = 50  # how deep each step's ranking goes before fusion
+    embeds = True  # whether the method embeds the query (BM25 does not)
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self.catalog = index.catalog
+
+    def search(self, text: str, k: int) -> Ranking:
+        raise NotImplementedError
+
+    def retrieve(self, query: Query, k: int) -> Ranking:
+        """The query alone, or (with steps) the query and each step retrieved and interleaved."""
+        if self.embeds:
+            self.index.begin_query([query.text, *query.steps])
+        if not query.steps:
+            ranking = self.search(query.text, k)
+            return Ranking(ranking.tools[:k], ranking.servers[:k])
+        rankings = [self.search(text, max(k, self.candidates)) for text in (query.text, *query.steps)]
+        by_id = {h.tool.id: h for r in rankings for h in r.tools}
+        fused = interleave([[h.tool.id for h in r.tools] for r in rankings])
+        tools = [Hit(by_id[i].tool, score, f"{by_id[i].why} (step-fused)") for i, score in fused[:k]]
+        servers = interleave([[s for s, _ in r.servers] for r in rankings])[:k]
+        return Ranking(tools, servers)
+
+
+def interleave(rankings: Sequence[Sequence[str]]) -> list[tuple[str, float]]:
+    """Round robin over the lists (first of each, then second of each...), each item once.
+
+    Steps want coverage, not consensus: under RRF a tool ranked fifth by every step would beat
+    each step's own best match; interleaving gives every step its best tools first."""
+    out: dict[str, float] = {}
+    for rank in range(max((len(r) for r in rankings), default=0)):
+        for ranking in rankings:
+            if rank < len(ranking) and ranking[rank] not in out:
+                out[ranking[rank]] = 1.0 / (rank + 1)
+    return list(out.items())

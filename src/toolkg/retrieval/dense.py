@@ -1,0 +1,86 @@
+"""Dense retrieval: embeddings of tool/server/node text, offline by default.
+
+The offline model is all-MiniLM-L6-v2 (``toolkg.embeddings``); an OpenAI-compatible
+``/v1/embeddings`` endpoint is used instead when ``TOOLKG_EMBED_BASE_URL`` and
+``TOOLKG_EMBED_MODEL`` are set. Either way vectors are cached on disk by model and text hash
+(``<store>/cache/embeddings.sqlite``), so a warm retriever never re-embeds the catalog, and the
+query itself is the only text embedded per search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from toolkg.embeddings import Embedder
+from toolkg.errors import ConfigError
+
+
+class EndpointEmbedder:
+    """Embeddings from an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenAI), cached like ``Embedder``."""
+
+    def __init__(self, base_url: str, model: str, api_key: str = "", cache_path: str | Path | None = None) -> None:
+        import openai
+
+        self.model = model
+        self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=60, max_retries=3)
+        self.computed = 0
+        self._lock = threading.Lock()
+        self._db = None
+        if cache_path is not None:
+            Path(cache_path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(cache_path), check_same_thread=False, isolation_level=None)
+            self._db.execute("CREATE TABLE IF NOT EXISTS vector (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha256(f"endpoint:{self.model}\x1f{text}".encode()).hexdigest()
+
+    def encode(self, texts: Sequence[str], label: str = "embed", cache: bool = True) -> np.ndarray:
+        import openai
+
+        keys = [self._key(t) for t in texts]
+        found: dict[str, np.ndarray] = {}
+        if self._db is not None and cache:
+            with self._lock:
+                for key in set(keys):
+                    row = self._db.execute("SELECT value FROM vector WHERE key = ?", (key,)).fetchone()
+                    if row:
+                        found[key] = np.frombuffer(row[0], dtype=np.float32)
+        todo = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
+        for start in range(0, len(todo), 128):
+            chunk = todo[start : start + 128]
+            try:
+                reply = self.client.embeddings.create(model=self.model, input=[t for _, t in chunk])
+            except openai.APIError as exc:
+                raise ConfigError(f"embeddings endpoint failed: {' '.join(str(exc).split())[:200]}") from None
+            for (key, _), item in zip(chunk, sorted(reply.data, key=lambda d: d.index), strict=True):
+                vector = np.asarray(item.embedding, dtype=np.float32)
+                found[key] = vector / max(float(np.linalg.norm(vector)), 1e-12)
+            self.computed += len(chunk)
+            if self._db is not None and cache:
+                with self._lock:
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO vector VALUES (?, ?)", ((k, found[k].tobytes()) for k, _ in chunk)
+                    )
+        return np.vstack([found[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+def make_embedder(cache_path: str | Path | None):
+    """The endpoint when ``TOOLKG_EMBED_BASE_URL`` + ``TOOLKG_EMBED_MODEL`` are set, else the offline model."""
+    base_url, model = os.environ.get("TOOLKG_EMBED_BASE_URL"), os.environ.get("TOOLKG_EMBED_MODEL")
+    if base_url or model:
+        if not (base_url and model):
+            raise ConfigError("set both TOOLKG_EMBED_BASE_URL and TOOLKG_EMBED_MODEL to use an embeddings endpoint")
+        return EndpointEmbedder(base_url, model, os.environ.get("TOOLKG_EMBED_API_KEY", ""), cache_path)
+    return Embedder(cache_path)

@@ -1,0 +1,279 @@
+"""Graph retrievers: Graph RAG-Tool Fusion, the ensemble of ego graphs, Agent-as-a-Graph.
+
+Every walk goes through SPARQL on the store with the start node bound by substitution; a
+walk's result is memoised per node for the life of the retriever (the store is a read-only
+snapshot), so a warm query costs a few dictionary lookups.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+from pyoxigraph import NamedNode
+
+from toolkg.retrieval.base import RRF_K, Hit, Index, Ranking, Retriever, rrf, servers_of, top
+from toolkg.retrieval.lexical import tokenize
+
+ALL_KINDS = (
+    "toolDirectlyDependsOn",
+    "parameterDirectlyDependsOn",
+    "parameterIndirectlyDependsOn",
+    "toolIndirectlyDependsOn",
+    "parameterDependsOn",
+    "toolDependsOn",
+    "dependsOn",
+)
+_KIND_ORDER = {kind: i for i, kind in enumerate(ALL_KINDS)}  # direct before indirect when confidence ties
+
+
+def _first_stage(index: Index, name: str):
+    from toolkg.retrieval import make_retriever
+
+    return make_retriever(name, index)
+
+
+class GraphFusionRetriever(Retriever):
+    """Graph RAG-Tool Fusion: ``seeds`` tools from the first stage, each followed by the tools it
+    depends on (depth-first over ``kinds``, ``depth`` hops at most), cut at K; the rest of the
+    first stage fills what is left."""
+
+    name = "grtf"
+
+    def __init__(
+        self,
+        index: Index,
+        first_stage: str = "dense",
+        seeds: int = 3,
+        depth: int = 6,
+        kinds: Sequence[str] = ALL_KINDS,
+        order: str = "dfs",
+    ) -> None:
+        super().__init__(index)
+        if order not in ("dfs", "best-first"):
+            raise ValueError(f"order must be dfs or best-first, not {order!r}")
+        self.first = _first_stage(index, first_stage)
+        self.seeds, self.depth, self.kinds, self.order = seeds, depth, set(kinds), order
+        self._edges = lru_cache(maxsize=None)(self._edges_of)
+
+    def _edges_of(self, tool_iri: str) -> list[tuple[str, str, float]]:
+        """(producer, kind, confidence) of one tool's dependency edges, strongest first.
+
+        One hop per SPARQL query: Oxigraph answers it in well under a millisecond, while a
+        property path joined with the qualified edges took ~100 ms."""
+        rows = self.index.store.select(
+            """SELECT ?seed ?p ?kind ?confidence ?position WHERE {
+                ?seed tk:qualifiedDependency ?d . ?d tk:onTool ?p ; tk:dependencyKind ?k .
+                OPTIONAL { ?d tk:confidence ?confidence } OPTIONAL { ?d tk:position ?position }
+                BIND(STRAFTER(STR(?k), "#") AS ?kind) }""",
+            {"seed": NamedNode(tool_iri)},
+        )
+        best: dict[str, tuple[float, int, str]] = {}  # producer -> (confidence, declared position, kind)
+        for r in rows:
+            if r["kind"].value not in self.kinds:
+                continue
+            confidence = float(r["confidence"].value) if r.get("confidence") else 1.0
+            # the manifest's own order first (authors list what matters first), inferred edges after
+            position = int(r["position"].value) if r.get("position") else 1_000_000
+            candidate = (confidence, -position, r["kind"].value)
+            producer = r["p"].value
+            if producer not in best or best[producer][:2] < candidate[:2]:
+                best[producer] = candidate
+        edges = sorted(best.items(), key=lambda x: (-x[1][0], -x[1][1], _KIND_ORDER.get(x[1][2], 9), x[0]))
+        return [(producer, kind, confidence) for producer, (confidence, _, kind) in edges]
+
+    def dependencies(self, tool_iri: str) -> list[tuple[str, str]]:
+        """(producer iri, why), each once: depth-first (the paper's order) or strongest path first."""
+        out: list[tuple[str, str]] = []
+        seen = {tool_iri}
+        if self.order == "dfs":
+
+            def visit(node: str, level: int) -> None:
+                if level >= self.depth:
+                    return
+                for producer, kind, _ in self._edges(node):
+                    if producer not in seen:
+                        seen.add(producer)
+                        out.append((producer, f"{kind} of {node.rsplit('/', 1)[-1]}"))
+                        visit(producer, level + 1)
+
+            visit(tool_iri, 0)
+            return out
+        # best-first: a path's strength is the product of its edges' confidences
+        frontier = [(-1.0, 0, tool_iri, "")]
+        while frontier:
+            strength, level, node, why = heapq.heappop(frontier)
+            if node != tool_iri:
+                if node in seen:
+                    continue
+                seen.add(node)
+                out.append((node, why))
+            if level < self.depth:
+                for producer, kind, confidence in self._edges(node):
+                    if producer not in seen:
+                        reason = f"{kind} of {node.rsplit('/', 1)[-1]}"
+                        heapq.heappush(frontier, (strength * confidence, level + 1, producer, reason))
+        return out
+
+    def search(self, text: str, k: int) -> Ranking:
+        first = self.first.search(text, max(k, self.candidates)).tools
+        ordered: list[tuple[int, str]] = []
+        seen: set[int] = set()
+
+        def add(position: int, why: str) -> None:
+            if position not in seen:
+                seen.add(position)
+                ordered.append((position, why))
+
+        for rank, hit in enumerate(first, start=1):
+            position = self.catalog.tool_at[hit.tool.iri]
+            add(position, f"{self.first.name} #{rank}")
+            if rank <= self.seeds:
+                for producer, why in self.dependencies(hit.tool.iri):
+                    add(self.catalog.tool_at[producer], why)
+            if len(ordered) >= k:
+                break
+        hits = [Hit(self.catalog.tools[i], 1.0 / rank, why) for rank, (i, why) in enumerate(ordered[:k], start=1)]
+        return Ranking(hits, servers_of(self.catalog, hits, k))
+
+
+class EgoGraphRetriever(Retriever):
+    """Ensemble of ego graphs: entry nodes = the ``entries`` nodes (tools, entities, parameters)
+    closest to the query plus every node whose label is an exact 1-3-gram of the query; the
+    tools in each entry node's 1-hop ego graph are collected and reranked against the query
+    (dense and BM25 by RRF, plus how many ego graphs hold the tool)."""
+
+    name = "ego"
+
+    def __init__(self, index: Index, entries: int = 10, support_weight: float = 1.0) -> None:
+        super().__init__(index)
+        self.entries, self.support_weight = entries, support_weight
+        self._ego = lru_cache(maxsize=None)(self._ego_of)
+        labels: dict[str, list[str]] = {}
+        for node in self.catalog.nodes:
+            labels.setdefault(_normal(node.label), []).append(node.iri)
+        for tool in self.catalog.tools:
+            labels.setdefault(_normal(" ".join(tokenize(tool.name))), []).append(tool.iri)
+        self.labels = {label: iris for label, iris in labels.items() if label and len(label.split()) <= 3}
+
+    def _ego_of(self, node_iri: str) -> frozenset[str]:
+        """Tools one hop from the node (in either direction), and the node itself if it is a tool."""
+        rows = self.index.store.select(
+            # FILTER EXISTS, not a join with ?t a tk:Tool: Oxigraph then answers in ~1 ms instead of ~9
+            "SELECT DISTINCT ?n ?t WHERE { { ?t ?p ?n } UNION { ?n ?p ?t } FILTER EXISTS { ?t a tk:Tool } }",
+            {"n": NamedNode(node_iri)},
+        )
+        found = {r["t"].value for r in rows}
+        if node_iri in self.catalog.tool_at:
+            found.add(node_iri)
+        return frozenset(found)
+
+    def entry_nodes(self, text: str, query: np.ndarray) -> list[str]:
+        index = self.index
+        tool_scores = index.tool_vectors @ query
+        node_scores = index.node_vectors @ query if self.catalog.nodes else np.zeros(0, dtype=np.float32)
+        joint = np.concatenate([tool_scores, node_scores])
+        iris = [t.iri for t in self.catalog.tools] + [n.iri for n in self.catalog.nodes]
+        entries = [iris[i] for i in top(joint, self.entries)]
+        words = [w for w in tokenize(text)]
+        for n in (1, 2, 3):
+            for start in range(len(words) - n + 1):
+                entries += self.labels.get(" ".join(words[start : start + n]), [])
+        return list(dict.fromkeys(entries))
+
+    def search(self, text: str, k: int) -> Ranking:
+        query = self.index.embed(text)
+        support: dict[int, int] = {}
+        entries = self.entry_nodes(text, query)
+        for node in entries:
+            for tool in self._ego(node):
+                position = self.catalog.tool_at[tool]
+                support[position] = support.get(position, 0) + 1
+        if not support:
+            return Ranking()
+        candidates = list(support)
+        dense = self.index.tool_vectors[candidates] @ query
+        lexical = self.index.tool_bm25.scores(text)[candidates]
+        order = lambda scores: [candidates[i] for i in np.argsort(-scores, kind="stable")]  # noqa: E731
+        by_support = sorted(candidates, key=lambda c: (-support[c], c))
+        fused = rrf([order(dense), order(lexical), by_support], weights=[1.0, 1.0, self.support_weight])
+        ranked = sorted(fused.items(), key=lambda x: (-x[1], x[0]))[:k]
+        hits = [
+            Hit(self.catalog.tools[i], score, f"in {support[i]} of {len(entries)} ego graphs") for i, score in ranked
+        ]
+        return Ranking(hits, servers_of(self.catalog, hits, k))
+
+
+class AgentGraphRetriever(Retriever):
+    """Agent-as-a-Graph: servers and tools ranked in one list by each node's similarity to the
+    query within its own corpus (``first_stage``: dense or hybrid), type-weighted RRF
+    (``server_weight``, ``tool_weight``, ``rrf_k``) over that list, ownership edges walked so every
+    tool node votes for its server (``aggregate``: a server's best vote, or the sum), and each tool
+    lifted by ``lift`` times its server's score."""
+
+    name = "agent"
+
+    def __init__(
+        self,
+        index: Index,
+        server_weight: float = 1.5,
+        tool_weight: float = 1.0,
+        rrf_k: int = RRF_K,
+        depth: int = 50,
+        first_stage: str = "dense",
+        aggregate: str = "max",
+        lift: float = 0.0,
+    ) -> None:
+        super().__init__(index)
+        if first_stage not in ("dense", "hybrid") or aggregate not in ("max", "sum"):
+            raise ValueError("first_stage is dense or hybrid; aggregate is max or sum")
+        self.server_weight, self.tool_weight, self.rrf_k, self.depth = server_weight, tool_weight, rrf_k, depth
+        self.first_stage, self.aggregate, self.lift = first_stage, aggregate, lift
+        self._owner = lru_cache(maxsize=None)(self._owner_of)
+
+    def _owner_of(self, tool_iri: str) -> str:
+        rows = self.index.store.select(
+            "SELECT ?t ?id WHERE { ?t tk:ownedBy ?s . ?s tk:identifier ?id }", {"t": NamedNode(tool_iri)}
+        )
+        return rows[0]["id"].value if rows else self.catalog.tools[self.catalog.tool_at[tool_iri]].server
+
+    def _corpus(self, bm25, vectors: np.ndarray, text: str, query: np.ndarray) -> dict[int, float]:
+        """Node -> similarity within its corpus (cosine, or hybrid RRF scaled to compare across corpora)."""
+        dense = vectors @ query
+        if self.first_stage == "dense":
+            return {i: float(dense[i]) for i in top(dense, self.depth)}
+        lexical = bm25.scores(text)
+        return rrf([[i for i in top(lexical, self.depth) if lexical[i] > 0], top(dense, self.depth)])
+
+    def search(self, text: str, k: int) -> Ranking:
+        index = self.index
+        query = index.embed(text)
+        tools = self._corpus(index.tool_bm25, index.tool_vectors, text, query)
+        servers = self._corpus(index.server_bm25, index.server_vectors, text, query) if self.catalog.servers else {}
+        nodes = [("tool", i, s) for i, s in tools.items()] + [("server", i, s) for i, s in servers.items()]
+        nodes.sort(key=lambda x: (-x[2], x[0], x[1]))
+        server_score: dict[str, float] = {}
+        tool_score: dict[int, float] = {}
+
+        def vote(server: str, score: float) -> None:
+            old = server_score.get(server, 0.0)
+            server_score[server] = old + score if self.aggregate == "sum" else max(old, score)
+
+        for rank, (kind, i, _) in enumerate(nodes[: 2 * self.depth], start=1):
+            if kind == "server":
+                vote(self.catalog.servers[i].id, self.server_weight / (self.rrf_k + rank))
+            else:
+                tool_score[i] = self.tool_weight / (self.rrf_k + rank)
+                vote(self._owner(self.catalog.tools[i].iri), tool_score[i])
+        ranked_servers = sorted(server_score.items(), key=lambda x: (-x[1], x[0]))
+        lifted = {i: s + self.lift * server_score.get(self.catalog.tools[i].server, 0.0) for i, s in tool_score.items()}
+        ranked = sorted(lifted.items(), key=lambda x: (-x[1], x[0]))[:k]
+        hits = [Hit(self.catalog.tools[i], s, f"tool node; server {self.catalog.tools[i].server}") for i, s in ranked]
+        return Ranking(hits, ranked_servers[:k])
+
+
+def _normal(label: str) -> str:
+    return " ".join(tokenize(re.sub(r"[_\-]", " ", label)))

@@ -1,0 +1,135 @@
+"""Retrievers on a small hand-made catalog with known answers, the metrics, and the CLI contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CASES
+from toolkg.retrieval import Index, Query, make_retriever
+from toolkg.retrieval.metrics import (
+    Gold,
+    average_precision_at,
+    complete_at,
+    gold_tools,
+    ndcg_at,
+    recall_at,
+    server_recall_at,
+)
+
+CATALOG = CASES / "retrieval" / "catalog.json"
+QUERIES = CASES / "retrieval" / "queries.jsonl"
+BOOK = Query("book", "Reserve a table for four at Luigi's restaurant")
+
+
+@pytest.fixture(scope="module")
+def store(prefect_api, tmp_path_factory) -> Path:
+    from toolkg.flows.build import build_catalog
+
+    directory = tmp_path_factory.mktemp("retrieval") / "store"
+    summary = build_catalog(paths=[str(CATALOG)], store_dir=str(directory), links=False)
+    assert summary.exit_code == 0 and summary.inferred["total"] >= 1
+    return directory
+
+
+@pytest.fixture(scope="module")
+def index(store):
+    opened = Index(store)
+    yield opened
+    opened.close()
+
+
+def _names(ranking) -> list[str]:
+    return [h.tool.name for h in ranking.tools]
+
+
+def test_a_dependency_is_reached_only_through_the_graph(index):
+    for text_only in ("bm25", "dense", "hybrid"):
+        assert "tablefinder_login" not in _names(make_retriever(text_only, index).retrieve(BOOK, 3))
+    ranking = make_retriever("grtf", index, seeds=1).retrieve(BOOK, 3)
+    # the booking tool, then what it depends on, strongest edge first: the restaurant it takes, the login
+    assert _names(ranking) == ["tablefinder_book_table", "find_restaurants", "tablefinder_login"]
+    assert ranking.tools[2].why == "parameterDirectlyDependsOn of tablefinder_book_table"
+    # the kinds followed are an option: without parameter edges the login is not reached
+    only_tools = make_retriever("grtf", index, seeds=1, kinds=["toolDirectlyDependsOn"]).retrieve(BOOK, 3)
+    assert "tablefinder_login" not in _names(only_tools)
+
+
+def test_a_tool_is_reached_through_its_server(index):
+    rain = Query("rain", "Will it rain in Paris tomorrow? I need the weather forecast.")
+    assert _names(make_retriever("bm25", index).retrieve(rain, 3))[:1] != ["get_daily_report"]
+    ranking = make_retriever("agent", index).retrieve(rain, 3)
+    assert ranking.servers[0][0] == "skycast"
+    assert "get_daily_report" in _names(ranking)
+
+
+def test_ego_graphs_collect_tools_around_matching_entities(index):
+    ranking = make_retriever("ego", index).retrieve(BOOK, 3)
+    assert _names(ranking)[0] == "tablefinder_book_table"
+    assert "ego graphs" in ranking.tools[0].why
+
+
+def test_step_wise_query_gives_every_step_its_tool(index):
+    memo = Query("pdf", "Write a memo and send it to me as a PDF", ("Create a new word document", "Convert it to PDF"))
+    for method in ("bm25", "dense", "grtf", "agent"):
+        names = _names(make_retriever(method, index).retrieve(memo, 3))
+        assert {"create_document", "convert_to_pdf"} <= set(names), (method, names)
+
+
+def test_metrics_against_hand_computed_values():
+    gold = gold_tools({"gold_tools": ["a", "s::b", "c"], "gold_tool_alternatives": {"c": ["t::c2"]}})
+    ranked = ["x::a", "s::z", "t::c2", "s::b", "q::b"]
+    assert recall_at(ranked, gold, 3) == pytest.approx(2 / 3)
+    assert average_precision_at(ranked, gold, 5) == pytest.approx((1 / 1 + 2 / 3 + 3 / 4) / 3)
+    ideal = 1 + 1 / 1.584962500721156 + 1 / 2
+    assert ndcg_at(ranked, gold, 5) == pytest.approx((1 + 1 / 2 + 1 / 2.321928094887362) / ideal)
+    assert (complete_at(ranked, gold, 3), complete_at(ranked, gold, 4)) == (0.0, 1.0)
+    assert average_precision_at(["s::b"], [Gold("s::b", ("s::b",))], 10) == 1.0  # normalised by min(|gold|, K)
+    assert recall_at(["other::b"], gold_tools({"gold_tools": ["s::b"]}), 1) == 0.0  # server-qualified gold
+    assert server_recall_at(["s", "t", "u"], ["t", "v"], 2) == 0.5
+
+
+def test_cli_retrieve_contract(cli, store, tmp_path):
+    out = tmp_path / "ranked.jsonl"
+    result = cli(
+        "retrieve", "--store", str(store), "--method", "grtf", "-k", "3", "--queries", str(QUERIES), "--out", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["id"] for line in lines] == ["book", "rain", "pdf"]
+    for line in lines:
+        assert set(line) == {"id", "tools", "servers"} and 0 < len(line["tools"]) <= 3
+        assert all(set(t) == {"server", "tool", "score"} for t in line["tools"])
+        scores = [t["score"] for t in line["tools"]]
+        assert scores == sorted(scores, reverse=True)
+    assert {"server": "tablefinder", "tool": "tablefinder_login", "score": 0.333333} in lines[0]["tools"]
+    one = cli("retrieve", "--store", str(store), "--method", "agent", "-k", "2", "Will it rain in Paris?")
+    assert one.returncode == 0 and "servers: skycast" in one.stdout
+    bad = cli("retrieve", "--store", str(store), "--method", "nope", "x")
+    assert bad.returncode == 2 and bad.stderr.startswith("toolkg: error: unknown method 'nope'")
+
+
+def test_cli_eval_prints_table_and_writes_json_and_plot(cli, store, tmp_path):
+    result = cli(
+        "eval",
+        "--store",
+        str(store),
+        "--queries",
+        str(QUERIES),
+        "--methods",
+        "bm25,grtf",
+        "--k",
+        "1,3",
+        "--out",
+        str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "grtf" in result.stdout and "map@3" in result.stdout
+    report = json.loads((tmp_path / "eval.json").read_text())
+    assert set(report["methods"]) == {"bm25", "grtf"} and report["queries"] == 3
+    grtf = report["methods"]["grtf"]["metrics"]
+    assert grtf["recall"]["3"] >= report["methods"]["bm25"]["metrics"]["recall"]["3"]
+    assert set(grtf) == {"recall", "map", "ndcg", "complete_recall", "server_recall"}
+    assert (tmp_path / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
