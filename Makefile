@@ -21,10 +21,11 @@ test: $(STAMP)  ## lint, then the whole test suite
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)  ## build benchmarks (sample catalogs, synthetic 10k and 100k tools) extraction and inference benchmarks
+bench: $(STAMP)  ## build (sample catalogs, synthetic 10k and 100k tools), extraction, inference and retrieval benchmarks
 	$(BIN)/python benchmarks/build_bench.py
 	$(BIN)/python benchmarks/extraction_bench.py
 	$(BIN)/python benchmarks/inference_bench.py
+	$(BIN)/python benchmarks/retrieval_bench.py
 
 clean:
 	rm -rf .toolkg benchmarks/results

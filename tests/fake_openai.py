@@ -96,6 +96,20 @@ def completion(request: dict, triples: list[dict] | str) -> dict:
     }
 
 
+def embeddings_reply(request: dict) -> dict:
+    """Bag-of-words vectors (64 hashed buckets): texts sharing words are close, as with a real model."""
+    import hashlib
+    import re
+
+    data = []
+    for position, text in enumerate(request["input"]):
+        vector = [0.0] * 64
+        for word in re.findall(r"[a-z]+", text.lower()):
+            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+        data.append({"object": "embedding", "index": position, "embedding": vector})
+    return {"object": "list", "data": data, "model": request["model"], "usage": {"prompt_tokens": 1, "total_tokens": 1}}
+
+
 def always_valid(request: dict, n: int) -> Reply:
     return Reply(body=completion(request, valid_triples(request)))
 
@@ -111,6 +125,7 @@ class FakeOpenAI:
     def __init__(self, script: Callable[[dict, int], Reply] = always_valid) -> None:
         self.script = script
         self.requests: list[Seen] = []
+        self.embedding_requests: list[dict] = []
         self._lock = threading.Lock()
         fake = self
 
@@ -120,6 +135,16 @@ class FakeOpenAI:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                if self.path.endswith("/embeddings"):
+                    with fake._lock:
+                        fake.embedding_requests.append(body)
+                    data = json.dumps(embeddings_reply(body)).encode()
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 with fake._lock:
                     fake.requests.append(Seen(time.monotonic(), body, {k.lower(): v for k, v in self.headers.items()}))
                     n = len(fake.requests)

@@ -133,3 +133,26 @@ def test_cli_eval_prints_table_and_writes_json_and_plot(cli, store, tmp_path):
     assert grtf["recall"]["3"] >= report["methods"]["bm25"]["metrics"]["recall"]["3"]
     assert set(grtf) == {"recall", "map", "ndcg", "complete_recall", "server_recall"}
     assert (tmp_path / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_dense_through_an_embeddings_endpoint_is_cached(store, monkeypatch, tmp_path):
+    import shutil
+
+    from tests.fake_openai import FakeOpenAI
+
+    copy = tmp_path / "store"
+    shutil.copytree(store, copy)
+    with FakeOpenAI() as fake:
+        monkeypatch.setenv("TOOLKG_EMBED_BASE_URL", fake.base_url)
+        monkeypatch.setenv("TOOLKG_EMBED_MODEL", "fake-embedder")
+        first = Index(copy)
+        ranking = make_retriever("dense", first).retrieve(Query("q", "rate a restaurant with stars"), 1)
+        first.close()
+        assert _names(ranking) == ["rate_restaurant"]
+        catalog_requests = [r for r in fake.embedding_requests if len(r["input"]) > 1]
+        assert len(catalog_requests) == 1 and fake.embedding_requests[0]["model"] == "fake-embedder"
+        again = Index(copy)
+        make_retriever("dense", again).retrieve(Query("q", "reserve a table"), 1)
+        again.close()
+        # the catalog's vectors came from the cache: only the new query went to the endpoint
+        assert [r["input"] for r in fake.embedding_requests[1 + 1 :]] == [["reserve a table"]]

@@ -1,0 +1,139 @@
+"""Retrieval benchmark: every method side by side on the bundled catalogs, with the issue's targets.
+
+Builds (or incrementally updates) one store per setting with the real CLI, then evaluates every
+method on the setting's labelled queries (Recall, mAP, nDCG, CompleteRecall at 3/5/10/20; server
+Recall; p50/p95 latency after warm-up). Prints one table per setting and the targets, and writes
+benchmarks/results/retrieval.json (+ one PNG per setting).
+
+    python benchmarks/retrieval_bench.py                  # the four settings
+    python benchmarks/retrieval_bench.py --scale 10000    # also latency on a synthetic 10k-tool store
+
+Settings:
+- toollinkos-declared: ToolLinkOS with its declared dependencies only (``--no-infer``)
+- toollinkos-inferred: declared dependencies hidden, inferred ones only (``--hide-declared``)
+- toollinkos-both: declared + inferred (the default build)
+- livemcpbench: LiveMCPBench, queries with their steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+STORES = RESULTS / "stores"
+TOOLKG = Path(sys.executable).with_name("toolkg")
+METHODS = ["bm25", "dense", "hybrid", "grtf", "ego", "agent"]
+KS = [3, 5, 10, 20]
+
+SETTINGS = {
+    "toollinkos-declared": (["data/toollinkos"], ["--no-infer", "--no-links"], "data/toollinkos/queries.jsonl"),
+    "toollinkos-inferred": (["data/toollinkos"], ["--hide-declared"], "data/toollinkos/queries.jsonl"),
+    "toollinkos-both": (["data/toollinkos"], [], "data/toollinkos/queries.jsonl"),
+    "livemcpbench": (["data/livemcpbench/tools.json"], [], "data/livemcpbench/queries.jsonl"),
+}
+# (setting, metric, K, target): the best method of the run is reported against each
+TARGETS = [
+    ("toollinkos-declared", "map", 10, 0.93),
+    ("toollinkos-inferred", "map", 10, 0.70),
+    ("livemcpbench", "server_recall", 5, 0.85),
+    ("livemcpbench", "complete_recall", 10, 0.55),
+]
+
+
+def build(store: Path, paths: list[str], flags: list[str]) -> float:
+    started = time.perf_counter()
+    result = subprocess.run(
+        [str(TOOLKG), "build", *paths, "--store", str(store), "-q", *flags], cwd=ROOT, capture_output=True, text=True
+    )
+    if result.returncode not in (0, 3):
+        sys.exit(f"build of {store} failed:\n{result.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def scale_latency(size: int) -> dict:
+    """p50/p95 of bm25, dense and grtf on a synthetic store of ``size`` tools (tool descriptions as queries)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from synthetic import generate
+
+    from toolkg.retrieval import Index, Query, make_retriever
+
+    with tempfile.TemporaryDirectory() as tmp:
+        files = generate(size, Path(tmp) / "catalog")
+        store = Path(tmp) / "store"
+        seconds = build(store, [str(Path(tmp) / "catalog")], ["--no-links"])
+        index = Index(store)
+        started = time.perf_counter()
+        index.tool_vectors  # noqa: B018 - embeds the catalog once (then cached on disk)
+        embed_seconds = time.perf_counter() - started
+        rng = random.Random(3)
+        texts = [t.description for t in rng.sample(index.catalog.tools, 200)]
+        out = {"tools": len(index.catalog.tools), "manifests": len(files), "build_seconds": round(seconds, 1)}
+        out["embed_seconds"] = round(embed_seconds, 1)
+        for method in ("bm25", "dense", "grtf"):
+            retriever = make_retriever(method, index)
+            retriever.retrieve(Query("warm", texts[0]), 10)
+            latencies = []
+            for i, text in enumerate(texts):
+                clock = time.perf_counter()
+                retriever.retrieve(Query(str(i), text), 10)
+                latencies.append((time.perf_counter() - clock) * 1000)
+            latencies.sort()
+            out[method] = {"p50_ms": round(latencies[len(latencies) // 2], 2), "p95_ms": round(latencies[189], 2)}
+        index.close()
+        return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--settings", default=",".join(SETTINGS), help="comma-separated settings")
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--scale", type=int, nargs="*", default=[], help="synthetic store sizes for latency")
+    args = parser.parse_args()
+
+    from toolkg import progress
+    from toolkg.retrieval import Index, read_queries
+    from toolkg.retrieval.evaluate import evaluate, format_table, write_outputs
+
+    progress.enable(False)
+    report: dict = {"settings": {}, "targets": []}
+    methods = args.methods.split(",")
+    for name in args.settings.split(","):
+        paths, flags, queries = SETTINGS[name]
+        store = STORES / name
+        seconds = build(store, paths, flags)
+        index = Index(store)
+        result = evaluate(index, read_queries(ROOT / queries), methods, KS)
+        index.close()
+        result["build_seconds"] = round(seconds, 1)
+        report["settings"][name] = result
+        write_outputs(result, RESULTS / f"retrieval-{name}.json", RESULTS / f"retrieval-{name}.png")
+        print(f"\n== {name} (store build {seconds:.0f}s incl. Prefect start-up)")
+        print(format_table(result), flush=True)
+    print("\n== targets")
+    for setting, metric, k, target in TARGETS:
+        if setting in report["settings"]:
+            scores = {m: r["metrics"][metric][k] for m, r in report["settings"][setting]["methods"].items()}
+            method, value = max(scores.items(), key=lambda x: x[1])
+            met = value >= target
+            report["targets"].append(
+                {"setting": setting, "method": method, "metric": f"{metric}@{k}", "value": value, "target": target}
+            )
+            verdict = "met" if met else "SHORT"
+            print(f"{setting:<22}{method:<7}{metric}@{k:<4}{value:.3f}  target {target:.2f}  {verdict}")
+    for size in args.scale:
+        report.setdefault("scale", {})[size] = scale_latency(size)
+        print(f"\n== synthetic {size} tools: {json.dumps(report['scale'][size])}")
+    (RESULTS / "retrieval.json").write_text(json.dumps(report, indent=2))
+    print(f"\nwrote {RESULTS / 'retrieval.json'}")
+
+
+if __name__ == "__main__":
+    main()
