@@ -16,6 +16,8 @@ MODULES = [
     "toolkg.extractors.offline",
     "toolkg.store.iris",
     "toolkg.store.oxigraph_store",
+    "toolkg.retrieval",
+    "toolkg.retrieval.metrics",
 ]
 
 

@@ -29,7 +29,7 @@ def store(prefect_api, tmp_path_factory) -> Path:
     from toolkg.flows.build import build_catalog
 
     directory = tmp_path_factory.mktemp("retrieval") / "store"
-    summary = build_catalog(paths=[str(CATALOG)], store_dir=str(directory), links=False)
+    summary = build_catalog(paths=[str(CATALOG)], store_dir=str(directory))
     assert summary.exit_code == 0 and summary.inferred["total"] >= 1
     return directory
 
@@ -55,6 +55,14 @@ def test_a_dependency_is_reached_only_through_the_graph(index):
     # the kinds followed are an option: without parameter edges the login is not reached
     only_tools = make_retriever("grtf", index, seeds=1, kinds=["toolDirectlyDependsOn"]).retrieve(BOOK, 3)
     assert "tablefinder_login" not in _names(only_tools)
+
+
+def test_grtf_can_follow_structural_links(index):
+    menu = Query("menu", "Show me the menu of Luigi's restaurant")
+    plain = make_retriever("grtf", index, seeds=1, kinds=[]).retrieve(menu, 2)
+    linked = make_retriever("grtf", index, seeds=1, kinds=[], links=["sharesParametersWith"]).retrieve(menu, 2)
+    assert _names(plain)[0] == _names(linked)[0] == "get_restaurant_menu"
+    assert linked.tools[1].why == "sharesParametersWith of get_restaurant_menu" != plain.tools[1].why
 
 
 def test_a_tool_is_reached_through_its_server(index):
@@ -109,6 +117,24 @@ def test_cli_retrieve_contract(cli, store, tmp_path):
     assert one.returncode == 0 and "servers: skycast" in one.stdout
     bad = cli("retrieve", "--store", str(store), "--method", "nope", "x")
     assert bad.returncode == 2 and bad.stderr.startswith("toolkg: error: unknown method 'nope'")
+    # method options from the command line: one seed, tool-level edges only -> no login
+    narrow = cli(
+        "retrieve",
+        "--store",
+        str(store),
+        "-k",
+        "3",
+        "--json",
+        "-o",
+        "grtf.seeds=1",
+        "-o",
+        "grtf.kinds=toolDirectlyDependsOn",
+        "Reserve a table for four at Luigi's restaurant",
+    )
+    assert narrow.returncode == 0, narrow.stderr
+    assert "tablefinder_login" not in [t["tool"] for t in json.loads(narrow.stdout)["tools"]]
+    wrong = cli("retrieve", "--store", str(store), "-o", "grtf.nonsense=1", "x")
+    assert wrong.returncode == 2 and "nonsense" in wrong.stderr and wrong.stderr.count("\n") == 1
 
 
 def test_cli_eval_prints_table_and_writes_json_and_plot(cli, store, tmp_path):

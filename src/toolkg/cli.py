@@ -143,6 +143,15 @@ def build_parser() -> argparse.ArgumentParser:
     retrieve.add_argument("--queries", metavar="IN.jsonl", help="rank every query of this file")
     retrieve.add_argument("--out", metavar="OUT.jsonl", help="where --queries results go (default: standard output)")
     retrieve.add_argument("--json", action="store_true", help="print JSON (one query)")
+    retrieve.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=[],
+        metavar="METHOD.KEY=VALUE",
+        help="a method option, e.g. grtf.seeds=1, grtf.depth=2, grtf.kinds=toolDirectlyDependsOn, "
+        "grtf.first_stage=hybrid, agent.server_weight=1.0, ego.entries=5 (repeatable)",
+    )
 
     evaluation = sub.add_parser(
         "eval",
@@ -156,6 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluation.add_argument("--k", default="3,5,10,20", help="comma-separated cut-offs (default 3,5,10,20)")
     evaluation.add_argument("--limit", type=int, help="only the first N queries")
     evaluation.add_argument("--out", metavar="DIR", help="where eval.json and eval.png go (default <store>/eval)")
+    evaluation.add_argument(
+        "-o", "--option", action="append", default=[], metavar="METHOD.KEY=VALUE", help="a method option (repeatable)"
+    )
 
     stats = sub.add_parser("stats", help="counts by class, predicate and server")
     _add_store(stats)
@@ -326,16 +338,19 @@ def _open_index(directory: str):
 def cmd_retrieve(args: argparse.Namespace) -> int:
     import json
 
-    from toolkg.retrieval import Query, as_query, make_retriever, read_queries
+    from toolkg.retrieval import Query, as_query, make_retriever, parse_options, read_queries
 
     if bool(args.query) == bool(args.queries):
         raise UsageError("give a query or --queries FILE (one of them)")
     if args.k < 1:
         raise UsageError("-k must be at least 1")
     rows = read_queries(args.queries) if args.queries else None
+    options = parse_options(args.option)
+    if others := sorted(set(options) - {args.method}):
+        raise UsageError(f"--option names {', '.join(others)}, not the --method {args.method}")
     index = _open_index(args.store)
     try:
-        retriever = make_retriever(args.method, index)
+        retriever = make_retriever(args.method, index, **options.get(args.method, {}))
         if rows is None:
             ranking = retriever.retrieve(Query("query", args.query, tuple(args.step)), args.k)
             if args.json:
@@ -362,7 +377,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from toolkg import progress
-    from toolkg.retrieval import METHODS, read_queries
+    from toolkg.retrieval import METHODS, parse_options, read_queries
     from toolkg.retrieval.evaluate import evaluate, format_table, write_outputs
 
     try:
@@ -376,10 +391,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if unknown or not methods:
         raise UsageError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}")
     rows = read_queries(args.queries)[: args.limit]
+    options = parse_options(args.option)
     progress.enable(True)
     index = _open_index(args.store)
     try:
-        report = evaluate(index, rows, methods, ks)
+        report = evaluate(index, rows, methods, ks, options)
     finally:
         index.close()
     report["store"], report["queries_file"] = str(Path(args.store).resolve()), args.queries

@@ -34,7 +34,35 @@ def make_retriever(name: str, index: Index, **options) -> Retriever:
         cls = METHODS[name]
     except KeyError:
         raise UsageError(f"unknown method {name!r}; choose from {', '.join(METHODS)}") from None
-    return cls(index, **options)
+    try:
+        return cls(index, **options)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"method {name}: {exc}") from None
+
+
+def parse_options(pairs: list[str]) -> dict[str, dict[str, object]]:
+    """``METHOD.KEY=VALUE`` strings -> {method: {key: value}}; numbers parsed, commas make lists.
+
+    >>> parse_options(["grtf.seeds=1", "grtf.kinds=toolDirectlyDependsOn", "agent.server_weight=1.0"])
+    {'grtf': {'seeds': 1, 'kinds': ['toolDirectlyDependsOn']}, 'agent': {'server_weight': 1.0}}
+    """
+    out: dict[str, dict[str, object]] = {}
+    for pair in pairs:
+        target, equals, raw = pair.partition("=")
+        method, dot, key = target.partition(".")
+        if not (equals and dot and method and key):
+            raise UsageError(f"--option takes METHOD.KEY=VALUE (e.g. grtf.seeds=1), not {pair!r}")
+        value: object = raw
+        for kind in (int, float):
+            try:
+                value = kind(raw)
+                break
+            except ValueError:
+                pass
+        if key == "kinds":
+            value = [k.strip() for k in raw.split(",") if k.strip()]
+        out.setdefault(method, {})[key] = value
+    return out
 
 
 __all__ = [
@@ -47,5 +75,6 @@ __all__ = [
     "Retriever",
     "as_query",
     "make_retriever",
+    "parse_options",
     "read_queries",
 ]

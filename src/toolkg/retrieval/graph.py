@@ -39,7 +39,8 @@ def _first_stage(index: Index, name: str):
 class GraphFusionRetriever(Retriever):
     """Graph RAG-Tool Fusion: ``seeds`` tools from the first stage, each followed by the tools it
     depends on (depth-first over ``kinds``, ``depth`` hops at most), cut at K; the rest of the
-    first stage fills what is left."""
+    first stage fills what is left. ``links`` adds structural link types to follow after the
+    dependencies (FED-GRAPH-MCP's 1-hop expansion), e.g. ``["coInvokedWith"]``."""
 
     name = "grtf"
 
@@ -51,12 +52,14 @@ class GraphFusionRetriever(Retriever):
         depth: int = 6,
         kinds: Sequence[str] = ALL_KINDS,
         order: str = "dfs",
+        links: Sequence[str] = (),
     ) -> None:
         super().__init__(index)
         if order not in ("dfs", "best-first"):
             raise ValueError(f"order must be dfs or best-first, not {order!r}")
         self.first = _first_stage(index, first_stage)
         self.seeds, self.depth, self.kinds, self.order = seeds, depth, set(kinds), order
+        self.links = set(links)  # structural link types to follow as well (coInvokedWith, ...)
         self._edges = lru_cache(maxsize=None)(self._edges_of)
 
     def _edges_of(self, tool_iri: str) -> list[tuple[str, str, float]]:
@@ -83,7 +86,23 @@ class GraphFusionRetriever(Retriever):
             if producer not in best or best[producer][:2] < candidate[:2]:
                 best[producer] = candidate
         edges = sorted(best.items(), key=lambda x: (-x[1][0], -x[1][1], _KIND_ORDER.get(x[1][2], 9), x[0]))
-        return [(producer, kind, confidence) for producer, (confidence, _, kind) in edges]
+        out = [(producer, kind, confidence) for producer, (confidence, _, kind) in edges]
+        if self.links:  # after the dependencies: related tools, strongest link first
+            rows = self.index.store.select(
+                """SELECT ?seed ?t ?type ?score WHERE { ?seed tk:qualifiedLink ?l .
+                    ?l tk:linkedTool ?t ; tk:linkType ?k ; tk:score ?score . BIND(STRAFTER(STR(?k), "#") AS ?type) }""",
+                {"seed": NamedNode(tool_iri)},
+            )
+            linked = sorted(
+                (
+                    (r["t"].value, r["type"].value, float(r["score"].value))
+                    for r in rows
+                    if r["type"].value in self.links
+                ),
+                key=lambda x: (-x[2], x[0]),
+            )
+            out += [(t, kind, score) for t, kind, score in linked if t not in best]
+        return out
 
     def dependencies(self, tool_iri: str) -> list[tuple[str, str]]:
         """(producer iri, why), each once: depth-first (the paper's order) or strongest path first."""
