@@ -296,11 +296,14 @@ def _namespace_auth_edges(profiles: list[_Profile]) -> list[InferredEdge]:
     return edges
 
 
-def _precondition(consumer: _Profile, check: _Profile, confidence: float, rule: str, evidence: str) -> InferredEdge:
+def _tool_edge(
+    consumer: _Profile, producer: _Profile, confidence: float, rule: str, evidence: str, kind: str = TOOL_DIRECT
+) -> InferredEdge:
+    """A tool-level edge (no parameter): preconditions, read-before-write, enable-if-off."""
     return InferredEdge(
         consumer=consumer.tool.id,
-        producer=check.tool.id,
-        kind=TOOL_DIRECT,
+        producer=producer.tool.id,
+        kind=kind,
         parameter=None,
         confidence=confidence,
         rule=rule,
@@ -320,7 +323,7 @@ def _precondition_edges(profiles: list[_Profile]) -> list[InferredEdge]:
             status_tool = STATUS_WORDS & set(consumer.object_words)  # a status tool is no consumer
             if consumer is not check and needed <= consumer.text_lemmas and not status_tool:
                 evidence = f"{consumer.tool.name} mentions {' '.join(resource)}, which {check.tool.name} checks"
-                edges.append(_precondition(consumer, check, 0.7, "resource-precondition", evidence))
+                edges.append(_tool_edge(consumer, check, 0.7, "resource-precondition", evidence))
     return edges
 
 
@@ -333,7 +336,7 @@ def _connectivity_edges(profiles: list[_Profile]) -> list[InferredEdge]:
         return []
     (check,) = checks
     return [
-        _precondition(
+        _tool_edge(
             consumer,
             check,
             0.55,
@@ -362,29 +365,11 @@ def _read_before_write_edges(profiles: list[_Profile]) -> list[InferredEdge]:
         if len(near) == 1:  # one getter of that state, or none to choose
             (getter,) = near
             state = " ".join(_state_key(setter))
-            edges.append(
-                InferredEdge(
-                    consumer=setter.tool.id,
-                    producer=getter.tool.id,
-                    kind=TOOL_INDIRECT,
-                    parameter=None,
-                    confidence=0.75,
-                    rule="read-before-write",
-                    evidence=f"{setter.tool.name} changes the {state} {getter.tool.name} reads",
-                )
-            )
+            evidence = f"{setter.tool.name} changes the {state} {getter.tool.name} reads"
+            edges.append(_tool_edge(setter, getter, 0.75, "read-before-write", evidence, TOOL_INDIRECT))
             if getter.is_status_check:
-                edges.append(
-                    InferredEdge(
-                        consumer=getter.tool.id,
-                        producer=setter.tool.id,
-                        kind=TOOL_INDIRECT,
-                        parameter=None,
-                        confidence=0.7,
-                        rule="enable-if-off",
-                        evidence=f"when the {state} {getter.tool.name} reports is off, {setter.tool.name} sets it",
-                    )
-                )
+                evidence = f"when the {state} {getter.tool.name} reports is off, {setter.tool.name} sets it"
+                edges.append(_tool_edge(getter, setter, 0.7, "enable-if-off", evidence, TOOL_INDIRECT))
     return edges
 
 

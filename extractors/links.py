@@ -61,6 +61,15 @@ def _names(names: Sequence[str]) -> set[str]:
     return {"_".join(k) for k in keys if k and is_informative(k)}
 
 
+def _inverted(names: dict[str, set[str]]) -> dict[str, set[str]]:
+    """name -> the tools that have it."""
+    holders: dict[str, set[str]] = defaultdict(set)
+    for tool_id, tool_names in names.items():
+        for name in tool_names:
+            holders[name].add(tool_id)
+    return holders
+
+
 def _cap(links: list[ToolLink], per_tool: int) -> list[ToolLink]:
     """At most ``per_tool`` links per source and type, strongest first; a symmetric link survives
     only when both ends keep it (mutual nearest neighbours), so it stays symmetric and bounded."""
@@ -99,10 +108,7 @@ def co_invoked_links(tools: Sequence[Tool], vectors: np.ndarray, options: LinkOp
 def schema_links(tools: Sequence[Tool], options: LinkOptions) -> list[ToolLink]:
     """Producer -> consumer when the producer's output names cover the consumer's specific inputs."""
     inputs = {t.id: _names([p.name for p in t.parameters]) for t in tools}
-    by_input: dict[str, set[str]] = defaultdict(set)
-    for tool_id, names in inputs.items():
-        for name in names:
-            by_input[name].add(tool_id)
+    by_input = _inverted(inputs)
     links = []
     for producer in tools:
         outputs = _names([o.name for o in producer.outputs])
@@ -119,12 +125,8 @@ def schema_links(tools: Sequence[Tool], options: LinkOptions) -> list[ToolLink]:
 def shared_parameter_links(tools: Sequence[Tool], options: LinkOptions) -> list[ToolLink]:
     """Pairs whose specific parameter names overlap (Jaccard), found through an inverted index."""
     names = {t.id: _names([p.name for p in t.parameters]) for t in tools}
-    by_name: dict[str, list[str]] = defaultdict(list)
-    for tool_id, tool_names in names.items():
-        for name in tool_names:
-            by_name[name].append(tool_id)
     pairs: set[tuple[str, str]] = set()
-    for holders in by_name.values():
+    for holders in _inverted(names).values():
         if len(holders) > 200:  # a name this common says little and would make pairs quadratic
             continue
         pairs.update((a, b) for a in holders for b in holders if a < b)
