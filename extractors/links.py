@@ -3,8 +3,8 @@
 They say how tools relate without one needing the other, so they are kept apart from
 ``tk:dependsOn``; a retriever picks which to follow:
 
-- ``coInvokedWith``: same server and description embeddings with cosine above ``co_invoke``
-  (0.6 as in the paper): tools likely used in the same task.
+- ``coInvokedWith``: same server and tool-text embeddings (name, description, parameter names)
+  with cosine above ``co_invoke`` (0.6 as in the paper): tools likely used in the same task.
 - ``schemaCompatibleWith``: the producer's output names cover more than ``schema_overlap``
   (0.7) of the consumer's specific input names: its result can be fed straight in.
 - ``sharesParametersWith``: Jaccard of the two tools' specific parameter names above
@@ -84,7 +84,7 @@ def _cap(links: list[ToolLink], per_tool: int) -> list[ToolLink]:
 
 
 def co_invoked_links(tools: Sequence[Tool], vectors: np.ndarray, options: LinkOptions) -> list[ToolLink]:
-    """Pairs on one server whose description embeddings are close (both directions)."""
+    """Pairs on one server whose tool-text embeddings are close (both directions)."""
     by_server: dict[str, list[int]] = defaultdict(list)
     for position, tool in enumerate(tools):
         by_server[tool.server_id].append(position)
@@ -97,7 +97,7 @@ def co_invoked_links(tools: Sequence[Tool], vectors: np.ndarray, options: LinkOp
         for i, j in zip(*np.nonzero(np.triu(similarity, 1) > options.co_invoke), strict=True):
             a, b = tools[members[i]], tools[members[j]]
             score = round(float(similarity[i, j]), 3)
-            evidence = f"same server {a.server_id}, description cosine {score:.2f}"
+            evidence = f"same server {a.server_id}, embedding cosine {score:.2f}"
             links += [
                 ToolLink(a.id, b.id, CO_INVOKED, score, evidence),
                 ToolLink(b.id, a.id, CO_INVOKED, score, evidence),
