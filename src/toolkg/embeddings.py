@@ -73,18 +73,46 @@ def _load_model():
     return _model
 
 
+class VectorCache:
+    """Unit vectors by key in one SQLite file (float32 blobs), shared by threads; every embedder's disk cache."""
+
+    def __init__(self, path: str | Path) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vector (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+
+    def get(self, keys: set[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        ordered = sorted(keys)
+        with self._lock:
+            for start in range(0, len(ordered), 500):  # SQLite's bound-parameter limit
+                chunk = ordered[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for key, blob in self._db.execute(f"SELECT key, value FROM vector WHERE key IN ({marks})", chunk):
+                    found[key] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put(self, items) -> None:
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany(
+                "INSERT OR REPLACE INTO vector VALUES (?, ?)", ((k, v.astype(np.float32).tobytes()) for k, v in items)
+            )
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
 class Embedder:
     """``encode(texts)`` -> float32 array (n, 384), unit rows; cached when given a path."""
 
     def __init__(self, cache_path: str | Path | None = None) -> None:
-        self._db = None
-        self._lock = threading.Lock()
+        self._cache = VectorCache(cache_path) if cache_path is not None else None
         self.computed = 0  # texts encoded by the model (cache misses) in this process
-        if cache_path is not None:
-            Path(cache_path).parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(cache_path), check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS vector (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
 
     @staticmethod
     def _key(text: str) -> str:
@@ -95,7 +123,7 @@ class Embedder:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         keys = [self._key(t) for t in texts]
         missing: dict[str, list[int]] = {}
-        cached = self._lookup(set(keys)) if cache else {}
+        cached = self._cache.get(set(keys)) if cache and self._cache else {}
         for position, key in enumerate(keys):
             if key in cached:
                 out[position] = cached[key]
@@ -114,35 +142,11 @@ class Embedder:
             self.computed += len(todo)
             for positions, vector in zip(missing.values(), encoded, strict=True):
                 out[positions] = vector
-            if cache:
-                self._store(zip(missing, encoded, strict=True))
+            if cache and self._cache:
+                self._cache.put(zip(missing, encoded, strict=True))
         return out
 
-    def _lookup(self, keys: set[str]) -> dict[str, np.ndarray]:
-        if self._db is None or not keys:
-            return {}
-        found: dict[str, np.ndarray] = {}
-        ordered = sorted(keys)
-        with self._lock:
-            for start in range(0, len(ordered), 500):  # SQLite's bound-parameter limit
-                chunk = ordered[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for key, blob in self._db.execute(f"SELECT key, value FROM vector WHERE key IN ({marks})", chunk):
-                    found[key] = np.frombuffer(blob, dtype=np.float32)
-        return found
-
-    def _store(self, items) -> None:
-        if self._db is None:
-            return
-        with self._lock:
-            self._db.execute("BEGIN")
-            self._db.executemany(
-                "INSERT OR REPLACE INTO vector VALUES (?, ?)", ((k, v.astype(np.float32).tobytes()) for k, v in items)
-            )
-            self._db.execute("COMMIT")
-
     def close(self) -> None:
-        if self._db is not None:
-            with self._lock:
-                self._db.close()
-            self._db = None
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from pyoxigraph import NamedNode
-
 from toolkg.embeddings import tool_text
 from toolkg.extractors.text import split_identifier
 from toolkg.store.oxigraph_store import ToolStore
@@ -120,6 +118,3 @@ class Catalog:
                     seen.add(r["p"].value)
                     nodes.append(NodeDoc(r["p"].value, "Parameter", label))
         return cls(tools=docs, servers=servers, nodes=nodes)
-
-    def node(self, iri: str) -> NamedNode:
-        return NamedNode(iri)

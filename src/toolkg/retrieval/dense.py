@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from toolkg.embeddings import Embedder
+from toolkg.embeddings import Embedder, VectorCache
 from toolkg.errors import ConfigError
 
 
@@ -31,12 +29,7 @@ class EndpointEmbedder:
         self.model = model
         self.client = openai.OpenAI(base_url=base_url, api_key=api_key or "unused", timeout=60, max_retries=3)
         self.computed = 0
-        self._lock = threading.Lock()
-        self._db = None
-        if cache_path is not None:
-            Path(cache_path).parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(cache_path), check_same_thread=False, isolation_level=None)
-            self._db.execute("CREATE TABLE IF NOT EXISTS vector (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+        self._cache = VectorCache(cache_path) if cache_path is not None else None
 
     def _key(self, text: str) -> str:
         return hashlib.sha256(f"endpoint:{self.model}\x1f{text}".encode()).hexdigest()
@@ -45,13 +38,7 @@ class EndpointEmbedder:
         import openai
 
         keys = [self._key(t) for t in texts]
-        found: dict[str, np.ndarray] = {}
-        if self._db is not None and cache:
-            with self._lock:
-                for key in set(keys):
-                    row = self._db.execute("SELECT value FROM vector WHERE key = ?", (key,)).fetchone()
-                    if row:
-                        found[key] = np.frombuffer(row[0], dtype=np.float32)
+        found = self._cache.get(set(keys)) if cache and self._cache else {}
         todo = sorted({k: t for k, t in zip(keys, texts, strict=True) if k not in found}.items())
         for start in range(0, len(todo), 128):
             chunk = todo[start : start + 128]
@@ -63,17 +50,14 @@ class EndpointEmbedder:
                 vector = np.asarray(item.embedding, dtype=np.float32)
                 found[key] = vector / max(float(np.linalg.norm(vector)), 1e-12)
             self.computed += len(chunk)
-            if self._db is not None and cache:
-                with self._lock:
-                    self._db.executemany(
-                        "INSERT OR REPLACE INTO vector VALUES (?, ?)", ((k, found[k].tobytes()) for k, _ in chunk)
-                    )
+            if cache and self._cache:
+                self._cache.put((k, found[k]) for k, _ in chunk)
         return np.vstack([found[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
 
 
 def make_embedder(cache_path: str | Path | None):

@@ -177,6 +177,8 @@ class EgoGraphRetriever(Retriever):
         for tool in self.catalog.tools:
             labels.setdefault(_normal(" ".join(tokenize(tool.name))), []).append(tool.iri)
         self.labels = {label: iris for label, iris in labels.items() if label and len(label.split()) <= 3}
+        # entry candidates in the order of the joint score vector (tools, then nodes): built once, not per query
+        self._entry_iris = [t.iri for t in self.catalog.tools] + [n.iri for n in self.catalog.nodes]
 
     def _ego_of(self, node_iri: str) -> frozenset[str]:
         """Tools one hop from the node (in either direction), and the node itself if it is a tool."""
@@ -195,9 +197,8 @@ class EgoGraphRetriever(Retriever):
         tool_scores = index.tool_vectors @ query
         node_scores = index.node_vectors @ query if self.catalog.nodes else np.zeros(0, dtype=np.float32)
         joint = np.concatenate([tool_scores, node_scores])
-        iris = [t.iri for t in self.catalog.tools] + [n.iri for n in self.catalog.nodes]
-        entries = [iris[i] for i in top(joint, self.entries)]
-        words = [w for w in tokenize(text)]
+        entries = [self._entry_iris[i] for i in top(joint, self.entries)]
+        words = tokenize(text)
         for n in (1, 2, 3):
             for start in range(len(words) - n + 1):
                 entries += self.labels.get(" ".join(words[start : start + n]), [])
