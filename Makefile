@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install demo test lint bench clean
+.PHONY: install browser demo test lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,16 @@ install: $(STAMP)  ## create .venv with the pinned dependencies
 demo: $(STAMP)  ## build the bundled sample catalogs into ./.toolkg and print the run summary
 	$(BIN)/toolkg build data/livemcpbench/tools.json data/toollinkos --store .toolkg
 
-test: $(STAMP)  ## lint, then the whole test suite
+# The UI tests drive a real headless Chromium: Debian's chromium + chromium-driver, installed when missing
+# and we may (root); otherwise the tests say what to install (and fail under CI rather than skip).
+browser:  ## Chromium and its WebDriver for the browser tests (apt-get, needs root)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      chromium chromium-driver >/dev/null; \
+	  else echo "browser tests need: apt-get install chromium chromium-driver"; fi; }
+
+test: $(STAMP) browser  ## lint, then the whole test suite
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 

@@ -45,6 +45,7 @@ from toolkg.store.dependencies import (
 )
 from toolkg.store.loading import BuildOptions, LoadResult, fingerprint, load_manifest, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
+from toolkg.store.snapshots import current_snapshot, publish_snapshot
 from toolkg.store.stats import totals
 from toolkg.store.validation import Validator
 from toolkg.summary import BuildSummary
@@ -446,4 +447,7 @@ def _run(
         )
     store.flush()
     summary.totals = totals(store)
+    # The endpoint serves snapshots, never the live database: publish one when the graph changed.
+    if loaded or gone or infer or link or current_snapshot(store.directory) is None:
+        summary.snapshot = publish_snapshot(store, summary.run_id).name
     summary.add_time("load", time.perf_counter() - clock)

@@ -144,5 +144,7 @@ def record_run(
             Triple(usage, TK.sha256, Literal(file.sha256)),
         ]
     for path in removed:
+        # The manifest's own record goes with it, so its path stays on in the provenance graph.
         triples.append(Triple(run, PROV.invalidated, iris.manifest_iri(path)))
+        triples.append(Triple(iris.manifest_iri(path), TK.sourcePath, Literal(path)))
     store.add_to_graph(iris.PROVENANCE_GRAPH, triples)

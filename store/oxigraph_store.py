@@ -239,6 +239,10 @@ class ToolStore:
     def flush(self) -> None:
         self._store.flush()
 
+    def backup(self, target: Path) -> None:
+        """A consistent copy in ``target`` (a RocksDB checkpoint: hard links where possible)."""
+        self._store.backup(str(target))
+
     # --- export -----------------------------------------------------------------------------
 
     def dump(self, output, format: RdfFormat) -> None:

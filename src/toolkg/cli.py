@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from toolkg import __version__
+from toolkg import __version__, cli_ops
 from toolkg.errors import ConfigError, StoreError, ToolkgError, UsageError
 from toolkg.models import MANIFEST_FORMATS
 from toolkg.summary import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
@@ -100,6 +100,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     query.add_argument("sparql", nargs="?", help="the query; '-' reads standard input")
     query.add_argument("-f", "--file", help="read the query from FILE")
+    query.add_argument("--saved", metavar="NAME", help="run a saved analyst query (see --list-saved)")
+    query.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a saved query's parameter, e.g. -p server=filesystem (repeatable; leave out to query everything)",
+    )
+    query.add_argument("--list-saved", action="store_true", help="list the saved queries and their parameters")
+    query.add_argument("--show", action="store_true", help="print the query text instead of running it")
     _add_store(query)
     query.add_argument("--format", choices=("table", "json", "csv"), default="table", help="output format")
 
@@ -172,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     stats = sub.add_parser("stats", help="counts by class, predicate and server")
     _add_store(stats)
     stats.add_argument("--json", action="store_true", help="print JSON")
+    COMMANDS.update(cli_ops.add_parsers(sub, _add_store))
     return parser
 
 
@@ -244,10 +256,41 @@ def _read_query(args: argparse.Namespace) -> str:
     return args.sparql
 
 
+def _saved_query_text(args: argparse.Namespace) -> str:
+    from toolkg.store.saved_queries import saved_query
+
+    if args.sparql or args.file:
+        raise UsageError("give SPARQL, -f FILE or --saved NAME (one of them)")
+    values = {}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--param takes NAME=VALUE, not {item!r}")
+        values[name.strip()] = value.strip()
+    return saved_query(args.saved).render(values)
+
+
+def _list_saved() -> int:
+    from toolkg.store.saved_queries import saved_queries
+
+    for name, q in saved_queries().items():
+        print(f"{name:<26} {q.description}")
+        for p in q.params:
+            print(f"{'':<26}   -p {p.name}=...  {p.help}")
+    return EXIT_OK
+
+
 def cmd_query(args: argparse.Namespace) -> int:
     from toolkg.store.render import print_result
 
-    text = _read_query(args)
+    if args.list_saved:
+        return _list_saved()
+    if args.param and not args.saved:
+        raise UsageError("--param goes with --saved NAME")
+    text = _saved_query_text(args) if args.saved else _read_query(args)
+    if args.show:
+        print(text, end="")
+        return EXIT_OK
     store = _open_store(args.store)
     try:
         result = store.query(text)

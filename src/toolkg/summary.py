@@ -59,6 +59,7 @@ class BuildSummary(BaseModel):
     confirmation: dict[str, object] = Field(default_factory=dict)  # LLM review of inferred edges
     links: dict[str, int] = Field(default_factory=dict)  # structural links by type, total, texts embedded
     canonical: dict[str, object] = Field(default_factory=dict)  # entities, fuzzy clusters, largest clusters
+    snapshot: str = ""  # the read-only snapshot published for the endpoint (snapshots/<name>)
 
     @property
     def exit_code(self) -> int:
@@ -119,6 +120,8 @@ class BuildSummary(BaseModel):
                 + (f" ({kinds})" if kinds else "")
                 + f"; {self.links.get('embedded', 0)} descriptions embedded (rest cached)"
             )
+        if self.snapshot:
+            lines.append(f"snapshot for 'toolkg serve': snapshots/{self.snapshot}")
         timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items())
         lines.append(f"timings: {timing} (pipeline wall {self.pipeline_seconds:.2f}s)")
         if self.quarantined:
