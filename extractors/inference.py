@@ -37,6 +37,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
@@ -141,7 +142,10 @@ def _lemmas(text: str) -> set[str]:
     return {lemma(w) for w in re.findall(r"[a-z]+", text.lower())}
 
 
+@lru_cache(maxsize=250_000)
 def profile(tool: Tool) -> _Profile:
+    """What the rules read of a tool (memoised: incremental sync re-infers over an unchanged catalog;
+    the rules reassign only ``namespace``, and do so on every call)."""
     words = split_identifier(tool.name)
     at, action = name_action(words)
     obj = name_object_words(words, at) if words else []
@@ -181,33 +185,58 @@ def parameter_match(offer: _Offer, param_words: list[str]) -> tuple[float, str] 
 
 
 def infer_dependencies(
-    tools: Sequence[Tool], options: InferenceOptions | None = None, declared: Iterable[tuple[str, str]] = ()
+    tools: Sequence[Tool],
+    options: InferenceOptions | None = None,
+    declared: Iterable[tuple[str, str]] = (),
+    *,
+    consumers: set[str] | None = None,
+    producers: set[str] | None = None,
+    sparsify: bool = True,
 ) -> list[InferredEdge]:
-    """Inferred edges over the whole catalog, never duplicating a ``declared`` (consumer, producer) pair."""
+    """Inferred edges over the whole catalog, never duplicating a ``declared`` (consumer, producer) pair.
+
+    ``consumers`` / ``producers`` keep only edges into / out of those tool ids (incremental sync
+    re-infers a neighbourhood; the catalog still decides namespaces and candidates). Without
+    ``sparsify`` every candidate edge is returned, which is how sync finds that neighbourhood.
+    """
     options = options or InferenceOptions()
     profiles = [profile(t) for t in tools]
     _assign_namespaces(profiles, options)
     edges: list[InferredEdge] = []
-    edges += _parameter_edges(profiles, options)
+    edges += _parameter_edges(profiles, options, consumers, producers)
     edges += _namespace_auth_edges(profiles)
     edges += _precondition_edges(profiles)
     edges += _connectivity_edges(profiles)
     edges += _mention_edges(profiles)
     edges += _read_before_write_edges(profiles)
+    if consumers is not None or producers is not None:
+        edges = [
+            e
+            for e in edges
+            if (consumers is None or e.consumer in consumers) and (producers is None or e.producer in producers)
+        ]
+    if not sparsify:
+        return edges
     hubs = {p.tool.id for p in profiles if not p.needs_input}
     return _sparsify(edges, options, set(declared), hubs)
 
 
-def _parameter_edges(profiles: list[_Profile], options: InferenceOptions) -> list[InferredEdge]:
+def _parameter_edges(
+    profiles: list[_Profile], options: InferenceOptions, consumers: set[str] | None, producers: set[str] | None
+) -> list[InferredEdge]:
     # Block candidates by the last word of each offer: a parameter only meets offers sharing its
     # head (or a head it derives from), never the whole catalog.
     by_head: dict[str, list[tuple[_Profile, _Offer]]] = defaultdict(list)
     for p in profiles:
+        if producers is not None and p.tool.id not in producers:
+            continue
         for offer in offers(p):
             by_head[offer.key[-1]].append((p, offer))
     derivers = {child: parent for parent, children in DERIVABLE.items() for child in children}
     edges = []
     for consumer in profiles:
+        if consumers is not None and consumer.tool.id not in consumers:
+            continue
         for param in consumer.tool.parameters:
             words = split_identifier(param.name)
             if not words or not is_informative(canonical_key(words)):

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -56,9 +57,15 @@ def tool_text(tool: Tool) -> str:
     return embedded_text(tool.name, tool.description, [p.name for p in tool.parameters])
 
 
-def _names(names: Sequence[str]) -> set[str]:
-    keys = (canonical_key(split_identifier(n)) for n in names)
-    return {"_".join(k) for k in keys if k and is_informative(k)}
+def _names(names: Sequence[str]) -> frozenset[str]:
+    return frozenset(k for k in map(_name_key, names) if k)
+
+
+@lru_cache(maxsize=500_000)
+def _name_key(name: str) -> str:
+    """A parameter or output name's canonical key, '' when uninformative (memoised: sync relinks often)."""
+    key = canonical_key(split_identifier(name))
+    return "_".join(key) if key and is_informative(key) else ""
 
 
 def _inverted(names: dict[str, set[str]]) -> dict[str, set[str]]:

@@ -39,6 +39,9 @@ class NameIndex:
         for tool_id in tool_ids:
             self._by_name[tool_id.partition("::")[2]][tool_id] = source
 
+    def discard(self, tool_id: str) -> None:
+        self._by_name.get(tool_id.partition("::")[2], {}).pop(tool_id, None)
+
     def resolve(self, name: str, server_id: str, source: str) -> tuple[str | None, str]:
         """(tool id, '') when resolved; (None, why) otherwise."""
         candidates = self._by_name.get(name, {})

@@ -226,6 +226,23 @@ class ToolStore:
         body = "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in triples)
         self.update(f"DROP SILENT GRAPH {graph} ; INSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
 
+    def patch(
+        self,
+        deletions: dict[NamedNode, Iterable[Triple]],
+        insertions: dict[NamedNode, Iterable[Triple]],
+        drop_graphs: Iterable[NamedNode] = (),
+    ) -> None:
+        """Drop graphs, delete and insert triples per graph: one SPARQL update, so one transaction."""
+        parts = [f"DROP SILENT GRAPH {g}" for g in drop_graphs]
+        blocks = [f"GRAPH {g} {{\n{_ntriples(t)}\n}}" for g, t in deletions.items() if t]
+        if blocks:
+            parts.append("DELETE DATA {\n" + "\n".join(blocks) + "\n}")
+        blocks = [f"GRAPH {g} {{\n{_ntriples(t)}\n}}" for g, t in insertions.items() if t]
+        if blocks:
+            parts.append("INSERT DATA {\n" + "\n".join(blocks) + "\n}")
+        if parts:
+            self.update(" ;\n".join(parts))
+
     def drop_graph(self, graph: NamedNode) -> None:
         self.update(f"DROP SILENT GRAPH {graph}")
 

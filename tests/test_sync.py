@@ -1,0 +1,77 @@
+"""Incremental sync ends where a full rebuild of the same catalog ends, touching only what changed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from tests.conftest import CASES
+from toolkg.flows.sync import CatalogSync, read_manifest
+from toolkg.store import iris
+from toolkg.store.dependencies import dependency_rows, link_rows
+from toolkg.store.oxigraph_store import ToolStore
+
+
+def _graph_state(store_dir, server_ids):
+    """What sync must reproduce: inferred edges, structural links, each server graph."""
+    with ToolStore(store_dir) as store:
+        edges = sorted(
+            (r["consumer"], r["producer"], r["kind"], r["parameter"] or "", r["rule"] or "", r["basis"])
+            for r in dependency_rows(store)
+        )
+        links = sorted((r["source"], r["target"], r["kind"], round(r["score"], 3)) for r in link_rows(store))
+        graphs = {s: sorted(map(str, store.graph_triples(iris.server_graph(s)))) for s in server_ids}
+        return edges, links, graphs
+
+
+def test_sync_operations_match_a_full_rebuild(build, tmp_path):
+    shop = json.loads((CASES / "inference" / "shop.json").read_text())
+    # The store starts from an older catalog: two tools missing, one described differently, plus bing.
+    old_shop = [t for t in shop if t["name"] not in ("acme_user_login", "get_current_date")]
+    old_shop = [{**t, "description": "Returns something."} if t["name"] == "get_product_code" else t for t in old_shop]
+    live, fresh = tmp_path / "live", tmp_path / "fresh"
+    live.mkdir()
+    fresh.mkdir()
+    (live / "shop.json").write_text(json.dumps(old_shop))
+    shutil.copy(CASES / "mcp_bing.json", live / "mcp_bing.json")
+    build([live], tmp_path / "live-store")
+    (fresh / "shop.json").write_text(json.dumps(shop))
+    build([fresh], tmp_path / "fresh-store")
+
+    new_shop = read_manifest(fresh / "shop.json")
+    server = new_shop.servers[0]
+    with ToolStore(tmp_path / "live-store") as store, CatalogSync(store) as sync:
+        quads_before = store.count_quads()
+        edges_before = len(sync.edges)
+        one_tool = next(t for t in server.tools if t.name == "get_product_code")
+        updated = sync.update_tool(
+            server.model_copy(
+                update={
+                    "tools": tuple(t for t in server.tools if t.name not in ("acme_user_login", "get_current_date"))
+                }
+            ),
+            one_tool,
+            str(live / "shop.json"),
+            new_shop.format,
+        )
+        assert updated.tools_changed == ["shop::get_product_code"]
+        assert 0 < updated.triples_inserted < quads_before / 10  # a diff, not a rewrite
+
+        added = sync.upsert_server(server, str(fresh / "shop.json"), new_shop.format)
+        assert added.operation == "update-server"
+        assert added.tools_changed == ["shop::acme_user_login", "shop::get_current_date"]
+        assert added.edges_added > 0 and len(sync.edges) > edges_before
+
+        removed = sync.remove_server("bing-cn-mcp")
+        assert removed.tools_changed and all(t.startswith("bing-cn-mcp::") for t in removed.tools_changed)
+        assert not store.select("SELECT ?t WHERE { ?t tk:identifier ?id FILTER(STRSTARTS(?id, 'bing-cn-mcp::')) }")
+        # The manifest that defined the synced servers is stale now: the next build re-reads it.
+        records = store.manifest_records()
+        assert records[str(live / "shop.json")].fingerprint == ""
+
+    live_state = _graph_state(tmp_path / "live-store", ["shop"])
+    fresh_state = _graph_state(tmp_path / "fresh-store", ["shop"])
+    assert live_state[0] == fresh_state[0]  # dependency edges, declared and inferred
+    assert live_state[1] == fresh_state[1]  # structural links
+    # The server graph differs only in where its triples came from (the manifest path).
+    assert len(live_state[2]["shop"]) == len(fresh_state[2]["shop"])
