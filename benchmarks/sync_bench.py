@@ -85,7 +85,7 @@ def run_case(name: str, files: list[Path], work: Path) -> dict:
     one_tool = server_tools[3] if len(server_tools) > 3 else server_tools[-1]
     one_tool["description"] = "Looks up the record by its id and returns its status and owner."
     final_removed = [
-        (p, [s for s in servers if _server_key(s) != _server_key(last_servers[1])]) for p, servers in final
+        (p, [s for s in servers if _server_key(s) != removed_key]) for p, servers in final
     ]
 
     initial_files = _write(work / "initial", without)
@@ -189,7 +189,8 @@ def print_case(r: dict) -> None:
         f"sync load {r['sync_load_seconds']:.2f}s (once per sync session)"
     )
     print(
-        f"{'operation':<15} {'seconds':>8} {'speedup':>8} {'target':>7} {'tools':>6} {'nbhd':>6} {'triples':>8}  edges / links"
+        f"{'operation':<15} {'seconds':>8} {'speedup':>8} {'target':>7} {'tools':>6} {'nbhd':>6} {'triples':>8}"
+        "  edges / links"
     )
     for op in r["operations"]:
         met = "met" if op["speedup"] and op["speedup"] >= TARGET_SPEEDUP else "SHORT"
