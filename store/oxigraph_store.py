@@ -71,6 +71,14 @@ class ToolStore:
                 ) from None
             raise
 
+    @classmethod
+    def open_snapshot(cls, snapshot: Path) -> ToolStore:
+        """A published snapshot (store/snapshots.py), read-only: safe beside a running build."""
+        store = cls.__new__(cls)
+        store.directory, store.database, store.read_only = snapshot.parent.parent, snapshot, True
+        store._store = Store.read_only(str(snapshot))
+        return store
+
     def close(self) -> None:
         """Release the database (and its lock) even if this object stays referenced."""
         store = self.__dict__.pop("_store", None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -37,5 +38,42 @@ def test_ui_runs_a_saved_query_and_shows_its_rows(cli, tmp_path):
             assert shot.stat().st_size > 10_000
             # Everything the page loaded came from the endpoint itself: no CDN, no public lookup services.
             assert all(url.startswith(base + "/") for url in resources_loaded(browser)), resources_loaded(browser)
+    finally:
+        browser.quit()
+
+
+def test_report_page_in_the_browser(cli, tmp_path):
+    """`toolkg report` writes one self-contained page: counts, changes, quarantine, SHACL, graph pictures."""
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    shutil.copy(CASES / "inference" / "shop.json", folder / "shop.json")
+    (folder / "broken.json").write_text("{ not json")
+    store = tmp_path / "store"
+    assert cli("build", str(folder), "--store", str(store), "--no-links").returncode == 3  # quarantined input
+    made = cli("report", "--store", str(store))
+    assert made.returncode == 0, made.stderr
+    page = Path(made.stdout.split()[1])
+    assert page.parent.parent == store / "runs" and page.name == "report.html"
+    html = page.read_text()
+    assert "src=" not in html and "href=" not in html  # nothing to fetch: the page is the whole report
+
+    browser = chromium()
+    try:
+        browser.get(page.as_uri())
+        assert browser.title.startswith("toolkg run ")
+        cards = {
+            c.text.split("\n")[1]: int(c.text.split("\n")[0]) for c in browser.find_elements(By.CSS_SELECTOR, ".card")
+        }
+        assert cards["tools"] == 20 and cards["servers"] == 1
+        quarantine = browser.find_element(By.ID, "quarantine").find_element(By.XPATH, "following-sibling::table").text
+        assert "broken.json" in quarantine and "ingest" in quarantine
+        assert "conform" in browser.find_element(By.ID, "shacl").find_element(By.XPATH, "following-sibling::p").text
+        figure = browser.find_element(By.CSS_SELECTOR, "figure#server-shop")
+        boxes = figure.find_elements(By.CSS_SELECTOR, "svg rect")
+        arrows = figure.find_elements(By.CSS_SELECTOR, "svg line")
+        assert len(boxes) >= 5 and len(arrows) >= 5 and figure.size["height"] > 100  # drawn, not just present
+        assert "acme_user_login" in figure.text
+        assert resources_loaded(browser) == []
+        screenshot(browser, "build-report.png")
     finally:
         browser.quit()

@@ -24,7 +24,24 @@ def add_parsers(sub, add_store: Callable[[argparse.ArgumentParser], None]) -> di
     add_store(serve)
     serve.add_argument("--bind", default="127.0.0.1:7878", metavar="HOST:PORT", help="default 127.0.0.1:7878")
     serve.add_argument("--timeout", type=int, default=30, metavar="SECONDS", help="query timeout (default 30)")
-    return {"serve": cmd_serve}
+    report = sub.add_parser(
+        "report",
+        help="one self-contained HTML page about a build run",
+        description="Write an HTML page for a run (default: the latest): counts, what changed, the quarantine, "
+        "SHACL validation of the store, and a dependency-graph picture per server. It loads nothing from elsewhere.",
+    )
+    add_store(report)
+    report.add_argument("--run", metavar="RUN_ID", help="the run (default: the latest; see <store>/runs)")
+    report.add_argument("-o", "--output", metavar="FILE", help="default <store>/runs/<run>/report.html")
+    return {"serve": cmd_serve, "report": cmd_report}
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from toolkg.report import write_report
+
+    path = write_report(args.store, args.run, args.output)
+    print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
+    return EXIT_OK
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
