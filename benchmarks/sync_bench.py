@@ -79,7 +79,7 @@ def run_case(name: str, files: list[Path], work: Path) -> dict:
     # The final catalog: the added server back, three tools of another reworded, one tool of it changed again.
     final = copy.deepcopy(entries)
     final_servers = dict(final)[last_file]
-    server_tools = final_servers[0]["tools"][updated_key]["tools"]
+    server_tools = next(s for s in final_servers if _server_key(s) == updated_key)["tools"][updated_key]["tools"]
     for tool in server_tools[:3]:
         tool["description"] = tool.get("description", "") + " Results are paginated; pass the cursor to continue."
     one_tool = server_tools[3] if len(server_tools) > 3 else server_tools[-1]
