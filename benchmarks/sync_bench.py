@@ -84,9 +84,7 @@ def run_case(name: str, files: list[Path], work: Path) -> dict:
         tool["description"] = tool.get("description", "") + " Results are paginated; pass the cursor to continue."
     one_tool = server_tools[3] if len(server_tools) > 3 else server_tools[-1]
     one_tool["description"] = "Looks up the record by its id and returns its status and owner."
-    final_removed = [
-        (p, [s for s in servers if _server_key(s) != removed_key]) for p, servers in final
-    ]
+    final_removed = [(p, [s for s in servers if _server_key(s) != removed_key]) for p, servers in final]
 
     initial_files = _write(work / "initial", without)
     final_files = _write(work / "final", final_removed)

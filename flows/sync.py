@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from prefect import flow
 from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg.embeddings import Embedder
@@ -37,7 +38,7 @@ from toolkg.errors import UsageError
 from toolkg.extractors.inference import InferredEdge, infer_dependencies
 from toolkg.extractors.ingest import ingest_manifest
 from toolkg.extractors.links import ToolLink, structural_links, tool_text
-from toolkg.extractors.reading import fingerprint_file
+from toolkg.extractors.reading import discover, fingerprint_file
 from toolkg.extractors.semantic import extraction_triples, make_extractor
 from toolkg.extractors.structural import NameIndex, extract_structure
 from toolkg.extractors.triples import ExtractionFailure
@@ -55,6 +56,7 @@ from toolkg.store.dependencies import (
     stored_tools,
 )
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.snapshots import publish_snapshot
 from toolkg.store.validation import Validator
 
 
@@ -292,3 +294,39 @@ def read_manifest(path: str | Path, format: str | None = None, server: str | Non
         reasons = "; ".join(q.reason for q in result.quarantined) or "unreadable"
         raise UsageError(f"{path}: {reasons}")
     return result.manifest
+
+
+@flow(name="toolkg-sync", log_prints=True, validate_parameters=False)
+def sync_servers(paths: list[str], store_dir: str, servers: list[str], links: bool = True) -> list[SyncResult]:
+    """`toolkg build PATH... --only SERVER`: sync just these servers from the manifests under ``paths``
+    (a server no manifest defines any more is removed), then publish a snapshot for the endpoint."""
+    wanted = dict.fromkeys(servers)
+    found: dict[str, tuple[Server, Manifest]] = {}
+    for path in discover(paths):
+        manifest = read_manifest(path)
+        for server in manifest.servers:
+            if server.id in wanted:
+                found[server.id] = (server, manifest)
+    results = []
+    with ToolStore(store_dir) as store:
+        stored = {r["id"].value for r in store.select("SELECT ?id WHERE { ?s a tk:Server ; tk:identifier ?id }")}
+        if unknown := [s for s in wanted if s not in found and s not in stored]:  # before anything is written
+            raise UsageError(f"--only {', '.join(unknown)}: no manifest under the paths defines it, nor does the store")
+        with CatalogSync(store, links=links) as sync:
+            for server_id in wanted:
+                if server_id in found:
+                    server, manifest = found[server_id]
+                    results.append(sync.upsert_server(server, manifest.path, manifest.format))
+                else:
+                    results.append(sync.remove_server(server_id))
+        publish_snapshot(store, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-sync-") + uuid.uuid4().hex[:6])
+    return results
+
+
+def format_result(r: SyncResult) -> str:
+    line = (
+        f"{r.operation} {r.target}: {len(r.tools_changed)} tool(s) changed, {r.neighbourhood} consumer(s) re-inferred, "
+        f"{r.triples_deleted} triples deleted / {r.triples_inserted} inserted, dependency edges +{r.edges_added}"
+        f"/-{r.edges_removed}, links +{r.links_added}/-{r.links_removed} in {r.seconds:.2f}s"
+    )
+    return "\n".join([line, *(f"  - quarantined: {q}" for q in r.quarantined)])

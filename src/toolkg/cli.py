@@ -89,6 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="ignore the manifests' declared dependencies (to evaluate inference against them)",
     )
+    build.add_argument(
+        "--only",
+        action="append",
+        metavar="SERVER",
+        help="sync just this server (repeatable): its graph diff and its dependency neighbourhood, nothing else; "
+        "a server no manifest under PATHs defines any more is removed",
+    )
     build.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     build.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
 
@@ -217,6 +224,8 @@ def cmd_build(args: argparse.Namespace) -> int:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if args.verbose else "CRITICAL")
     started = time.perf_counter()
+    if args.only:
+        return cli_ops.build_only(args, started)
     from toolkg.flows.build import build_catalog
 
     summary = build_catalog(

@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from toolkg.summary import EXIT_OK
+from toolkg.summary import EXIT_OK, EXIT_QUARANTINED
 
 
 def add_parsers(sub, add_store: Callable[[argparse.ArgumentParser], None]) -> dict[str, Callable]:
@@ -33,7 +33,64 @@ def add_parsers(sub, add_store: Callable[[argparse.ArgumentParser], None]) -> di
     add_store(report)
     report.add_argument("--run", metavar="RUN_ID", help="the run (default: the latest; see <store>/runs)")
     report.add_argument("-o", "--output", metavar="FILE", help="default <store>/runs/<run>/report.html")
-    return {"serve": cmd_serve, "report": cmd_report}
+    schedule = sub.add_parser(
+        "schedule",
+        help="run the build on a schedule as a Prefect deployment (needs a Prefect server)",
+        description="Register the build of PATH... as a Prefect deployment 'toolkg-build/NAME' with a cron schedule "
+        "and serve it: this process runs each scheduled run (and each manual one: prefect deployment run "
+        "'toolkg-build/NAME') until stopped. Needs a real Prefect server (prefect server start) and "
+        "PREFECT_API_URL pointing at it; the temporary server 'toolkg build' uses cannot keep schedules.",
+    )
+    schedule.add_argument("paths", nargs="+", metavar="PATH", help="catalog files or folders to build")
+    add_store(schedule)
+    schedule.add_argument("--cron", required=True, help="cron expression, e.g. '0 * * * *' (hourly)")
+    schedule.add_argument("--name", default="catalog", help="deployment name (default: catalog)")
+    schedule.add_argument("--prune", action="store_true", help="retract manifests no longer under PATHs on each run")
+    schedule.add_argument("--no-links", dest="links", action="store_false", help="skip the structural links")
+    return {"serve": cmd_serve, "report": cmd_report, "schedule": cmd_schedule}
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from toolkg.errors import ConfigError, UsageError
+    from toolkg.extractors.reading import discover
+
+    if not os.environ.get("PREFECT_API_URL"):
+        raise ConfigError(
+            "toolkg schedule needs a Prefect server: run 'prefect server start' and set "
+            "PREFECT_API_URL=http://127.0.0.1:4200/api"
+        )
+    if not discover(args.paths):
+        raise UsageError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(args.paths)}")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from prefect.deployments.runner import EntrypointType
+
+    from toolkg.flows.build import build_catalog
+
+    parameters = {
+        "paths": [str(Path(p).resolve()) for p in args.paths],
+        "store_dir": str(Path(args.store).resolve()),
+        "prune": args.prune,
+        "links": args.links,
+    }
+    print(
+        f"serving deployment 'toolkg-build/{args.name}' (cron '{args.cron}') from {os.environ['PREFECT_API_URL']}; "
+        f"run it now with: prefect deployment run 'toolkg-build/{args.name}'; Ctrl-C stops serving",
+        file=sys.stderr,
+        flush=True,
+    )
+    build_catalog.serve(
+        name=args.name,
+        cron=args.cron,
+        parameters=parameters,
+        description=f"toolkg build of {', '.join(parameters['paths'])} into {parameters['store_dir']}",
+        tags=["toolkg"],
+        entrypoint_type=EntrypointType.MODULE_PATH,
+        print_starting_message=False,
+    )
+    return EXIT_OK
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -68,3 +125,34 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.server_close()
         server.endpoint.close()
     return EXIT_OK
+
+
+def build_only(args: argparse.Namespace, started: float) -> int:
+    """`toolkg build PATH... --only SERVER`: incremental sync of those servers (flows/sync.py)."""
+    import time
+    from pathlib import Path
+
+    from toolkg.errors import StoreError, UsageError
+    from toolkg.flows.sync import format_result, sync_servers
+
+    clashing = [
+        flag
+        for flag, on in (
+            ("--prune", args.prune),
+            ("--force", args.force),
+            ("--extractor llm", args.extractor == "llm"),
+            ("--confirm-deps", args.confirm_deps),
+            ("--hide-declared", args.hide_declared),
+            ("--no-infer", not args.infer),
+        )
+        if on
+    ]
+    if clashing:
+        raise UsageError(f"--only syncs servers with the offline extractor; it cannot go with {', '.join(clashing)}")
+    if not (Path(args.store) / "oxigraph").exists():
+        raise StoreError(f"no toolkg store at {args.store}: --only updates a built store (build it first)")
+    results = sync_servers(paths=list(args.paths), store_dir=args.store, servers=args.only, links=args.links)
+    for result in results:
+        print(format_result(result))
+    print(f"  wall time: {time.perf_counter() - started:.2f}s")
+    return EXIT_QUARANTINED if any(r.quarantined for r in results) else EXIT_OK

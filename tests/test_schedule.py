@@ -1,0 +1,127 @@
+"""Scheduled ingestion against a real Prefect server: `toolkg schedule` registers a cron deployment,
+and a run of it builds the catalog.
+
+The server is the real one users run (`prefect server start`), on a free loopback port with its own
+PREFECT_HOME, started once for this module (about 15 s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CASES, TOOLKG
+from tests.endpoint_helpers import free_port
+
+PREFECT = Path(sys.executable).with_name("prefect")
+
+
+def _post(url: str, body: dict) -> object:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture(scope="module")
+def prefect_server(tmp_path_factory):
+    home = tmp_path_factory.mktemp("prefect-server-home")
+    port = free_port()
+    env = {**os.environ, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.pop("PREFECT_API_URL", None)
+    log = open(home / "server.log", "w")  # noqa: SIM115
+    server = subprocess.Popen(
+        [str(PREFECT), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    api = f"http://127.0.0.1:{port}/api"
+    deadline = time.monotonic() + 120
+    while True:
+        assert server.poll() is None, (home / "server.log").read_text()[-2000:]
+        try:
+            with urllib.request.urlopen(api + "/health", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "prefect server start did not answer in 120 s"
+        time.sleep(0.5)
+    yield api, {**env, "PREFECT_API_URL": api, "PREFECT_LOGGING_LEVEL": "WARNING"}
+    server.terminate()
+    server.wait(30)
+    log.close()
+
+
+def test_schedule_registers_a_cron_deployment_and_a_run_builds(prefect_server, tmp_path):
+    api, env = prefect_server
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    shutil.copy(CASES / "inference" / "shop.json", folder / "shop.json")
+    store = tmp_path / "store"
+    serving = subprocess.Popen(
+        [
+            str(TOOLKG),
+            "schedule",
+            str(folder),
+            "--store",
+            str(store),
+            "--cron",
+            "0 3 * * *",
+            "--name",
+            "nightly",
+            "--no-links",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert serving.poll() is None, serving.stderr.read()
+            found = _post(api + "/deployments/filter", {"deployments": {"name": {"any_": ["nightly"]}}})
+            if found:
+                break
+            assert time.monotonic() < deadline, "the deployment was not registered"
+            time.sleep(1)
+        (deployment,) = found
+        assert [s["schedule"]["cron"] for s in deployment["schedules"]] == ["0 3 * * *"]
+        assert deployment["parameters"]["store_dir"] == str(store.resolve())
+
+        # A manual run of the deployment (what the cron fires) is picked up by the serving process.
+        run = subprocess.run(
+            [str(PREFECT), "deployment", "run", "toolkg-build/nightly", "--watch", "--watch-timeout", "300"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=360,
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "Completed" in run.stdout + run.stderr
+        stats = subprocess.run(
+            [str(TOOLKG), "stats", "--store", str(store), "--json"], capture_output=True, text=True, env=env
+        )
+        assert json.loads(stats.stdout)["totals"]["tools"] == 20
+    finally:
+        serving.terminate()
+        serving.wait(30)
+
+
+def test_schedule_without_a_server_says_what_to_do(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    result = subprocess.run(
+        [str(TOOLKG), "schedule", str(CASES), "--cron", "0 * * * *"], capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 2 and "prefect server start" in result.stderr and result.stderr.count("\n") == 1
