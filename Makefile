@@ -35,6 +35,7 @@ bench: $(STAMP)  ## build (sample catalogs, synthetic 10k and 100k tools), extra
 	$(BIN)/python benchmarks/extraction_bench.py
 	$(BIN)/python benchmarks/inference_bench.py
 	$(BIN)/python benchmarks/retrieval_bench.py
+	$(BIN)/python benchmarks/sync_bench.py
 
 clean:
 	rm -rf .toolkg benchmarks/results
