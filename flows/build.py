@@ -448,6 +448,6 @@ def _run(
     store.flush()
     summary.totals = totals(store)
     # The endpoint serves snapshots, never the live database: publish one when the graph changed.
-    if loaded or gone or infer or link or current_snapshot(store.directory) is None:
+    if not store.remote and (loaded or gone or infer or link or current_snapshot(store.directory) is None):
         summary.snapshot = publish_snapshot(store, summary.run_id).name
     summary.add_time("load", time.perf_counter() - clock)

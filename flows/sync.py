@@ -319,7 +319,8 @@ def sync_servers(paths: list[str], store_dir: str, servers: list[str], links: bo
                     results.append(sync.upsert_server(server, manifest.path, manifest.format))
                 else:
                     results.append(sync.remove_server(server_id))
-        publish_snapshot(store, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-sync-") + uuid.uuid4().hex[:6])
+        if not store.remote:
+            publish_snapshot(store, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-sync-") + uuid.uuid4().hex[:6])
     return results
 
 

@@ -29,6 +29,7 @@ from toolkg import PIPELINE_VERSION
 from toolkg.errors import StoreError, StoreLockedError
 from toolkg.ontology import PREFIXES, PROV, RDF, SPARQL_PREFIXES, TK, ontology_version
 from toolkg.store import iris
+from toolkg.store.remote import CONFIG_FILE, RemoteBackend, remote_config
 
 # Prefixes for output meant for people (exports, tables): the vocabularies plus toolkg's own ids.
 DISPLAY_PREFIXES = {**PREFIXES, "id": iris.BASE}
@@ -56,6 +57,11 @@ class ToolStore:
         self.directory = Path(directory)
         self.database = self.directory / "oxigraph"
         self.read_only = read_only
+        config = remote_config(self.directory)
+        self.remote = config is not None
+        if config is not None:  # the graph lives on a SPARQL server (store/remote.py)
+            self._store = RemoteBackend(config)
+            return
         if read_only:
             if not self.database.exists():
                 raise StoreError(f"no toolkg store at {self.directory} (run 'toolkg build' first)")
@@ -71,11 +77,16 @@ class ToolStore:
                 ) from None
             raise
 
+    @staticmethod
+    def exists(directory: str | Path) -> bool:
+        """A built on-disk store, or a directory pointing at a SPARQL server."""
+        return (Path(directory) / "oxigraph").exists() or (Path(directory) / CONFIG_FILE).exists()
+
     @classmethod
     def open_snapshot(cls, snapshot: Path) -> ToolStore:
         """A published snapshot (store/snapshots.py), read-only: safe beside a running build."""
         store = cls.__new__(cls)
-        store.directory, store.database, store.read_only = snapshot.parent.parent, snapshot, True
+        store.directory, store.database, store.read_only, store.remote = snapshot.parent.parent, snapshot, True, False
         store._store = Store.read_only(str(snapshot))
         return store
 
@@ -232,6 +243,8 @@ class ToolStore:
     def replace_graph(self, graph: NamedNode, triples: Sequence[Triple]) -> None:
         """Swap a whole named graph in one transaction (catalog-wide graphs rebuilt on every run)."""
         body = "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in triples)
+        if self.remote and self._store.replace_graph(graph, body):  # Graph Store protocol PUT
+            return
         self.update(f"DROP SILENT GRAPH {graph} ; INSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
 
     def patch(

@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _open_store(directory: str, *, create: bool = False):
     from toolkg.store.oxigraph_store import ToolStore
 
-    if not create and not (Path(directory) / "oxigraph").exists():
+    if not create and not ToolStore.exists(directory):
         raise StoreError(f"no toolkg store at {directory} (run 'toolkg build PATH... --store {directory}' first)")
     return ToolStore(directory)
 

@@ -130,7 +130,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def build_only(args: argparse.Namespace, started: float) -> int:
     """`toolkg build PATH... --only SERVER`: incremental sync of those servers (flows/sync.py)."""
     import time
-    from pathlib import Path
 
     from toolkg.errors import StoreError, UsageError
     from toolkg.flows.sync import format_result, sync_servers
@@ -149,7 +148,9 @@ def build_only(args: argparse.Namespace, started: float) -> int:
     ]
     if clashing:
         raise UsageError(f"--only syncs servers with the offline extractor; it cannot go with {', '.join(clashing)}")
-    if not (Path(args.store) / "oxigraph").exists():
+    from toolkg.store.oxigraph_store import ToolStore
+
+    if not ToolStore.exists(args.store):
         raise StoreError(f"no toolkg store at {args.store}: --only updates a built store (build it first)")
     results = sync_servers(paths=list(args.paths), store_dir=args.store, servers=args.only, links=args.links)
     for result in results:
