@@ -33,6 +33,7 @@ from toolkg.extractors.links import structural_links, tool_text
 from toolkg.extractors.reading import discover, fingerprint_file
 from toolkg.extractors.semantic import SemanticExtractor, make_extractor, with_extractions
 from toolkg.extractors.structural import NameIndex, extract_structure
+from toolkg.flows.scale import DEFAULT_WORKERS, fan_out
 from toolkg.models import Manifest, ManifestFile, QuarantinedItem, Tool
 from toolkg.store import iris
 from toolkg.store.dependencies import (
@@ -151,6 +152,7 @@ class CatalogStages:
     infer: bool = True
     links: bool = True
     confirmer: DependencyConfirmer | None = None  # an LLM reviews inferred edges
+    dask: bool = False  # extraction fans out over the flow's Dask task runner (flows/scale.py)
 
 
 def make_confirmer(store_dir: str, llm_config: str | None) -> DependencyConfirmer:
@@ -199,6 +201,37 @@ def ingest_batch(
     return out
 
 
+def transform_manifests(
+    manifests: Sequence[Manifest], index: NameIndex, validator: Validator, extractor: SemanticExtractor, run_id: str
+) -> tuple[list, dict[str, float]]:
+    """Structural and semantic extraction, canonicalization and SHACL validation of a batch;
+    returns [(extracted, problems)] per manifest and the seconds spent per stage."""
+    run = iris.run_iri(run_id)
+    timings: Counter[str] = Counter()
+    started = time.perf_counter()
+    # The whole batch goes to the extractor at once, so the LLM extractor can keep its
+    # max_concurrency requests in flight across manifests of a few tools each.
+    items = [(tool, server) for m in manifests for server in m.servers for tool in server.tools]
+    results = extractor.extract_many(items, run_id)
+    timings["extract-semantic"] += time.perf_counter() - started
+    out = []
+    offset = 0
+    for manifest in manifests:
+        started = time.perf_counter()
+        extracted = extract_structure(manifest, index)
+        extracted = with_extractions(extracted, results[offset : offset + manifest.tool_count], run)
+        offset += manifest.tool_count
+        timings["extract"] += time.perf_counter() - started
+        started = time.perf_counter()
+        extracted = canonicalize_manifest(extracted)
+        timings["canonicalize"] += time.perf_counter() - started
+        started = time.perf_counter()
+        extracted, rejected = validator.validate(extracted)
+        timings["validate"] += time.perf_counter() - started
+        out.append((extracted, [*extracted.quarantined, *rejected]))
+    return out, dict(timings)
+
+
 @task(name="extract-canonicalize-validate", cache_policy=NO_CACHE, persist_result=False)
 def transform_batch(
     manifests: Sequence[Manifest],
@@ -207,29 +240,9 @@ def transform_batch(
     extractor: SemanticExtractor,
     summary: BuildSummary,
 ):
-    """Structural and semantic extraction, canonicalization and SHACL validation of a batch."""
-    run = iris.run_iri(summary.run_id)
-    started = time.perf_counter()
-    # The whole batch goes to the extractor at once, so the LLM extractor can keep its
-    # max_concurrency requests in flight across manifests of a few tools each.
-    items = [(tool, server) for m in manifests for server in m.servers for tool in server.tools]
-    results = extractor.extract_many(items, summary.run_id)
-    summary.add_time("extract-semantic", time.perf_counter() - started)
-    out = []
-    offset = 0
-    for manifest in manifests:
-        started = time.perf_counter()
-        extracted = extract_structure(manifest, index)
-        extracted = with_extractions(extracted, results[offset : offset + manifest.tool_count], run)
-        offset += manifest.tool_count
-        summary.add_time("extract", time.perf_counter() - started)
-        started = time.perf_counter()
-        extracted = canonicalize_manifest(extracted)
-        summary.add_time("canonicalize", time.perf_counter() - started)
-        started = time.perf_counter()
-        extracted, rejected = validator.validate(extracted)
-        summary.add_time("validate", time.perf_counter() - started)
-        out.append((extracted, [*extracted.quarantined, *rejected]))
+    out, timings = transform_manifests(manifests, index, validator, extractor, summary.run_id)
+    for stage, seconds in timings.items():
+        summary.add_time(stage, seconds)
     return out
 
 
@@ -268,6 +281,7 @@ def build_catalog(
     hide_declared: bool = False,
     links: bool = True,
     confirm_deps: bool = False,
+    dask: bool = False,
 ) -> BuildSummary:
     """Build (or incrementally update) the knowledge graph in ``store_dir`` from manifest ``paths``.
 
@@ -291,7 +305,9 @@ def build_catalog(
     store = ToolStore(store_dir)
     clock = time.perf_counter()
     try:
-        stages = CatalogStages(infer=infer, links=links, confirmer=confirmer)
+        if dask and semantic.name != "offline":
+            raise UsageError("--dask fans out the offline extractor; the LLM extractor is concurrent in-process")
+        stages = CatalogStages(infer=infer, links=links, confirmer=confirmer, dask=dask)
         _run(store, paths, options, semantic, prune, force, batch_size, summary, stages)
     finally:
         summary.extraction = semantic.usage()
@@ -336,6 +352,18 @@ def _load(
     if r.file.path not in summary.reprocessed:
         (summary.changed if r.file.path in records else summary.new).append(r.file.path)
     return True
+
+
+def _in_process(batches: list, index: NameIndex, extractor: SemanticExtractor, summary: BuildSummary):
+    with Validator() as validator:
+        while batches:
+            batch = batches.pop(0)
+            yield (
+                batch,
+                transform_batch(
+                    quote([r.manifest for r in batch]), quote(index), quote(validator), quote(extractor), quote(summary)
+                ),
+            )
 
 
 def _run(
@@ -393,20 +421,22 @@ def _run(
 
     loaded = 0
     used = [r.file for r in manifests]
-    batches = list(_tool_batches(manifests, BATCH_TOOLS))
+    size = BATCH_TOOLS
+    if stages.dask:  # smaller batches, so that every worker gets some (at least four batches when possible)
+        size = max(1, min(BATCH_TOOLS, sum(r.manifest.tool_count for r in manifests) // (2 * DEFAULT_WORKERS)))
+    batches = list(_tool_batches(manifests, size))
     del parsed, manifests  # from here each batch's models are released once it is loaded
-    with Validator() as validator:
-        while batches:
-            batch = batches.pop(0)
-            transformed = transform_batch(
-                quote([r.manifest for r in batch]), quote(index), quote(validator), quote(extractor), quote(summary)
-            )
-            for r, (extracted, problems) in zip(batch, transformed, strict=True):
-                summary.quarantined += problems
-                if _load(store, r, extracted, options, records, owners, summary):
-                    loaded += 1
-            del transformed, batch
-            progress.report("build", loaded, len(used))
+    if stages.dask:  # batches fan out over the Dask cluster; each loads here as it comes back
+        transformed_batches = fan_out(batches, index, summary, extractor)
+    else:
+        transformed_batches = _in_process(batches, index, extractor, summary)
+    for batch, transformed in transformed_batches:
+        for r, (extracted, problems) in zip(batch, transformed, strict=True):
+            summary.quarantined += problems
+            if _load(store, r, extracted, options, records, owners, summary):
+                loaded += 1
+        del transformed, batch
+        progress.report("build", loaded, len(used))
 
     clock = time.perf_counter()
     for rec in gone:

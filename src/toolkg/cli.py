@@ -96,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="sync just this server (repeatable): its graph diff and its dependency neighbourhood, nothing else; "
         "a server no manifest under PATHs defines any more is removed",
     )
+    build.add_argument(
+        "--dask",
+        metavar="local[:N]|tcp://HOST:PORT",
+        help="fan extraction out over a Dask cluster: a local one of N workers (default 2) or a running scheduler",
+    )
     build.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     build.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
 
@@ -228,6 +233,12 @@ def cmd_build(args: argparse.Namespace) -> int:
         return cli_ops.build_only(args, started)
     from toolkg.flows.build import build_catalog
 
+    if args.dask:
+        if args.extractor != "offline":
+            raise UsageError("--dask fans out the offline extractor; the LLM extractor is concurrent in-process")
+        from toolkg.flows.scale import dask_task_runner
+
+        build_catalog = build_catalog.with_options(task_runner=dask_task_runner(args.dask))
     summary = build_catalog(
         paths=[str(p) for p in args.paths],
         store_dir=args.store,
@@ -241,6 +252,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         hide_declared=args.hide_declared,
         links=args.links,
         confirm_deps=args.confirm_deps,
+        dask=bool(args.dask),
     )
     wall = time.perf_counter() - started
     pipeline = summary.pipeline_seconds
@@ -334,52 +346,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _resolve_tool(store, name: str) -> str:
-    from pyoxigraph import Literal
-
-    if "::" in name:
-        return name
-    rows = store.select(
-        "SELECT ?id ?name WHERE { ?t a tk:Tool ; tk:name ?name ; tk:identifier ?id }", {"name": Literal(name)}
-    )
-    ids = sorted({r["id"].value for r in rows})
-    if len(ids) != 1:
-        found = ", ".join(ids) if ids else "none"
-        raise UsageError(f"--tool {name!r} must name exactly one tool (found: {found}); use server::tool")
-    return ids[0]
-
-
-def cmd_deps(args: argparse.Namespace) -> int:
-    import json
-
-    from toolkg.store.dependencies import dependency_rows, link_rows, transitive_dependencies
-
-    store = _open_store(args.store)
-    tool = _resolve_tool(store, args.tool) if args.tool else None
-    rows = dependency_rows(store, tool)
-    closure = transitive_dependencies(store, tool) if tool else None
-    links = link_rows(store, tool) if args.links else None
-    if args.json:
-        extra = ({"transitive": closure} if tool else {}) | ({"links": links} if args.links else {})
-        print(json.dumps({"edges": rows, **extra}, indent=2, ensure_ascii=False))
-        return EXIT_OK
-    if tool and not rows:
-        print(f"{tool}: no dependency edges")
-    for r in rows:
-        via = f" via {r['parameter']}" if r["parameter"] else ""
-        confidence = f"{r['confidence']:.2f}" if r["confidence"] is not None else "-"
-        print(f"{r['consumer']} -> {r['producer']}  {r['kind']}{via}  [{r['basis']} {confidence}]  {r['evidence']}")
-    if tool:
-        print(f"{tool} depends transitively on {len(closure)} tool(s): {', '.join(closure) or '-'}")
-    else:
-        print(f"{len(rows)} edge(s)", file=sys.stderr)
-    for link in links or ():
-        print(f"{link['source']} ~ {link['target']}  {link['kind']}  [{link['score']:.2f}]  {link['evidence']}")
-    if links is not None and not tool:
-        print(f"{len(links)} link(s)", file=sys.stderr)
-    return EXIT_OK
-
-
 def _open_index(directory: str):
     from toolkg.retrieval import Index
 
@@ -464,7 +430,7 @@ COMMANDS = {
     "query": cmd_query,
     "export": cmd_export,
     "stats": cmd_stats,
-    "deps": cmd_deps,
+    "deps": cli_ops.cmd_deps,
     "retrieve": cmd_retrieve,
     "eval": cmd_eval,
 }

@@ -157,3 +157,52 @@ def build_only(args: argparse.Namespace, started: float) -> int:
         print(format_result(result))
     print(f"  wall time: {time.perf_counter() - started:.2f}s")
     return EXIT_QUARANTINED if any(r.quarantined for r in results) else EXIT_OK
+
+
+def _resolve_tool(store, name: str) -> str:
+    from pyoxigraph import Literal
+
+    from toolkg.errors import UsageError
+
+    if "::" in name:
+        return name
+    rows = store.select(
+        "SELECT ?id ?name WHERE { ?t a tk:Tool ; tk:name ?name ; tk:identifier ?id }", {"name": Literal(name)}
+    )
+    ids = sorted({r["id"].value for r in rows})
+    if len(ids) != 1:
+        found = ", ".join(ids) if ids else "none"
+        raise UsageError(f"--tool {name!r} must name exactly one tool (found: {found}); use server::tool")
+    return ids[0]
+
+
+def cmd_deps(args: argparse.Namespace) -> int:
+    import json
+
+    from toolkg.cli import _open_store
+    from toolkg.store.dependencies import dependency_rows, link_rows, transitive_dependencies
+
+    store = _open_store(args.store)
+    tool = _resolve_tool(store, args.tool) if args.tool else None
+    rows = dependency_rows(store, tool)
+    closure = transitive_dependencies(store, tool) if tool else None
+    links = link_rows(store, tool) if args.links else None
+    if args.json:
+        extra = ({"transitive": closure} if tool else {}) | ({"links": links} if args.links else {})
+        print(json.dumps({"edges": rows, **extra}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if tool and not rows:
+        print(f"{tool}: no dependency edges")
+    for r in rows:
+        via = f" via {r['parameter']}" if r["parameter"] else ""
+        confidence = f"{r['confidence']:.2f}" if r["confidence"] is not None else "-"
+        print(f"{r['consumer']} -> {r['producer']}  {r['kind']}{via}  [{r['basis']} {confidence}]  {r['evidence']}")
+    if tool:
+        print(f"{tool} depends transitively on {len(closure)} tool(s): {', '.join(closure) or '-'}")
+    else:
+        print(f"{len(rows)} edge(s)", file=sys.stderr)
+    for link in links or ():
+        print(f"{link['source']} ~ {link['target']}  {link['kind']}  [{link['score']:.2f}]  {link['evidence']}")
+    if links is not None and not tool:
+        print(f"{len(links)} link(s)", file=sys.stderr)
+    return EXIT_OK

@@ -59,6 +59,7 @@ class BuildSummary(BaseModel):
     confirmation: dict[str, object] = Field(default_factory=dict)  # LLM review of inferred edges
     links: dict[str, int] = Field(default_factory=dict)  # structural links by type, total, texts embedded
     canonical: dict[str, object] = Field(default_factory=dict)  # entities, fuzzy clusters, largest clusters
+    workers: list[str] = Field(default_factory=list)  # Dask worker processes that ran extraction (--dask)
     snapshot: str = ""  # the read-only snapshot published for the endpoint (snapshots/<name>)
 
     @property
@@ -120,6 +121,8 @@ class BuildSummary(BaseModel):
                 + (f" ({kinds})" if kinds else "")
                 + f"; {self.links.get('embedded', 0)} descriptions embedded (rest cached)"
             )
+        if self.workers:
+            lines.append(f"extraction fanned out over {len(self.workers)} Dask worker process(es)")
         if self.snapshot:
             lines.append(f"snapshot for 'toolkg serve': snapshots/{self.snapshot}")
         timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items())
