@@ -130,6 +130,7 @@ def run_case(name: str, files: list[Path], work: Path) -> dict:
                 "triples_written": op.triples_deleted + op.triples_inserted,
                 "edges": f"+{op.edges_added}/-{op.edges_removed}",
                 "links": f"+{op.links_added}/-{op.links_removed}",
+                "stage_seconds": op.stage_seconds,
             }
         )
     return {
@@ -194,7 +195,8 @@ def print_case(r: dict) -> None:
         met = "met" if op["speedup"] and op["speedup"] >= TARGET_SPEEDUP else "SHORT"
         print(
             f"{op['operation']:<15} {op['seconds']:>8.3f} {op['speedup']:>7.1f}x {met:>7} {op['tools_changed']:>6} "
-            f"{op['neighbourhood']:>6} {op['triples_written']:>8}  {op['edges']} / {op['links']}"
+            f"{op['neighbourhood']:>6} {op['triples_written']:>8}  {op['edges']} / {op['links']}  "
+            + " ".join(f"{k} {v:.3f}" for k, v in op["stage_seconds"].items())
         )
     print(
         f"against a rebuild of the final catalog: {r['edges_differing_from_rebuild']} of {r['edges_in_rebuild']} "

@@ -41,7 +41,7 @@ from functools import lru_cache
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from toolkg.extractors.lexicon import GENERIC_NOUNS, GENERIC_PARAMETERS, PHRASAL_VERBS, VERB_CAPABILITY
+from toolkg.extractors.lexicon import GENERIC_NOUNS, GENERIC_PARAMETERS, VERB_CAPABILITY
 from toolkg.extractors.offline import name_action, name_object_words
 from toolkg.extractors.text import lemma, split_identifier
 from toolkg.models import Tool
@@ -56,6 +56,7 @@ DERIVABLE = {
     "time": {"hour", "minute"},
     "location": {"latitude", "longitude", "lat", "lon", "lng", "coordinate", "region", "place"},
 }
+_DERIVERS = {child: parent for parent, children in DERIVABLE.items() for child in children}
 # What authenticating produces, whatever the service.
 SESSION_WORDS = frozenset({"session", "token", "auth", "credential", "cookie"})
 GENERIC_KEYS = GENERIC_NOUNS | GENERIC_PARAMETERS | IDENTIFIER_SUFFIXES | CONTEXT_WORDS
@@ -66,13 +67,6 @@ CONNECTIVITY_WORDS = frozenset({"connectivity", "internet", "network", "online",
 LOCAL_CAPABILITIES = frozenset({"compute", "convert", "analyze"})
 
 # "<value> obtained after logging into Acme": where a description says a value comes from.
-MENTION = re.compile(
-    r"\b(?:returned|obtained|produced|generated|retrieved|received|acquired|created|issued|output)\s+"
-    r"(?:by|from|after|via|through|using|with|when)\s+(?:(?:calling|using|running|invoking|the|a|an)\s+)*"
-    r"(?P<ref>[^.;:,()]{1,80})",
-    re.I,
-)
-MENTION_NOISE = frozenset("user users caller client you human customer input default setting".split())
 
 PARAMETER_DIRECT = "parameterDirectlyDependsOn"
 PARAMETER_INDIRECT = "parameterIndirectlyDependsOn"
@@ -199,6 +193,8 @@ def infer_dependencies(
     re-infers a neighbourhood; the catalog still decides namespaces and candidates). Without
     ``sparsify`` every candidate edge is returned, which is how sync finds that neighbourhood.
     """
+    from toolkg.extractors.mentions import mention_edges  # that rule module builds on this one's profiles
+
     options = options or InferenceOptions()
     profiles = [profile(t) for t in tools]
     _assign_namespaces(profiles, options)
@@ -207,7 +203,7 @@ def infer_dependencies(
     edges += _namespace_auth_edges(profiles)
     edges += _precondition_edges(profiles)
     edges += _connectivity_edges(profiles)
-    edges += _mention_edges(profiles)
+    edges += mention_edges(profiles, consumers)
     edges += _read_before_write_edges(profiles)
     if consumers is not None or producers is not None:
         edges = [
@@ -232,20 +228,16 @@ def _parameter_edges(
             continue
         for offer in offers(p):
             by_head[offer.key[-1]].append((p, offer))
-    derivers = {child: parent for parent, children in DERIVABLE.items() for child in children}
     edges = []
     for consumer in profiles:
         if consumers is not None and consumer.tool.id not in consumers:
             continue
         for param in consumer.tool.parameters:
-            words = split_identifier(param.name)
-            if not words or not is_informative(canonical_key(words)):
+            words, heads = _parameter_heads(param.name)
+            if not heads or not heads & by_head.keys():
                 continue
-            heads = {lemma(words[-1]), derivers.get(lemma(words[-1]), "")}
-            if len(words) > 1 and words[-1] in IDENTIFIER_SUFFIXES:
-                heads.add(lemma(words[-2]))
             scored = []
-            for head in heads - {""}:
+            for head in heads:
                 for producer, offer in by_head.get(head, ()):
                     if producer is consumer or (producer.namespace and not producer.namespace & consumer.namespace):
                         continue  # a service's own tools feed that service only
@@ -267,6 +259,18 @@ def _parameter_edges(
                     )
                 )
     return edges
+
+
+@lru_cache(maxsize=250_000)
+def _parameter_heads(name: str) -> tuple[list[str], frozenset[str]]:
+    """A parameter name's words and the offer heads it can meet (none when uninformative)."""
+    words = split_identifier(name)
+    if not words or not is_informative(canonical_key(words)):
+        return words, frozenset()
+    heads = {lemma(words[-1]), _DERIVERS.get(lemma(words[-1]), "")}
+    if len(words) > 1 and words[-1] in IDENTIFIER_SUFFIXES:
+        heads.add(lemma(words[-2]))
+    return words, frozenset(heads - {""})
 
 
 def _assign_namespaces(profiles: list[_Profile], options: InferenceOptions) -> None:
@@ -382,6 +386,11 @@ def _state_key(p: _Profile) -> tuple[str, ...]:
     return canonical_key(w for w in p.object_words if w not in STATUS_WORDS and w not in CONTEXT_WORDS)
 
 
+def _near(p: _Profile, q: _Profile) -> bool:
+    """Same server, or the same service namespace: where a description's words are meant."""
+    return p.tool.server_id == q.tool.server_id or bool(p.namespace & q.namespace)
+
+
 def _read_before_write_edges(profiles: list[_Profile]) -> list[InferredEdge]:
     getters: dict[tuple[str, ...], list[_Profile]] = defaultdict(list)
     for p in profiles:
@@ -399,75 +408,6 @@ def _read_before_write_edges(profiles: list[_Profile]) -> list[InferredEdge]:
             if getter.is_status_check:
                 evidence = f"when the {state} {getter.tool.name} reports is off, {setter.tool.name} sets it"
                 edges.append(_tool_edge(getter, setter, 0.7, "enable-if-off", evidence, TOOL_INDIRECT))
-    return edges
-
-
-def _resolve_mention(ref: str, consumer: _Profile, by_name: dict[str, list[_Profile]], profiles) -> tuple:
-    """(producer, how) for the tool a mention's words name, or (None, "")."""
-    tokens = re.findall(r"[A-Za-z][\w-]*", ref)
-    if not tokens or tokens[0].lower() in MENTION_NOISE:
-        return None, ""
-    near = [p for p in profiles if p is not consumer and _near(p, consumer)]
-    for token in tokens[:4]:  # a tool named outright: hash_string, `generate_unique_ID`
-        named = [p for p in by_name.get(token.lower(), ()) if p is not consumer]
-        if named:
-            local = [p for p in named if _near(p, consumer)] or named
-            return (local[0], f"names {local[0].tool.name}") if len(local) == 1 else (None, "")
-    words = [w.lower() for w in tokens]
-    verb = lemma(words[0])
-    capability = VERB_CAPABILITY.get(verb, "")
-    rest = words[1:]
-    if rest and (verb, rest[0]) in PHRASAL_VERBS:
-        capability = VERB_CAPABILITY.get(PHRASAL_VERBS[verb, rest[0]], "")
-        rest = rest[1:]
-    if not capability:
-        return None, ""
-    wanted = {lemma(w) for w in rest if w not in STOP_WORDS and w not in GENERIC_KEYS}
-    scored = []
-    for p in near:
-        if p.capability != capability:
-            continue
-        overlap = len(wanted & ({lemma(w) for w in p.words} | p.namespace))
-        if overlap or not wanted:
-            scored.append((overlap, p))
-    scored.sort(key=lambda x: -x[0])
-    if not scored or (len(scored) > 1 and scored[0][0] == scored[1][0]):
-        return None, ""  # nothing, or nothing to choose between
-    return scored[0][1], f"{capability} {' '.join(sorted(wanted))}".strip()
-
-
-def _near(p: _Profile, q: _Profile) -> bool:
-    """Same server, or the same service namespace: where a description's words are meant."""
-    return p.tool.server_id == q.tool.server_id or bool(p.namespace & q.namespace)
-
-
-def _mention_edges(profiles: list[_Profile]) -> list[InferredEdge]:
-    by_name: dict[str, list[_Profile]] = defaultdict(list)
-    for p in profiles:
-        by_name[p.tool.name.lower()].append(p)
-    edges = []
-    for consumer in profiles:
-        texts = [(q, q.description) for q in consumer.tool.parameters] + [(None, consumer.tool.description)]
-        for param, text in texts:
-            for match in MENTION.finditer(text or ""):
-                producer, how = _resolve_mention(match.group("ref"), consumer, by_name, profiles)
-                if producer is None:
-                    continue
-                if param is None:
-                    kind = TOOL_DIRECT
-                else:
-                    kind = PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT
-                edges.append(
-                    InferredEdge(
-                        consumer=consumer.tool.id,
-                        producer=producer.tool.id,
-                        kind=kind,
-                        parameter=param.name if param else None,
-                        confidence=0.95 if how.startswith("names ") else 0.85,
-                        rule="explicit-mention",
-                        evidence=f"'{' '.join(match.group(0).split())}' ({how})",
-                    )
-                )
     return edges
 
 

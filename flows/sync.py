@@ -57,7 +57,7 @@ from toolkg.store.dependencies import (
 )
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.snapshots import publish_snapshot
-from toolkg.store.validation import Validator
+from toolkg.store.validation import Validator, tool_key
 
 
 @dataclass
@@ -76,6 +76,7 @@ class SyncResult:
     links_added: int = 0
     links_removed: int = 0
     quarantined: list[QuarantinedItem] = field(default_factory=list)
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # graphs, infer, link, write
 
 
 def _signature(tool: Tool) -> tuple:
@@ -199,10 +200,16 @@ class CatalogSync:
         else:
             self.index.add(new, source)
             manifest = Manifest(path=source, sha256="", format=format, servers=(server,))
-            extracted, rejected = self.validator.validate(extract_structure(manifest, self.index))
-            result.quarantined += [*extracted.quarantined, *rejected]
+            extracted = extract_structure(manifest, self.index)
             current = set(self.store.graph_triples(graph))
             wanted = {t for g in extracted.graphs if not g.extraction_of for t in g.triples}
+            # SHACL checks the tools whose triples differ (and the server's own), not the unchanged rest.
+            differing = {tool_key(t.subject) or tool_key(t.object) for t in current ^ wanted}
+            touched = {i for i in new if tool_key(iris.tool_iri_from_id(i)) in differing}
+            extracted, rejected = self.validator.validate(extracted, touched)
+            result.quarantined += [*extracted.quarantined, *rejected]
+            if rejected:
+                wanted = {t for g in extracted.graphs if not g.extraction_of for t in g.triples}
             deletions[graph], insertions[graph] = current - wanted, wanted - current
             todo = [(t, server) for t in server.tools if t.id in changed]
             for (tool, _), extraction in zip(todo, self.extractor.extract_many(todo, run.value), strict=True):
@@ -213,6 +220,7 @@ class CatalogSync:
                 drops.append(g)
                 insertions[g] = set(extraction_triples(extraction, tool, source, run))
 
+        clock = self._lap(result, "graphs", started)
         before = list(self.tools.values())  # edge triples being retracted name parameters as they were
         for i in removed:
             del self.tools[i]
@@ -220,15 +228,24 @@ class CatalogSync:
             self.index.discard(i)
         self.tools.update({i: new[i] for i in changed})
         self._reinfer(changed, removed, before, deletions, insertions, result)
+        clock = self._lap(result, "infer", clock)
         if self.links_on:
             self._relink(changed, removed, deletions, insertions, result)
+        clock = self._lap(result, "link", clock)
         self._mark_owner_stale(server_id, deletions, insertions, graph, server is None)
 
         result.triples_deleted = sum(len(t) for t in deletions.values())
         result.triples_inserted = sum(len(t) for t in insertions.values())
         self.store.patch(deletions, insertions, drops)
+        self._lap(result, "write", clock)
         result.seconds = round(time.perf_counter() - started, 4)
         return result
+
+    @staticmethod
+    def _lap(result: SyncResult, stage: str, since: float) -> float:
+        now = time.perf_counter()
+        result.stage_seconds[stage] = round(now - since, 4)
+        return now
 
     def _reinfer(self, changed: set[str], removed: set[str], before, deletions, insertions, result) -> None:
         touched = changed | removed

@@ -36,7 +36,7 @@ class Violation(BaseModel):
     message: str
 
 
-def _tool_key(term) -> str | None:
+def tool_key(term) -> str | None:
     """'<server>/<tool>' of a tool IRI or of any node minted under it (parameters, outputs...)."""
     if isinstance(term, NamedNode) and term.value.startswith(_TOOL_PREFIX):
         parts = term.value[len(_TOOL_PREFIX) :].split("/", 2)
@@ -61,7 +61,7 @@ def _chunks(triples: Sequence[Triple], size: int) -> list[list[Row]]:
     for t in triples:
         if t.predicate.value not in wanted:
             continue
-        key = _tool_key(t.subject) or _tool_key(t.object)
+        key = tool_key(t.subject) or tool_key(t.object)
         (by_tool[key] if key else shared).append(_row(t))
     chunks: list[list[Row]] = []
     current: list[Row] = []
@@ -106,11 +106,20 @@ class Validator:
             found = [v for chunk in results for v in chunk]
         return sorted({Violation(focus=f, path=p, message=m) for f, p, m in found}, key=lambda v: (v.focus, v.path))
 
-    def validate(self, extracted: ExtractedManifest) -> tuple[ExtractedManifest, list[QuarantinedItem]]:
-        """Withhold the triples of every tool or server that violates a shape; report each one."""
+    def validate(
+        self, extracted: ExtractedManifest, only_tools: set[str] | None = None
+    ) -> tuple[ExtractedManifest, list[QuarantinedItem]]:
+        """Withhold the triples of every tool or server that violates a shape; report each one.
+
+        ``only_tools`` (tool ids) checks just those tools and the server's own triples: incremental
+        sync re-validates what changed, not a server's unchanged tools."""
         # Extraction graphs are not re-checked here: their triples passed the ontology-generated
         # response model (domain, range, closed types) when they were extracted.
-        violations = self.violations([t for g in extracted.graphs if not g.extraction_of for t in g.triples])
+        triples = [t for g in extracted.graphs if not g.extraction_of for t in g.triples]
+        if only_tools is not None:
+            keys = {tool_key(iris.tool_iri_from_id(t)) for t in only_tools}
+            triples = [t for t in triples if (tool_key(t.subject) or tool_key(t.object)) in keys | {None}]
+        violations = self.violations(triples)
         if not violations:
             return extracted, []
         return _withhold(extracted, violations)
@@ -120,11 +129,11 @@ def _withhold(
     extracted: ExtractedManifest, violations: Iterable[Violation]
 ) -> tuple[ExtractedManifest, list[QuarantinedItem]]:
     """Map each violation to the tool (by IRI prefix) or server it concerns and drop those items."""
-    tool_by_key = {_tool_key(iris.tool_iri_from_id(t)): t for g in extracted.graphs for t in g.tool_ids}
+    tool_by_key = {tool_key(iris.tool_iri_from_id(t)): t for g in extracted.graphs for t in g.tool_ids}
     server_nodes = {iris.server_iri(g.server_id).value: g.server_id for g in extracted.graphs}
     reasons: dict[str, set[str]] = defaultdict(set)
     for v in violations:
-        key = _tool_key(NamedNode(v.focus)) if v.focus.startswith(_TOOL_PREFIX) else None
+        key = tool_key(NamedNode(v.focus)) if v.focus.startswith(_TOOL_PREFIX) else None
         owner = server_nodes.get(v.focus) or tool_by_key.get(key) or "?"
         reasons[owner].add(f"{v.message} ({v.path.rsplit('#', 1)[-1] or 'node'})")
     quarantined = [
@@ -138,7 +147,7 @@ def _withhold(
     for g in extracted.graphs:
         if g.server_id in reasons or "?" in reasons or g.extraction_of in reasons:
             continue  # a server-level (or unattributable) violation withholds the whole server graph
-        kept = tuple(t for t in g.triples if (_tool_key(t.subject) or _tool_key(t.object)) not in bad_keys)
+        kept = tuple(t for t in g.triples if (tool_key(t.subject) or tool_key(t.object)) not in bad_keys)
         ids = tuple(t for t in g.tool_ids if t not in reasons)
         graphs.append(g.model_copy(update={"triples": kept, "tool_ids": ids}))
     return extracted.model_copy(update={"graphs": tuple(graphs)}), quarantined
