@@ -88,7 +88,7 @@ def main() -> None:
         results = []
         header = (
             f"{'case':<20} {'tools':>7} {'quads':>9} {'ingest':>7} {'semantic':>8} {'extract':>8} {'validate':>9} "
-            f"{'load':>7} "
+            f"{'load':>7} {'infer':>7} {'link':>7} "
             f"{'pipeline':>9} {'tools/s':>8} {'prefect':>8} {'rerun':>6} {'peak MB':>8} {'workers MB':>10}"
         )
         print(header)
@@ -101,7 +101,8 @@ def main() -> None:
                 f"{name:<20} {r['tools']:>7} {r['quads']:>9} {s.get('ingest', 0):>7.2f} "
                 f"{s.get('extract-semantic', 0):>8.2f} "
                 f"{s.get('extract', 0):>8.2f} "
-                f"{s.get('validate', 0):>9.2f} {s.get('load', 0):>7.2f} {r['pipeline_seconds']:>9.2f} "
+                f"{s.get('validate', 0):>9.2f} {s.get('load', 0):>7.2f} {s.get('infer', 0):>7.2f} "
+                f"{s.get('link', 0):>7.2f} {r['pipeline_seconds']:>9.2f} "
                 f"{r['tools_per_second']:>8.0f} {r['prefect_seconds']:>8.2f} {r['rerun_wall_seconds']:>6.2f} "
                 f"{r['peak_rss_mb']:>8.0f} {r['peak_worker_rss_mb']:>10.0f}",
                 flush=True,
