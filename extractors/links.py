@@ -18,7 +18,7 @@ anything looser connects nearly every pair.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -33,6 +33,7 @@ CO_INVOKED = "coInvokedWith"
 SCHEMA_COMPATIBLE = "schemaCompatibleWith"
 SHARES_PARAMETERS = "sharesParametersWith"
 SYMMETRIC = frozenset({CO_INVOKED, SHARES_PARAMETERS})
+MAX_HOLDERS = 200  # a parameter name more tools than this share links nobody (pairs would go quadratic)
 
 
 @dataclass(frozen=True)
@@ -80,75 +81,127 @@ def _inverted(names: dict[str, set[str]]) -> dict[str, set[str]]:
 def _cap(links: list[ToolLink], per_tool: int) -> list[ToolLink]:
     """At most ``per_tool`` links per source and type, strongest first; a symmetric link survives
     only when both ends keep it (mutual nearest neighbours), so it stays symmetric and bounded."""
+    kept = _kept(links, per_tool)
+    pairs = {(x.source, x.target, x.kind) for x in kept}
+    return [x for x in kept if x.kind not in SYMMETRIC or (x.target, x.source, x.kind) in pairs]
+
+
+class LinkIndex:
+    """What link candidates are found through: name keys of inputs and outputs, inverted, and
+    servers' members with their tool-text vectors. Candidates are generated per source tool, so the
+    whole catalog and a neighbourhood (incremental sync) go through the same code."""
+
+    def __init__(self, tools: Sequence[Tool], vectors: dict[str, np.ndarray] | None = None) -> None:
+        self.tools = {t.id: t for t in tools}
+        self.inputs = {t.id: _names([p.name for p in t.parameters]) for t in tools}
+        self.outputs = {t.id: _names([o.name for o in t.outputs]) for t in tools}
+        self.by_input = _inverted(self.inputs)
+        self.by_output = _inverted(self.outputs)
+        self.by_server: dict[str, list[str]] = defaultdict(list)
+        for t in tools:
+            self.by_server[t.server_id].append(t.id)
+        self.vectors = vectors
+        self._similarity: dict[str, np.ndarray] = {}
+
+    def partners(self, tools: Iterable[Tool]) -> set[str]:
+        """Catalog tools that can be a link candidate of ``tools`` (or have one of them as candidate):
+        through shared input names, outputs feeding inputs, or the same server. ``tools`` need not be
+        in the catalog, so a removed or replaced version finds the partners it had."""
+        found: set[str] = set()
+        for tool in tools:
+            for n in _names([p.name for p in tool.parameters]):
+                found |= self.by_output.get(n, set())
+                if len(self.by_input.get(n, ())) <= MAX_HOLDERS:
+                    found |= self.by_input.get(n, set())
+            for n in _names([o.name for o in tool.outputs]):
+                found |= self.by_input.get(n, set())
+            found.update(self.by_server.get(tool.server_id, ()))
+        return found
+
+    def candidates(self, sources, options: LinkOptions) -> list[ToolLink]:
+        """Every link from ``sources`` above its threshold, before the per-tool cap."""
+        links: list[ToolLink] = []
+        for source in sources:
+            links += self._schema(source, options) + self._shared(source, options)
+            if self.vectors is not None:
+                links += self._co_invoked(source, options)
+        return links
+
+    def _schema(self, producer: str, options: LinkOptions) -> list[ToolLink]:
+        outputs = self.outputs[producer]
+        candidates = set().union(*(self.by_input.get(n, set()) for n in outputs)) - {producer} if outputs else set()
+        links = []
+        for consumer in sorted(candidates):
+            shared = outputs & self.inputs[consumer]
+            coverage = len(shared) / len(self.inputs[consumer])
+            if coverage > options.schema_overlap:
+                evidence = (
+                    f"outputs cover {len(shared)}/{len(self.inputs[consumer])} inputs: {', '.join(sorted(shared))}"
+                )
+                links.append(ToolLink(producer, consumer, SCHEMA_COMPATIBLE, round(coverage, 3), evidence))
+        return links
+
+    def _shared(self, a: str, options: LinkOptions) -> list[ToolLink]:
+        names = self.inputs[a]
+        others = set()
+        for n in names:
+            if len(self.by_input[n]) <= MAX_HOLDERS:  # a name this common says little, and pairs go quadratic
+                others |= self.by_input[n]
+        links = []
+        for b in sorted(others - {a}):
+            shared = names & self.inputs[b]
+            jaccard = len(shared) / len(names | self.inputs[b])
+            if jaccard > options.parameter_jaccard:
+                evidence = f"parameters {', '.join(sorted(shared))} (Jaccard {jaccard:.2f})"
+                links.append(ToolLink(a, b, SHARES_PARAMETERS, round(jaccard, 3), evidence))
+        return links
+
+    def _co_invoked(self, a: str, options: LinkOptions) -> list[ToolLink]:
+        server = self.tools[a].server_id
+        members = self.by_server[server]
+        if len(members) < 2:
+            return []
+        if server not in self._similarity:
+            block = np.vstack([self.vectors[m] for m in members])
+            self._similarity[server] = block @ block.T
+        similarity = self._similarity[server]
+        i = members.index(a)
+        links = []
+        for j, b in enumerate(members):
+            score = round(float(similarity[min(i, j), max(i, j)]), 3)  # one value for both directions
+            if j != i and similarity[min(i, j), max(i, j)] > options.co_invoke:
+                evidence = f"same server {server}, embedding cosine {score:.2f}"
+                links.append(ToolLink(a, b, CO_INVOKED, score, evidence))
+        return links
+
+
+def _kept(links: list[ToolLink], per_tool: int) -> list[ToolLink]:
+    """At most ``per_tool`` links per source and type, strongest first."""
     kept: list[ToolLink] = []
     count: dict[tuple[str, str], int] = defaultdict(int)
     for link in sorted(links, key=lambda x: (-x.score, x.source, x.target)):
         if count[link.source, link.kind] < per_tool:
             count[link.source, link.kind] += 1
             kept.append(link)
-    pairs = {(x.source, x.target, x.kind) for x in kept}
-    return [x for x in kept if x.kind not in SYMMETRIC or (x.target, x.source, x.kind) in pairs]
+    return kept
 
 
 def co_invoked_links(tools: Sequence[Tool], vectors: np.ndarray, options: LinkOptions) -> list[ToolLink]:
     """Pairs on one server whose tool-text embeddings are close (both directions)."""
-    by_server: dict[str, list[int]] = defaultdict(list)
-    for position, tool in enumerate(tools):
-        by_server[tool.server_id].append(position)
-    links = []
-    for members in by_server.values():
-        if len(members) < 2:
-            continue
-        block = vectors[members]
-        similarity = block @ block.T
-        for i, j in zip(*np.nonzero(np.triu(similarity, 1) > options.co_invoke), strict=True):
-            a, b = tools[members[i]], tools[members[j]]
-            score = round(float(similarity[i, j]), 3)
-            evidence = f"same server {a.server_id}, embedding cosine {score:.2f}"
-            links += [
-                ToolLink(a.id, b.id, CO_INVOKED, score, evidence),
-                ToolLink(b.id, a.id, CO_INVOKED, score, evidence),
-            ]
-    return _cap(links, options.per_tool)
+    index = LinkIndex(tools, dict(zip([t.id for t in tools], vectors, strict=True)))
+    return _cap([x for x in index.candidates(index.tools, options) if x.kind == CO_INVOKED], options.per_tool)
 
 
 def schema_links(tools: Sequence[Tool], options: LinkOptions) -> list[ToolLink]:
     """Producer -> consumer when the producer's output names cover the consumer's specific inputs."""
-    inputs = {t.id: _names([p.name for p in t.parameters]) for t in tools}
-    by_input = _inverted(inputs)
-    links = []
-    for producer in tools:
-        outputs = _names([o.name for o in producer.outputs])
-        candidates = set().union(*(by_input.get(n, set()) for n in outputs)) - {producer.id} if outputs else set()
-        for consumer_id in sorted(candidates):
-            shared = outputs & inputs[consumer_id]
-            coverage = len(shared) / len(inputs[consumer_id])
-            if coverage > options.schema_overlap:
-                evidence = f"outputs cover {len(shared)}/{len(inputs[consumer_id])} inputs: {', '.join(sorted(shared))}"
-                links.append(ToolLink(producer.id, consumer_id, SCHEMA_COMPATIBLE, round(coverage, 3), evidence))
-    return _cap(links, options.per_tool)
+    index = LinkIndex(tools)
+    return _cap([x for x in index.candidates(index.tools, options) if x.kind == SCHEMA_COMPATIBLE], options.per_tool)
 
 
 def shared_parameter_links(tools: Sequence[Tool], options: LinkOptions) -> list[ToolLink]:
     """Pairs whose specific parameter names overlap (Jaccard), found through an inverted index."""
-    names = {t.id: _names([p.name for p in t.parameters]) for t in tools}
-    pairs: set[tuple[str, str]] = set()
-    for holders in _inverted(names).values():
-        if len(holders) > 200:  # a name this common says little and would make pairs quadratic
-            continue
-        pairs.update((a, b) for a in holders for b in holders if a < b)
-    links = []
-    for a, b in sorted(pairs):
-        shared = names[a] & names[b]
-        jaccard = len(shared) / len(names[a] | names[b])
-        if jaccard > options.parameter_jaccard:
-            evidence = f"parameters {', '.join(sorted(shared))} (Jaccard {jaccard:.2f})"
-            score = round(jaccard, 3)
-            links += [
-                ToolLink(a, b, SHARES_PARAMETERS, score, evidence),
-                ToolLink(b, a, SHARES_PARAMETERS, score, evidence),
-            ]
-    return _cap(links, options.per_tool)
+    index = LinkIndex(tools)
+    return _cap([x for x in index.candidates(index.tools, options) if x.kind == SHARES_PARAMETERS], options.per_tool)
 
 
 def structural_links(
@@ -156,7 +209,45 @@ def structural_links(
 ) -> list[ToolLink]:
     """All three link types; co-invocation only when description ``vectors`` (aligned with ``tools``) are given."""
     options = options or LinkOptions()
-    links = schema_links(tools, options) + shared_parameter_links(tools, options)
-    if vectors is not None:
-        links += co_invoked_links(tools, vectors, options)
+    by_id = dict(zip([t.id for t in tools], vectors, strict=True)) if vectors is not None else None
+    index = LinkIndex(tools, by_id)
+    links = _cap(index.candidates(index.tools, options), options.per_tool)
     return sorted(links, key=lambda x: (x.kind, x.source, x.target))
+
+
+def relink(
+    index: LinkIndex,
+    current: dict[tuple[str, str, str], ToolLink],
+    changed: set[str],
+    previous: Sequence[Tool] = (),
+    options: LinkOptions | None = None,
+) -> dict[tuple[str, str, str], ToolLink]:
+    """The links after ``changed`` tools changed (``index`` built on the new catalog, ``changed`` holding
+    added, updated and removed ids, ``previous`` their versions before), recomputing only the sources
+    whose candidates could differ: the changed tools and their partners, old and new. A symmetric
+    link needs both ends to keep it, so those sources' partners get their top lists computed too,
+    though their own links stay as they are."""
+    options = options or LinkOptions()
+    now = [index.tools[i] for i in changed if i in index.tools]
+    affected = changed | index.partners([*now, *previous]) | {x.source for x in current.values() if x.target in changed}
+    affected &= index.tools.keys()
+    around = (index.partners(index.tools[i] for i in affected) | affected) & index.tools.keys()
+    top = _kept(index.candidates(sorted(around), options), options.per_tool)
+    tops = {(x.source, x.target, x.kind) for x in top}
+
+    def mutual(x: ToolLink) -> bool:
+        return x.kind not in SYMMETRIC or (x.target, x.source, x.kind) in tops
+
+    links = {
+        k: x
+        for k, x in current.items()
+        if x.source not in affected
+        and x.source not in changed
+        and x.target not in changed
+        and (x.kind not in SYMMETRIC or x.target not in affected or (x.target, x.source, x.kind) in tops)
+    }
+    for x in top:
+        # New links from affected sources, and symmetric links into them that are mutual now.
+        if mutual(x) and (x.source in affected or (x.kind in SYMMETRIC and x.target in affected)):
+            links[(x.source, x.target, x.kind)] = x
+    return links

@@ -37,7 +37,7 @@ from toolkg.embeddings import Embedder
 from toolkg.errors import UsageError
 from toolkg.extractors.inference import InferredEdge, infer_dependencies
 from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.links import ToolLink, structural_links, tool_text
+from toolkg.extractors.links import LinkIndex, ToolLink, relink, tool_text
 from toolkg.extractors.reading import discover, fingerprint_file
 from toolkg.extractors.semantic import extraction_triples, make_extractor
 from toolkg.extractors.structural import NameIndex, extract_structure
@@ -230,7 +230,7 @@ class CatalogSync:
         self._reinfer(changed, removed, before, deletions, insertions, result)
         clock = self._lap(result, "infer", clock)
         if self.links_on:
-            self._relink(changed, removed, deletions, insertions, result)
+            self._relink(changed, removed, before, deletions, insertions, result)
         clock = self._lap(result, "link", clock)
         self._mark_owner_stale(server_id, deletions, insertions, graph, server is None)
 
@@ -271,16 +271,17 @@ class CatalogSync:
         result.edges_added = sum(old.get(k) != e for k, e in new.items())
         result.edges_removed = sum(new.get(k) != e for k, e in old.items())
 
-    def _relink(self, changed: set[str], removed: set[str], deletions, insertions, result: SyncResult) -> None:
+    def _relink(self, changed: set[str], removed: set[str], before, deletions, insertions, result) -> None:
         if changed:
             ids = sorted(changed)
             encoded = self.embedder.encode([tool_text(self.tools[i]) for i in ids], label="embed tools")
             self.vectors.update(zip(ids, encoded, strict=True))
-        ids = sorted(self.tools)
-        tools = [self.tools[i] for i in ids]
-        matrix = np.vstack([self.vectors[i] for i in ids]) if ids else None
+        index = LinkIndex(list(self.tools.values()), self.vectors)
+        touched = changed | removed
+        previous = [t for t in before if t.id in touched]
+        relinked = relink(index, self.links, touched, previous)
         # Scores as stored (3 decimals), so an unchanged link compares equal to its stored self.
-        links = {_link_key(x): replace(x, score=round(x.score, 3)) for x in structural_links(tools, matrix)}
+        links = {k: replace(x, score=round(x.score, 3)) for k, x in relinked.items()}
         # A link's triples are its own (its node is named by source, type and target): diff by link.
         gone = [x for k, x in self.links.items() if links.get(k) != x]
         added = [x for k, x in links.items() if self.links.get(k) != x]
