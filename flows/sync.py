@@ -41,6 +41,7 @@ from toolkg.extractors.links import LinkIndex, ToolLink, relink, tool_text
 from toolkg.extractors.reading import discover, fingerprint_file
 from toolkg.extractors.semantic import extraction_triples, make_extractor
 from toolkg.extractors.structural import NameIndex, extract_structure
+from toolkg.extractors.text import lemma
 from toolkg.extractors.triples import ExtractionFailure
 from toolkg.models import Manifest, QuarantinedItem, Server, Tool
 from toolkg.ontology import TK
@@ -134,11 +135,15 @@ class CatalogSync:
             ids = sorted(self.tools)
             matrix = self.embedder.encode([tool_text(self.tools[i]) for i in ids], label="embed tools")
             self.vectors = dict(zip(ids, matrix, strict=True))
-            self.embedder.encode(["warm up"], cache=False)  # load the model now, not in the first operation
+            for _ in range(2):  # load the model and let torch settle now, not in the first operation
+                self.embedder.encode(["warm up the model with a sentence of a usual length"] * 4, cache=False)
         self.index = NameIndex()
         self.index.add(self.tools, "sync")
         self.extractor = make_extractor("offline", store.directory)
         self.validator = Validator(workers=0)
+        # One-time loads (the lemma table, the SHACL shapes and pyshacl) belong to the load, not to the first operation.
+        lemma("tools")
+        self.validator.violations([])
         self.load_seconds = time.perf_counter() - started
 
     def close(self) -> None:
