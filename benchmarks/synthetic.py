@@ -2,7 +2,8 @@
 
 Deterministic (seeded). Servers hold 50 tools; files hold 20 servers (1,000 tools), so 100k tools are
 100 manifests. Names and descriptions are drawn from a generic vocabulary so the text looks like real
-tool docs (verbs, objects, typed parameters, some output schemas).
+tool docs (verbs, objects, typed parameters, some output schemas); 40% of the tools take a record id
+(``invoice_id``) that 30% of them return, so dependency inference has something to find.
 
     python benchmarks/synthetic.py 10000 /tmp/synth-10k
 """
@@ -89,6 +90,8 @@ def _tool(rng: random.Random, index: int) -> dict:
     verb, obj = rng.choice(VERBS), rng.choice(OBJECTS)
     name = f"{verb}_{obj.replace(' ', '_')}_{index}"
     params = rng.sample(PARAMS, rng.randint(1, 5))
+    if rng.random() < 0.4:  # acts on a record another tool returns: the signal dependency inference reads
+        params.insert(0, (f"{rng.choice(OBJECTS).replace(' ', '_')}_id", "string"))
     properties = {p: {"type": t, "description": f"The {p.replace('_', ' ')} of the {obj}."} for p, t in params}
     tool = {
         "name": name,
