@@ -25,6 +25,7 @@ from pathlib import Path
 
 from toolkg.errors import StoreError
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.remote import CONFIG_FILE
 
 KEEP = 2
 
@@ -70,6 +71,10 @@ def ensure_snapshot(store_dir: str | Path) -> Path:
     found = current_snapshot(store_dir)
     if found is not None:
         return found
+    if (Path(store_dir) / CONFIG_FILE).exists():
+        raise StoreError(
+            f"{store_dir} keeps its graph on a SPARQL server: query that server; snapshots are on-disk only"
+        )
     if not (Path(store_dir) / "oxigraph").exists():
         raise StoreError(f"no toolkg store at {store_dir} (run 'toolkg build PATH... --store {store_dir}' first)")
     with ToolStore(store_dir) as store:

@@ -92,7 +92,13 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
         raise UsageError(f"no run {run_id!r} in {store_dir}/runs")
     summary = BuildSummary.model_validate_json((folder / "summary.json").read_text(encoding="utf-8"))
     quarantine = [json.loads(line) for line in (folder / "quarantine.jsonl").read_text().splitlines() if line]
-    snapshot = current_snapshot(store_dir)
+    snapshot = (
+        current_snapshot(store_dir)
+        if ToolStore.exists(store_dir) and not (store_dir / "remote.toml").exists()
+        else None
+    )
+    if snapshot is None and (store_dir / "remote.toml").exists():
+        raise StoreError(f"{store_dir} keeps its graph on a SPARQL server; reports read on-disk snapshots")
     if snapshot is None:
         raise StoreError(f"{store_dir} has no published snapshot yet (run 'toolkg build' once more)")
     store = ToolStore.open_snapshot(snapshot)
