@@ -20,6 +20,7 @@ from toolkg.store.dependencies import dependency_rows
 from toolkg.store.graph_svg import dependency_svg
 from toolkg.store.iris import SERVER_GRAPH_PREFIX
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.remote import CONFIG_FILE
 from toolkg.store.snapshots import current_snapshot
 from toolkg.store.validation import Validator
 from toolkg.summary import BuildSummary
@@ -92,13 +93,9 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
         raise UsageError(f"no run {run_id!r} in {store_dir}/runs")
     summary = BuildSummary.model_validate_json((folder / "summary.json").read_text(encoding="utf-8"))
     quarantine = [json.loads(line) for line in (folder / "quarantine.jsonl").read_text().splitlines() if line]
-    snapshot = (
-        current_snapshot(store_dir)
-        if ToolStore.exists(store_dir) and not (store_dir / "remote.toml").exists()
-        else None
-    )
-    if snapshot is None and (store_dir / "remote.toml").exists():
+    if (store_dir / CONFIG_FILE).exists():
         raise StoreError(f"{store_dir} keeps its graph on a SPARQL server; reports read on-disk snapshots")
+    snapshot = current_snapshot(store_dir)
     if snapshot is None:
         raise StoreError(f"{store_dir} has no published snapshot yet (run 'toolkg build' once more)")
     store = ToolStore.open_snapshot(snapshot)
