@@ -101,7 +101,11 @@ def _link_key(x: ToolLink) -> tuple[str, str, str]:
 class CatalogSync:
     """A warm view of one store for incremental changes. Use one writer per store."""
 
-    def __init__(self, store: ToolStore, *, links: bool = True, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, store: ToolStore, *, links: bool = True, embedder: Embedder | None = None, warm: bool = True
+    ) -> None:
+        """``warm`` pays the one-time loads (model, lemma table, SHACL shapes) now, as a long-lived
+        session wants; a one-shot CLI sync leaves them to the first operation that needs them."""
         started = time.perf_counter()
         self.store = store
         self.tools: dict[str, Tool] = {t.id: t for t in stored_tools(store)}
@@ -135,15 +139,15 @@ class CatalogSync:
             ids = sorted(self.tools)
             matrix = self.embedder.encode([tool_text(self.tools[i]) for i in ids], label="embed tools")
             self.vectors = dict(zip(ids, matrix, strict=True))
-            for _ in range(2):  # load the model and let torch settle now, not in the first operation
+            for _ in range(2 if warm else 0):  # load the model and let torch settle before the first operation
                 self.embedder.encode(["warm up the model with a sentence of a usual length"] * 4, cache=False)
         self.index = NameIndex()
         self.index.add(self.tools, "sync")
         self.extractor = make_extractor("offline", store.directory)
         self.validator = Validator(workers=0)
-        # One-time loads (the lemma table, the SHACL shapes and pyshacl) belong to the load, not to the first operation.
-        lemma("tools")
-        self.validator.violations([])
+        if warm:  # the lemma table, the SHACL shapes and pyshacl load on first use
+            lemma("tools")
+            self.validator.violations([])
         self.load_seconds = time.perf_counter() - started
 
     def close(self) -> None:
@@ -335,7 +339,7 @@ def sync_servers(paths: list[str], store_dir: str, servers: list[str], links: bo
         stored = {r["id"].value for r in store.select("SELECT ?id WHERE { ?s a tk:Server ; tk:identifier ?id }")}
         if unknown := [s for s in wanted if s not in found and s not in stored]:  # before anything is written
             raise UsageError(f"--only {', '.join(unknown)}: no manifest under the paths defines it, nor does the store")
-        with CatalogSync(store, links=links) as sync:
+        with CatalogSync(store, links=links, warm=False) as sync:
             for server_id in wanted:
                 if server_id in found:
                     server, manifest = found[server_id]
