@@ -54,7 +54,11 @@ _COMMENT_OR_IRI = re.compile(r"^\s*#[^\n]*$|<[^>\s]*>", re.MULTILINE)
 
 
 def query_form(query: str) -> str:
-    """SELECT, ASK, CONSTRUCT or DESCRIBE: the first such keyword outside comments and IRIs."""
+    r"""SELECT, ASK, CONSTRUCT or DESCRIBE: the first such keyword outside comments and IRIs.
+
+    >>> query_form("# ask the store to select nothing\nPREFIX s: <http://x/select#>\nASK { ?a ?b ?c }")
+    'ASK'
+    """
     match = _FORM.search(_COMMENT_OR_IRI.sub(" ", query))
     if not match:
         raise SyntaxError("not a SPARQL query (no SELECT, ASK, CONSTRUCT or DESCRIBE)")
@@ -78,7 +82,12 @@ def remote_config(directory: Path) -> dict[str, object] | None:
 
 
 def bind(query: str, substitutions: dict[Variable, object] | None) -> str:
-    """Put bound values into the query as a VALUES clause at the top of its (outer) WHERE."""
+    r"""Put bound values into the query as a VALUES clause at the top of its (outer) WHERE.
+
+    >>> from pyoxigraph import Literal
+    >>> print(bind('SELECT ?t WHERE { ?t <http://x/name> ?name }', {Variable("name"): Literal('say "hi"')}))
+    SELECT ?t WHERE { VALUES (?name) { ("say \"hi\"") }  ?t <http://x/name> ?name }
+    """
     if not substitutions:
         return query
     names = " ".join(f"?{v.value}" for v in substitutions)

@@ -16,6 +16,9 @@ MODULES = [
     "toolkg.extractors.offline",
     "toolkg.store.iris",
     "toolkg.store.oxigraph_store",
+    "toolkg.store.remote",
+    "toolkg.store.saved_queries",
+    "toolkg.store.graph_svg",
     "toolkg.retrieval",
     "toolkg.retrieval.metrics",
 ]
