@@ -282,9 +282,11 @@ class CatalogSync:
 
     def _relink(self, changed: set[str], removed: set[str], before, deletions, insertions, result) -> None:
         if changed:
+            clock = time.perf_counter()
             ids = sorted(changed)
             encoded = self.embedder.encode([tool_text(self.tools[i]) for i in ids], label="embed tools")
             self.vectors.update(zip(ids, encoded, strict=True))
+            result.stage_seconds["embed"] = round(time.perf_counter() - clock, 4)  # part of "link"
         index = LinkIndex(list(self.tools.values()), self.vectors)
         touched = changed | removed
         previous = [t for t in before if t.id in touched]
