@@ -149,8 +149,10 @@ def cluster(entities: list[Entity], options: EntityOptions | None = None) -> lis
 
 def stored_entities(store) -> list[Entity]:
     """Every typed entity in the store with its label, tool count and current canonical status."""
+    # Type and label are joined inside each graph: an entity lives in the extraction graph of every
+    # tool naming it, and a join across the union would pair each of its k copies with all k others.
     rows = store.select(
-        """SELECT DISTINCT ?e ?type ?label WHERE { ?e a ?type ; rdfs:label ?label .
+        """SELECT DISTINCT ?e ?type ?label WHERE { GRAPH ?g { ?e a ?type ; rdfs:label ?label }
             VALUES ?type { tk:BusinessObject tk:Capability tk:LineOfBusiness tk:Department } }"""
     )
     # Counted with fixed predicates: a variable predicate over the union graph is far slower.
