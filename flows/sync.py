@@ -94,10 +94,6 @@ def _edge_key(e: InferredEdge) -> tuple[str, str, str | None]:
     return (e.consumer, e.producer, e.parameter)
 
 
-def _link_key(x: ToolLink) -> tuple[str, str, str]:
-    return (x.source, x.target, x.kind)
-
-
 class CatalogSync:
     """A warm view of one store for incremental changes. Use one writer per store."""
 
