@@ -220,32 +220,41 @@ def infer_dependencies(
 def _parameter_edges(
     profiles: list[_Profile], options: InferenceOptions, consumers: set[str] | None, producers: set[str] | None
 ) -> list[InferredEdge]:
-    # Block candidates by the last word of each offer: a parameter only meets offers sharing its
-    # head (or a head it derives from), never the whole catalog.
-    by_head: dict[str, list[tuple[_Profile, _Offer]]] = defaultdict(list)
+    # Candidates are looked up, never scanned: an offer fills a parameter only when its key is the
+    # parameter's key, that key minus an identifier suffix, a proper suffix of it, or the value it
+    # derives from (``parameter_match``), so a parameter reads those few buckets. Every offer in one
+    # bucket scores the same against a parameter, so a bucket kept in tie-break order (fewest
+    # parameters, then id) gives its best producers first: the cost no longer grows with how many
+    # tools return an 'invoice_id' (100k tools: 1.2 billion comparisons before, a few lookups now).
+    by_key: dict[tuple[str, ...], list[tuple[_Profile, _Offer]]] = defaultdict(list)
     for p in profiles:
         if producers is not None and p.tool.id not in producers:
             continue
         for offer in offers(p):
-            by_head[offer.key[-1]].append((p, offer))
+            by_key[offer.key].append((p, offer))
+    for bucket in by_key.values():
+        bucket.sort(key=lambda c: (len(c[0].tool.parameters), c[0].tool.id))  # stable: offer order kept
+    wanted = options.max_producers_per_parameter
     edges = []
     for consumer in profiles:
         if consumers is not None and consumer.tool.id not in consumers:
             continue
         for param in consumer.tool.parameters:
-            words, heads = _parameter_heads(param.name)
-            if not heads or not heads & by_head.keys():
-                continue
+            words, keys = _candidate_keys(param.name)
             scored = []
-            for head in heads:
-                for producer, offer in by_head.get(head, ()):
+            for key in keys:
+                taken = 0
+                for producer, offer in by_key.get(key, ()):
+                    if taken == wanted:
+                        break
                     if producer is consumer or (producer.namespace and not producer.namespace & consumer.namespace):
                         continue  # a service's own tools feed that service only
                     match = parameter_match(offer, words)
                     if match:
                         scored.append((match[0], producer, offer, match[1]))
-            scored.sort(key=lambda s: (-s[0], len(s[1].tool.parameters), s[1].tool.id))
-            for score, producer, offer, how in scored[: options.max_producers_per_parameter]:
+                        taken += 1
+            scored.sort(key=lambda s: (-s[0], len(s[1].tool.parameters), s[1].tool.id, s[2].how))
+            for score, producer, offer, how in scored[:wanted]:
                 direct = param.required and not offer.contextual
                 edges.append(
                     InferredEdge(
@@ -262,15 +271,20 @@ def _parameter_edges(
 
 
 @lru_cache(maxsize=250_000)
-def _parameter_heads(name: str) -> tuple[list[str], frozenset[str]]:
-    """A parameter name's words and the offer heads it can meet (none when uninformative)."""
+def _candidate_keys(name: str) -> tuple[list[str], tuple[tuple[str, ...], ...]]:
+    """A parameter name's words and the offer keys that can fill it (none when it is uninformative):
+    its own key, the key without an identifier suffix, its proper suffixes, the value it derives from."""
     words = split_identifier(name)
-    if not words or not is_informative(canonical_key(words)):
-        return words, frozenset()
-    heads = {lemma(words[-1]), _DERIVERS.get(lemma(words[-1]), "")}
+    full = canonical_key(words)
+    if not full or not is_informative(full):
+        return words, ()
+    keys = [full]
     if len(words) > 1 and words[-1] in IDENTIFIER_SUFFIXES:
-        heads.add(lemma(words[-2]))
-    return words, frozenset(heads - {""})
+        keys.append(canonical_key(words[:-1]))
+    keys += [full[i:] for i in range(1, len(full))]
+    if full[-1] in _DERIVERS:
+        keys.append((_DERIVERS[full[-1]],))
+    return words, tuple(dict.fromkeys(k for k in keys if k))
 
 
 def _assign_namespaces(profiles: list[_Profile], options: InferenceOptions) -> None:

@@ -35,12 +35,12 @@ MENTION = re.compile(
 MENTION_NOISE = frozenset("user users caller client you human customer input default setting".split())
 
 
-def _resolve_mention(ref: str, consumer: _Profile, by_name: dict[str, list[_Profile]], profiles) -> tuple:
+def _resolve_mention(ref: str, consumer: _Profile, by_name: dict[str, list[_Profile]], nearby: _Nearby) -> tuple:
     """(producer, how) for the tool a mention's words name, or (None, "")."""
     tokens = re.findall(r"[A-Za-z][\w-]*", ref)
     if not tokens or tokens[0].lower() in MENTION_NOISE:
         return None, ""
-    near = [p for p in profiles if p is not consumer and _near(p, consumer)]
+    near = nearby(consumer)
     for token in tokens[:4]:  # a tool named outright: hash_string, `generate_unique_ID`
         named = [p for p in by_name.get(token.lower(), ()) if p is not consumer]
         if named:
@@ -76,16 +76,38 @@ def _mentions(tool: Tool) -> tuple[tuple[Parameter | None, re.Match], ...]:
     return tuple((param, match) for param, text in texts for match in MENTION.finditer(text or ""))
 
 
+class _Nearby:
+    """The tools near a consumer (same server or service namespace, see ``_near``), found through
+    indexes rather than a scan of the catalog per mention."""
+
+    def __init__(self, profiles: list[_Profile]) -> None:
+        self.order = {id(p): i for i, p in enumerate(profiles)}
+        self.by_server: dict[str, list[_Profile]] = defaultdict(list)
+        self.by_namespace: dict[str, list[_Profile]] = defaultdict(list)
+        for p in profiles:
+            self.by_server[p.tool.server_id].append(p)
+            for w in p.namespace:
+                self.by_namespace[w].append(p)
+
+    def __call__(self, consumer: _Profile) -> list[_Profile]:
+        found = {id(p): p for p in self.by_server[consumer.tool.server_id]}
+        for w in consumer.namespace:
+            found.update((id(p), p) for p in self.by_namespace[w])
+        found.pop(id(consumer), None)
+        return sorted(found.values(), key=lambda p: self.order[id(p)])
+
+
 def mention_edges(profiles: list[_Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
     by_name: dict[str, list[_Profile]] = defaultdict(list)
     for p in profiles:
         by_name[p.tool.name.lower()].append(p)
+    nearby = _Nearby(profiles)
     edges = []
     for consumer in profiles:
         if consumers is not None and consumer.tool.id not in consumers:
             continue
         for param, match in _mentions(consumer.tool):
-            producer, how = _resolve_mention(match.group("ref"), consumer, by_name, profiles)
+            producer, how = _resolve_mention(match.group("ref"), consumer, by_name, nearby)
             if producer is None:
                 continue
             if param is None:
