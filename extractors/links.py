@@ -89,40 +89,70 @@ def _cap(links: list[ToolLink], per_tool: int) -> list[ToolLink]:
 class LinkIndex:
     """What link candidates are found through: name keys of inputs and outputs, inverted, and
     servers' members with their tool-text vectors. Candidates are generated per source tool, so the
-    whole catalog and a neighbourhood (incremental sync) go through the same code."""
+    whole catalog and a neighbourhood (incremental sync) go through the same code; ``put`` and
+    ``discard`` keep the index in step with a catalog that changes a server at a time."""
 
     def __init__(self, tools: Sequence[Tool], vectors: dict[str, np.ndarray] | None = None) -> None:
-        self.tools = {t.id: t for t in tools}
-        self.inputs = {t.id: _names([p.name for p in t.parameters]) for t in tools}
-        self.outputs = {t.id: _names([o.name for o in t.outputs]) for t in tools}
-        self.by_input = _inverted(self.inputs)
-        self.by_output = _inverted(self.outputs)
+        self.tools: dict[str, Tool] = {}
+        self.inputs: dict[str, frozenset[str]] = {}
+        self.outputs: dict[str, frozenset[str]] = {}
+        self.by_input: dict[str, set[str]] = defaultdict(set)
+        self.by_output: dict[str, set[str]] = defaultdict(set)
         self.by_server: dict[str, list[str]] = defaultdict(list)
-        for t in tools:
-            self.by_server[t.server_id].append(t.id)
-        self.vectors = vectors
+        self.vectors = vectors  # shared with the caller, who keeps it current
         self._similarity: dict[str, np.ndarray] = {}
+        for t in tools:
+            self.put(t)
 
-    def partners(self, tools: Iterable[Tool]) -> set[str]:
-        """Catalog tools that can be a link candidate of ``tools`` (or have one of them as candidate):
-        through shared input names, outputs feeding inputs, or the same server. ``tools`` need not be
-        in the catalog, so a removed or replaced version finds the partners it had."""
+    def put(self, tool: Tool) -> None:
+        """Add a tool, or replace the one with its id."""
+        self.discard(tool.id)
+        self.tools[tool.id] = tool
+        self.inputs[tool.id] = _names([p.name for p in tool.parameters])
+        self.outputs[tool.id] = _names([o.name for o in tool.outputs])
+        for n in self.inputs[tool.id]:
+            self.by_input[n].add(tool.id)
+        for n in self.outputs[tool.id]:
+            self.by_output[n].add(tool.id)
+        self.by_server[tool.server_id].append(tool.id)
+        self._similarity.pop(tool.server_id, None)
+
+    def discard(self, tool_id: str) -> None:
+        tool = self.tools.pop(tool_id, None)
+        if tool is None:
+            return
+        for n in self.inputs.pop(tool_id):
+            self.by_input[n].discard(tool_id)
+        for n in self.outputs.pop(tool_id):
+            self.by_output[n].discard(tool_id)
+        self.by_server[tool.server_id].remove(tool_id)
+        self._similarity.pop(tool.server_id, None)
+
+    def partners(self, tools: Iterable[Tool], symmetric_only: bool = False, slack: int = 0) -> set[str]:
+        """Catalog tools whose own candidate lists can hold one of ``tools``: producers whose outputs
+        feed its inputs (schema compatibility), tools sharing an input name, server mates; only the
+        last two with ``symmetric_only``. ``tools`` need not be in the catalog, so a removed or
+        replaced version finds the partners it had. (A tool's consumers are not partners: a schema
+        link runs from the producer, whose own list is recomputed.) ``slack``: how many tools the
+        catalog just gained or lost; a name whose holders crossed ``MAX_HOLDERS`` with them changed
+        every holder's list, so holders of names that common are partners too."""
         found: set[str] = set()
         for tool in tools:
             for n in _names([p.name for p in tool.parameters]):
-                found |= self.by_output.get(n, set())
-                if len(self.by_input.get(n, ())) <= MAX_HOLDERS:
+                if not symmetric_only:
+                    found |= self.by_output.get(n, set())
+                if len(self.by_input.get(n, ())) <= MAX_HOLDERS + slack:
                     found |= self.by_input.get(n, set())
-            for n in _names([o.name for o in tool.outputs]):
-                found |= self.by_input.get(n, set())
             found.update(self.by_server.get(tool.server_id, ()))
         return found
 
-    def candidates(self, sources, options: LinkOptions) -> list[ToolLink]:
+    def candidates(self, sources, options: LinkOptions, symmetric_only: bool = False) -> list[ToolLink]:
         """Every link from ``sources`` above its threshold, before the per-tool cap."""
         links: list[ToolLink] = []
         for source in sources:
-            links += self._schema(source, options) + self._shared(source, options)
+            if not symmetric_only:
+                links += self._schema(source, options)
+            links += self._shared(source, options)
             if self.vectors is not None:
                 links += self._co_invoked(source, options)
         return links
@@ -225,14 +255,23 @@ def relink(
     """The links after ``changed`` tools changed (``index`` built on the new catalog, ``changed`` holding
     added, updated and removed ids, ``previous`` their versions before), recomputing only the sources
     whose candidates could differ: the changed tools and their partners, old and new. A symmetric
-    link needs both ends to keep it, so those sources' partners get their top lists computed too,
-    though their own links stay as they are."""
+    link needs both ends to keep it, so those sources' symmetric partners get their symmetric top
+    lists computed too, though their own links stay as they are."""
     options = options or LinkOptions()
     now = [index.tools[i] for i in changed if i in index.tools]
-    affected = changed | index.partners([*now, *previous]) | {x.source for x in current.values() if x.target in changed}
+    affected = (
+        changed
+        | index.partners([*now, *previous], slack=len(changed))
+        | {x.source for x in current.values() if x.target in changed}
+    )
     affected &= index.tools.keys()
-    around = (index.partners(index.tools[i] for i in affected) | affected) & index.tools.keys()
-    top = _kept(index.candidates(sorted(around), options), options.per_tool)
+    # Whether a symmetric link from an affected tool is mutual depends on its partner's top list of
+    # that type: those partners (server mates, shared input names) get their symmetric lists only.
+    around = (index.partners((index.tools[i] for i in affected), symmetric_only=True) - affected) & index.tools.keys()
+    top = _kept(
+        index.candidates(sorted(affected), options) + index.candidates(sorted(around), options, symmetric_only=True),
+        options.per_tool,
+    )
     tops = {(x.source, x.target, x.kind) for x in top}
 
     def mutual(x: ToolLink) -> bool:

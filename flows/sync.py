@@ -135,6 +135,7 @@ class CatalogSync:
             ids = sorted(self.tools)
             matrix = self.embedder.encode([tool_text(self.tools[i]) for i in ids], label="embed tools")
             self.vectors = dict(zip(ids, matrix, strict=True))
+            self.link_index = LinkIndex(list(self.tools.values()), self.vectors)
             for _ in range(2 if warm else 0):  # load the model and let torch settle before the first operation
                 self.embedder.encode(["warm up the model with a sentence of a usual length"] * 4, cache=False)
         self.index = NameIndex()
@@ -283,10 +284,13 @@ class CatalogSync:
             encoded = self.embedder.encode([tool_text(self.tools[i]) for i in ids], label="embed tools")
             self.vectors.update(zip(ids, encoded, strict=True))
             result.stage_seconds["embed"] = round(time.perf_counter() - clock, 4)  # part of "link"
-        index = LinkIndex(list(self.tools.values()), self.vectors)
+        for i in removed:
+            self.link_index.discard(i)
+        for i in changed:
+            self.link_index.put(self.tools[i])
         touched = changed | removed
         previous = [t for t in before if t.id in touched]
-        relinked = relink(index, self.links, touched, previous)
+        relinked = relink(self.link_index, self.links, touched, previous)
         # Scores as stored (3 decimals), so an unchanged link compares equal to its stored self.
         links = {k: replace(x, score=round(x.score, 3)) for k, x in relinked.items()}
         # A link's triples are its own (its node is named by source, type and target): diff by link.
