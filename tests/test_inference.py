@@ -76,6 +76,30 @@ def test_fan_out_cap_keeps_only_strong_edges_of_promiscuous_producers():
     assert infer_dependencies([producer, *consumers], InferenceOptions(weak_fanout_cap=10)) == []
 
 
+def test_the_best_producer_is_found_among_many_by_key():
+    """Among many producers of one key the fewest-parameter one wins, whichever order they come in;
+    numbered parameters (ticker_2) match like unnumbered ones."""
+    many = [
+        Tool(
+            server_id=f"s{i}",
+            name=f"get_stock_ticker_{i}",
+            parameters=tuple(Parameter(name=f"company_hint_{j}", required=True) for j in range(1 + i % 3)),
+        )
+        for i in range(60)
+    ]
+    consumer = Tool(
+        server_id="c",
+        name="compare_stock_performance",
+        parameters=(Parameter(name="stock_ticker_1", required=True), Parameter(name="stock_ticker_2", required=True)),
+    )
+    for catalog in (many, many[::-1]):
+        edges = infer_dependencies([*catalog, consumer], InferenceOptions(weak_fanout_cap=100))
+        assert {(e.parameter, e.producer) for e in edges if e.consumer == consumer.id} == {
+            ("stock_ticker_1", "s0::get_stock_ticker_0"),
+            ("stock_ticker_2", "s0::get_stock_ticker_0"),
+        }
+
+
 def test_declared_pairs_are_not_inferred_again():
     tools = _tools()
     pair = ("shop::acme_place_order", "shop::get_product_code")

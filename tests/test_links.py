@@ -87,3 +87,56 @@ def test_build_stores_links_and_deps_lists_them(cli, tmp_path):
     assert links and {x["kind"] for x in links} <= {CO_INVOKED, SCHEMA_COMPATIBLE, SHARES_PARAMETERS}
     again = cli("build", str(CASES / "inference" / "shop.json"), "--store", str(store), "-q", "--force")
     assert "0 descriptions embedded" in again.stdout  # vectors come from the store's cache
+
+
+def test_relink_after_changes_matches_linking_the_final_catalog_afresh():
+    """Incremental sync's relink on a catalog that changes a server at a time ends with exactly the
+    links a fresh pass over the final catalog finds, including a name crossing the holder cap."""
+    from toolkg.extractors.links import MAX_HOLDERS, LinkIndex, relink, structural_links
+
+    rng = np.random.default_rng(3)
+    nouns = ["order", "warehouse", "invoice", "customer", "shipment", "vendor", "route", "tariff", "parcel", "crate"]
+    names = [f"{noun}_{part}" for noun in nouns for part in ("number", "code", "total", "email", "date")]
+
+    def random_tool(server: str, i: int) -> Tool:
+        return _tool(
+            server,
+            f"tool_{i}",
+            params=tuple(rng.choice(names, size=int(rng.integers(1, 4)), replace=False)),
+            outputs=tuple(rng.choice(names, size=int(rng.integers(0, 3)), replace=False)),
+        )
+
+    tools = {t.id: t for t in (random_tool(f"s{i % 12}", i) for i in range(120))}
+    # One name held by exactly MAX_HOLDERS tools: adding one more holder silences it everywhere.
+    tools.update({t.id: t for t in (_tool("crowd", f"c_{i}", params=("pallet_label",)) for i in range(MAX_HOLDERS))})
+    vectors = {}
+
+    def vector_of(tool_id: str) -> np.ndarray:
+        v = vectors.setdefault(tool_id, rng.normal(size=8) + 3.0)  # mostly similar: plenty of co-invoked links
+        return v / np.linalg.norm(v)
+
+    options = LinkOptions(per_tool=3)
+    unit = {i: vector_of(i) for i in tools}
+    index = LinkIndex(list(tools.values()), unit)
+    current = {
+        (x.source, x.target, x.kind): x
+        for x in structural_links(list(tools.values()), np.vstack(list(unit.values())), options)
+    }
+    changes = [
+        ("s3", [random_tool("s3", 1000 + i) for i in range(4)]),  # replace a server
+        ("crowd-extra", [_tool("crowd-extra", "c_extra", params=("pallet_label", "order_number"))]),  # add
+        ("s5", []),  # remove
+    ]
+    for server, new_tools in changes:
+        previous = [t for t in tools.values() if t.server_id == server]
+        for t in previous:
+            del tools[t.id], unit[t.id]
+            index.discard(t.id)
+        for t in new_tools:
+            tools[t.id], unit[t.id] = t, vector_of(t.id)
+            index.put(t)
+        changed = {t.id for t in previous} | {t.id for t in new_tools}
+        current = relink(index, current, changed, previous, options)
+    fresh = structural_links(list(tools.values()), np.vstack([unit[i] for i in tools]), options)
+    assert sorted(current) == sorted((x.source, x.target, x.kind) for x in fresh)
+    assert any(x.kind == CO_INVOKED for x in fresh) and any(x.kind == SCHEMA_COMPATIBLE for x in fresh)
