@@ -199,7 +199,7 @@ def merge_triples(merges: Iterable[Merge]) -> list[Triple]:
 
 
 def canonicalize_store(store, options: EntityOptions | None = None) -> dict[str, object]:
-    """Cluster every entity type and swap the canonical-entities graph in one transaction."""
+    """Cluster every entity type and swap the canonical-entities graph."""
     entities = stored_entities(store)
     by_type: dict[str, list[Entity]] = defaultdict(list)
     for e in entities:

@@ -146,15 +146,17 @@ class LinkIndex:
             found.update(self.by_server.get(tool.server_id, ()))
         return found
 
-    def candidates(self, sources, options: LinkOptions, symmetric_only: bool = False) -> list[ToolLink]:
-        """Every link from ``sources`` above its threshold, before the per-tool cap."""
+    def top_links(self, sources, options: LinkOptions, symmetric_only: bool = False) -> list[ToolLink]:
+        """Each source's strongest links of each type above its threshold (at most ``per_tool``),
+        capped source by source so a catalog's candidates never all sit in memory at once (100k tools:
+        millions of schema candidates for the few hundred thousand links kept)."""
         links: list[ToolLink] = []
         for source in sources:
-            if not symmetric_only:
-                links += self._schema(source, options)
-            links += self._shared(source, options)
+            found = self._schema(source, options) if not symmetric_only else []
+            found += self._shared(source, options)
             if self.vectors is not None:
-                links += self._co_invoked(source, options)
+                found += self._co_invoked(source, options)
+            links += _kept(found, options.per_tool)
         return links
 
     def _schema(self, producer: str, options: LinkOptions) -> list[ToolLink]:
@@ -219,19 +221,19 @@ def _kept(links: list[ToolLink], per_tool: int) -> list[ToolLink]:
 def co_invoked_links(tools: Sequence[Tool], vectors: np.ndarray, options: LinkOptions) -> list[ToolLink]:
     """Pairs on one server whose tool-text embeddings are close (both directions)."""
     index = LinkIndex(tools, dict(zip([t.id for t in tools], vectors, strict=True)))
-    return _cap([x for x in index.candidates(index.tools, options) if x.kind == CO_INVOKED], options.per_tool)
+    return _cap([x for x in index.top_links(index.tools, options) if x.kind == CO_INVOKED], options.per_tool)
 
 
 def schema_links(tools: Sequence[Tool], options: LinkOptions) -> list[ToolLink]:
     """Producer -> consumer when the producer's output names cover the consumer's specific inputs."""
     index = LinkIndex(tools)
-    return _cap([x for x in index.candidates(index.tools, options) if x.kind == SCHEMA_COMPATIBLE], options.per_tool)
+    return _cap([x for x in index.top_links(index.tools, options) if x.kind == SCHEMA_COMPATIBLE], options.per_tool)
 
 
 def shared_parameter_links(tools: Sequence[Tool], options: LinkOptions) -> list[ToolLink]:
     """Pairs whose specific parameter names overlap (Jaccard), found through an inverted index."""
     index = LinkIndex(tools)
-    return _cap([x for x in index.candidates(index.tools, options) if x.kind == SHARES_PARAMETERS], options.per_tool)
+    return _cap([x for x in index.top_links(index.tools, options) if x.kind == SHARES_PARAMETERS], options.per_tool)
 
 
 def structural_links(
@@ -241,7 +243,7 @@ def structural_links(
     options = options or LinkOptions()
     by_id = dict(zip([t.id for t in tools], vectors, strict=True)) if vectors is not None else None
     index = LinkIndex(tools, by_id)
-    links = _cap(index.candidates(index.tools, options), options.per_tool)
+    links = _cap(index.top_links(index.tools, options), options.per_tool)
     return sorted(links, key=lambda x: (x.kind, x.source, x.target))
 
 
@@ -268,10 +270,7 @@ def relink(
     # Whether a symmetric link from an affected tool is mutual depends on its partner's top list of
     # that type: those partners (server mates, shared input names) get their symmetric lists only.
     around = (index.partners((index.tools[i] for i in affected), symmetric_only=True) - affected) & index.tools.keys()
-    top = _kept(
-        index.candidates(sorted(affected), options) + index.candidates(sorted(around), options, symmetric_only=True),
-        options.per_tool,
-    )
+    top = index.top_links(sorted(affected), options) + index.top_links(sorted(around), options, symmetric_only=True)
     tops = {(x.source, x.target, x.kind) for x in top}
 
     def mutual(x: ToolLink) -> bool:

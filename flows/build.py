@@ -102,7 +102,7 @@ def _without_declared(manifest: Manifest) -> Manifest:
 @task(name="infer-dependencies", cache_policy=NO_CACHE, persist_result=False)
 def infer_task(store: ToolStore, tools: list[Tool], summary: BuildSummary, confirmer=None) -> None:
     """Infer dependencies over every stored tool (an LLM reviews them when configured) and swap
-    the inferred graph in one transaction."""
+    the inferred graph."""
     edges = infer_dependencies(tools, declared=declared_pairs(store))
     if confirmer is not None:
         review = confirmer.review(edges, tools, summary.run_id)

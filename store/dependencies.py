@@ -2,7 +2,7 @@
 
 Inference looks across manifests (a producer in one file feeds a consumer in another), so it
 runs once per build over every stored tool, after the manifests are loaded, and replaces the
-graph ``…/graph/inferred-dependencies`` in one transaction. Declared dependencies live in the
+graph ``…/graph/inferred-dependencies`` (``ToolStore.replace_graph``). Declared dependencies live in the
 server graphs (basis ``tk:Declared``) and are never touched: a pair already declared is not
 inferred again.
 """

@@ -241,11 +241,23 @@ class ToolStore:
         return graph.value in self._existing_graphs()
 
     def replace_graph(self, graph: NamedNode, triples: Sequence[Triple]) -> None:
-        """Swap a whole named graph in one transaction (catalog-wide graphs rebuilt on every run)."""
-        body = "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in triples)
-        if self.remote and self._store.replace_graph(graph, body):  # Graph Store protocol PUT
+        """Swap a whole named graph (the catalog-wide graphs rebuilt on every run).
+
+        Locally: drop it, then add the new triples with ``Store.extend``, each one transaction.
+        One SPARQL update holding both parses the triples as text and costs twice the time and
+        memory (measured: 1M triples, INSERT DATA 154 s / +2.9 GB, extend 57 s / +1.5 GB), which is
+        what a 100k-tool catalog's links graph needs. A crash in between leaves the graph absent,
+        never half-written, and an absent graph makes the next build recompute it. The graph
+        exists afterwards even when empty, so a rerun knows the stage ran. Remote stores get one
+        Graph Store PUT, or one update."""
+        if self.remote:
+            body = "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in triples)
+            if not self._store.replace_graph(graph, body):  # Graph Store protocol PUT when configured
+                self.update(f"DROP SILENT GRAPH {graph} ; INSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
             return
-        self.update(f"DROP SILENT GRAPH {graph} ; INSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
+        self.update(f"DROP SILENT GRAPH {graph}")
+        self._store.extend(Quad(t.subject, t.predicate, t.object, graph) for t in triples)
+        self._store.add_graph(graph)
 
     def patch(
         self,
