@@ -128,21 +128,28 @@ class LinkIndex:
         self.by_server[tool.server_id].remove(tool_id)
         self._similarity.pop(tool.server_id, None)
 
-    def partners(self, tools: Iterable[Tool], symmetric_only: bool = False, slack: int = 0) -> set[str]:
-        """Catalog tools whose own candidate lists can hold one of ``tools``: producers whose outputs
-        feed its inputs (schema compatibility), tools sharing an input name, server mates; only the
-        last two with ``symmetric_only``. ``tools`` need not be in the catalog, so a removed or
-        replaced version finds the partners it had. (A tool's consumers are not partners: a schema
-        link runs from the producer, whose own list is recomputed.) ``slack``: how many tools the
-        catalog just gained or lost; a name whose holders crossed ``MAX_HOLDERS`` with them changed
-        every holder's list, so holders of names that common are partners too."""
+    def affected_by(self, tools: Iterable[Tool], options: LinkOptions, slack: int = 0) -> set[str]:
+        """Catalog tools whose own top lists can change when ``tools`` (the old and new versions of
+        changed tools; they need not be in the catalog) come or go: the tools that have one of them
+        as a candidate above its threshold (a producer whose outputs cover its inputs, a tool sharing
+        enough input names) and its server mates (co-invocation compares vectors, so all of them).
+        ``slack``: how many tools the catalog just gained or lost; a name whose holder count may have
+        crossed ``MAX_HOLDERS`` with them changed every holder's list, so its holders are in too."""
         found: set[str] = set()
         for tool in tools:
-            for n in _names([p.name for p in tool.parameters]):
-                if not symmetric_only:
-                    found |= self.by_output.get(n, set())
-                if len(self.by_input.get(n, ())) <= MAX_HOLDERS + slack:
-                    found |= self.by_input.get(n, set())
+            inputs = _names([p.name for p in tool.parameters])
+            for n in inputs:
+                holders = self.by_input.get(n, set())
+                if MAX_HOLDERS - slack < len(holders) <= MAX_HOLDERS + slack:
+                    found |= holders
+                for s in self.by_output.get(n, ()):
+                    if s not in found and len(self.outputs[s] & inputs) / len(inputs) > options.schema_overlap:
+                        found.add(s)
+                if len(holders) <= MAX_HOLDERS + slack:
+                    for s in holders - found:
+                        shared = self.inputs[s] & inputs
+                        if len(shared) / len(self.inputs[s] | inputs) > options.parameter_jaccard:
+                            found.add(s)
             found.update(self.by_server.get(tool.server_id, ()))
         return found
 
@@ -256,21 +263,21 @@ def relink(
 ) -> dict[tuple[str, str, str], ToolLink]:
     """The links after ``changed`` tools changed (``index`` built on the new catalog, ``changed`` holding
     added, updated and removed ids, ``previous`` their versions before), recomputing only the sources
-    whose candidates could differ: the changed tools and their partners, old and new. A symmetric
-    link needs both ends to keep it, so those sources' symmetric partners get their symmetric top
-    lists computed too, though their own links stay as they are."""
+    whose top lists could differ: the changed tools and the tools that have one of them, old or
+    new, as a candidate (``LinkIndex.affected_by``), and the sources of links into them."""
     options = options or LinkOptions()
     now = [index.tools[i] for i in changed if i in index.tools]
     affected = (
         changed
-        | index.partners([*now, *previous], slack=len(changed))
+        | index.affected_by([*now, *previous], options, slack=len(changed))
         | {x.source for x in current.values() if x.target in changed}
     )
     affected &= index.tools.keys()
-    # Whether a symmetric link from an affected tool is mutual depends on its partner's top list of
-    # that type: those partners (server mates, shared input names) get their symmetric lists only.
-    around = (index.partners((index.tools[i] for i in affected), symmetric_only=True) - affected) & index.tools.keys()
-    top = index.top_links(sorted(affected), options) + index.top_links(sorted(around), options, symmetric_only=True)
+    top = index.top_links(sorted(affected), options)
+    # A symmetric link from an affected tool is kept only when its target's top list of that type
+    # holds it too: those targets get their symmetric lists computed (their own links stay).
+    around = {x.target for x in top if x.kind in SYMMETRIC} - affected
+    top += index.top_links(sorted(around), options, symmetric_only=True)
     tops = {(x.source, x.target, x.kind) for x in top}
 
     def mutual(x: ToolLink) -> bool:

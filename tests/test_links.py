@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from tests.conftest import CASES
 from toolkg.embeddings import Embedder
@@ -89,13 +90,14 @@ def test_build_stores_links_and_deps_lists_them(cli, tmp_path):
     assert "0 descriptions embedded" in again.stdout  # vectors come from the store's cache
 
 
-def test_relink_after_changes_matches_linking_the_final_catalog_afresh():
+@pytest.mark.parametrize("seed", range(4))
+def test_relink_after_changes_matches_linking_the_final_catalog_afresh(seed):
     """Incremental sync's relink on a catalog that changes a server at a time ends with exactly the
     links a fresh pass over the final catalog finds, including a name crossing the holder cap."""
     from toolkg.extractors.links import MAX_HOLDERS, LinkIndex, relink, structural_links
 
-    rng = np.random.default_rng(3)
-    nouns = ["order", "warehouse", "invoice", "customer", "shipment", "vendor", "route", "tariff", "parcel", "crate"]
+    rng = np.random.default_rng(seed)
+    nouns = ["order", "warehouse", "invoice", "customer", "shipment", "vendor"]
     names = [f"{noun}_{part}" for noun in nouns for part in ("number", "code", "total", "email", "date")]
 
     def random_tool(server: str, i: int) -> Tool:
@@ -115,7 +117,7 @@ def test_relink_after_changes_matches_linking_the_final_catalog_afresh():
         v = vectors.setdefault(tool_id, rng.normal(size=8) + 3.0)  # mostly similar: plenty of co-invoked links
         return v / np.linalg.norm(v)
 
-    options = LinkOptions(per_tool=3)
+    options = LinkOptions(per_tool=2)  # short lists: a new candidate displaces an old one
     unit = {i: vector_of(i) for i in tools}
     index = LinkIndex(list(tools.values()), unit)
     current = {
@@ -140,3 +142,23 @@ def test_relink_after_changes_matches_linking_the_final_catalog_afresh():
     fresh = structural_links(list(tools.values()), np.vstack([unit[i] for i in tools]), options)
     assert sorted(current) == sorted((x.source, x.target, x.kind) for x in fresh)
     assert any(x.kind == CO_INVOKED for x in fresh) and any(x.kind == SCHEMA_COMPATIBLE for x in fresh)
+
+
+def test_relink_drops_a_link_a_new_closer_tool_displaces():
+    """An unchanged tool whose short list a new tool enters loses its weakest link (and that link's
+    mirror), exactly as linking afresh would."""
+    from toolkg.extractors.links import LinkIndex, relink, structural_links
+
+    options = LinkOptions(per_tool=2)
+    hub = _tool("a", "plan_route", params=("pallet_count", "dock_number"))
+    near = [_tool(f"b{i}", f"stack_{i}", params=("pallet_count", "dock_number", f"crate_{i}_label")) for i in range(2)]
+    tools = [hub, *near]
+    current = {(x.source, x.target, x.kind): x for x in structural_links(tools, None, options)}
+    assert (hub.id, near[1].id, SHARES_PARAMETERS) in current
+    closer = _tool("c", "load_dock", params=("pallet_count", "dock_number"))
+    index = LinkIndex(tools)
+    index.put(closer)
+    relinked = relink(index, current, {closer.id}, (), options)
+    fresh = structural_links([*tools, closer], None, options)
+    assert sorted(relinked) == sorted((x.source, x.target, x.kind) for x in fresh)
+    assert (hub.id, closer.id, SHARES_PARAMETERS) in relinked
