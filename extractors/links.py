@@ -18,7 +18,7 @@ anything looser connects nearly every pair.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -128,31 +128,6 @@ class LinkIndex:
         self.by_server[tool.server_id].remove(tool_id)
         self._similarity.pop(tool.server_id, None)
 
-    def affected_by(self, tools: Iterable[Tool], options: LinkOptions, slack: int = 0) -> set[str]:
-        """Catalog tools whose own top lists can change when ``tools`` (the old and new versions of
-        changed tools; they need not be in the catalog) come or go: the tools that have one of them
-        as a candidate above its threshold (a producer whose outputs cover its inputs, a tool sharing
-        enough input names) and its server mates (co-invocation compares vectors, so all of them).
-        ``slack``: how many tools the catalog just gained or lost; a name whose holder count may have
-        crossed ``MAX_HOLDERS`` with them changed every holder's list, so its holders are in too."""
-        found: set[str] = set()
-        for tool in tools:
-            inputs = _names([p.name for p in tool.parameters])
-            for n in inputs:
-                holders = self.by_input.get(n, set())
-                if MAX_HOLDERS - slack < len(holders) <= MAX_HOLDERS + slack:
-                    found |= holders
-                for s in self.by_output.get(n, ()):
-                    if s not in found and len(self.outputs[s] & inputs) / len(inputs) > options.schema_overlap:
-                        found.add(s)
-                if len(holders) <= MAX_HOLDERS + slack:
-                    for s in holders - found:
-                        shared = self.inputs[s] & inputs
-                        if len(shared) / len(self.inputs[s] | inputs) > options.parameter_jaccard:
-                            found.add(s)
-            found.update(self.by_server.get(tool.server_id, ()))
-        return found
-
     def top_links(self, sources, options: LinkOptions, symmetric_only: bool = False) -> list[ToolLink]:
         """Each source's strongest links of each type above its threshold (at most ``per_tool``),
         capped source by source so a catalog's candidates never all sit in memory at once (100k tools:
@@ -252,47 +227,3 @@ def structural_links(
     index = LinkIndex(tools, by_id)
     links = _cap(index.top_links(index.tools, options), options.per_tool)
     return sorted(links, key=lambda x: (x.kind, x.source, x.target))
-
-
-def relink(
-    index: LinkIndex,
-    current: dict[tuple[str, str, str], ToolLink],
-    changed: set[str],
-    previous: Sequence[Tool] = (),
-    options: LinkOptions | None = None,
-) -> dict[tuple[str, str, str], ToolLink]:
-    """The links after ``changed`` tools changed (``index`` built on the new catalog, ``changed`` holding
-    added, updated and removed ids, ``previous`` their versions before), recomputing only the sources
-    whose top lists could differ: the changed tools and the tools that have one of them, old or
-    new, as a candidate (``LinkIndex.affected_by``), and the sources of links into them."""
-    options = options or LinkOptions()
-    now = [index.tools[i] for i in changed if i in index.tools]
-    affected = (
-        changed
-        | index.affected_by([*now, *previous], options, slack=len(changed))
-        | {x.source for x in current.values() if x.target in changed}
-    )
-    affected &= index.tools.keys()
-    top = index.top_links(sorted(affected), options)
-    # A symmetric link from an affected tool is kept only when its target's top list of that type
-    # holds it too: those targets get their symmetric lists computed (their own links stay).
-    around = {x.target for x in top if x.kind in SYMMETRIC} - affected
-    top += index.top_links(sorted(around), options, symmetric_only=True)
-    tops = {(x.source, x.target, x.kind) for x in top}
-
-    def mutual(x: ToolLink) -> bool:
-        return x.kind not in SYMMETRIC or (x.target, x.source, x.kind) in tops
-
-    links = {
-        k: x
-        for k, x in current.items()
-        if x.source not in affected
-        and x.source not in changed
-        and x.target not in changed
-        and (x.kind not in SYMMETRIC or x.target not in affected or (x.target, x.source, x.kind) in tops)
-    }
-    for x in top:
-        # New links from affected sources, and symmetric links into them that are mutual now.
-        if mutual(x) and (x.source in affected or (x.kind in SYMMETRIC and x.target in affected)):
-            links[(x.source, x.target, x.kind)] = x
-    return links

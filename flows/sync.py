@@ -35,9 +35,10 @@ from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg.embeddings import Embedder
 from toolkg.errors import UsageError
+from toolkg.extractors.incremental_links import IncrementalLinks
 from toolkg.extractors.inference import InferredEdge, infer_dependencies
 from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.links import LinkIndex, ToolLink, relink, tool_text
+from toolkg.extractors.links import LinkIndex, ToolLink, tool_text
 from toolkg.extractors.reading import discover, fingerprint_file
 from toolkg.extractors.semantic import extraction_triples, make_extractor
 from toolkg.extractors.structural import NameIndex, extract_structure
@@ -136,6 +137,7 @@ class CatalogSync:
             matrix = self.embedder.encode([tool_text(self.tools[i]) for i in ids], label="embed tools")
             self.vectors = dict(zip(ids, matrix, strict=True))
             self.link_index = LinkIndex(list(self.tools.values()), self.vectors)
+            self.link_state = IncrementalLinks(self.link_index)  # every tool's top lists: computed once
             for _ in range(2 if warm else 0):  # load the model and let torch settle before the first operation
                 self.embedder.encode(["warm up the model with a sentence of a usual length"] * 4, cache=False)
         self.index = NameIndex()
@@ -289,10 +291,9 @@ class CatalogSync:
         for i in changed:
             self.link_index.put(self.tools[i])
         touched = changed | removed
-        previous = [t for t in before if t.id in touched]
-        relinked = relink(self.link_index, self.links, touched, previous)
+        self.link_state.update(touched, [t for t in before if t.id in touched])
         # Scores as stored (3 decimals), so an unchanged link compares equal to its stored self.
-        links = {k: replace(x, score=round(x.score, 3)) for k, x in relinked.items()}
+        links = {k: replace(x, score=round(x.score, 3)) for k, x in self.link_state.links.items()}
         # A link's triples are its own (its node is named by source, type and target): diff by link.
         gone = [x for k, x in self.links.items() if links.get(k) != x]
         added = [x for k, x in links.items() if self.links.get(k) != x]

@@ -91,10 +91,11 @@ def test_build_stores_links_and_deps_lists_them(cli, tmp_path):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_relink_after_changes_matches_linking_the_final_catalog_afresh(seed):
-    """Incremental sync's relink on a catalog that changes a server at a time ends with exactly the
+def test_incremental_links_after_changes_matches_linking_the_final_catalog_afresh(seed):
+    """Incremental sync's links on a catalog that changes a server at a time ends with exactly the
     links a fresh pass over the final catalog finds, including a name crossing the holder cap."""
-    from toolkg.extractors.links import MAX_HOLDERS, LinkIndex, relink, structural_links
+    from toolkg.extractors.incremental_links import IncrementalLinks
+    from toolkg.extractors.links import MAX_HOLDERS, LinkIndex, structural_links
 
     rng = np.random.default_rng(seed)
     nouns = ["order", "warehouse", "invoice", "customer", "shipment", "vendor"]
@@ -120,17 +121,19 @@ def test_relink_after_changes_matches_linking_the_final_catalog_afresh(seed):
     options = LinkOptions(per_tool=2)  # short lists: a new candidate displaces an old one
     unit = {i: vector_of(i) for i in tools}
     index = LinkIndex(list(tools.values()), unit)
-    current = {
-        (x.source, x.target, x.kind): x
-        for x in structural_links(list(tools.values()), np.vstack(list(unit.values())), options)
-    }
+    state = IncrementalLinks(index, options)
+    first = structural_links(list(tools.values()), np.vstack(list(unit.values())), options)
+    assert sorted(state.links) == sorted((x.source, x.target, x.kind) for x in first)
+    one = next(t for t in tools.values() if t.server_id == "s7")
     changes = [
         ("s3", [random_tool("s3", 1000 + i) for i in range(4)]),  # replace a server
         ("crowd-extra", [_tool("crowd-extra", "c_extra", params=("pallet_label", "order_number"))]),  # add
         ("s5", []),  # remove
+        (one.id, [random_tool("s7", int(one.name.split("_")[1]))]),  # update one tool among its server mates
     ]
-    for server, new_tools in changes:
-        previous = [t for t in tools.values() if t.server_id == server]
+    vectors.pop(one.id)  # its new version reads differently (``unit`` keeps the old vector until then)
+    for target, new_tools in changes:
+        previous = [t for t in tools.values() if target in (t.server_id, t.id)]
         for t in previous:
             del tools[t.id], unit[t.id]
             index.discard(t.id)
@@ -138,27 +141,32 @@ def test_relink_after_changes_matches_linking_the_final_catalog_afresh(seed):
             tools[t.id], unit[t.id] = t, vector_of(t.id)
             index.put(t)
         changed = {t.id for t in previous} | {t.id for t in new_tools}
-        current = relink(index, current, changed, previous, options)
+        state.update(changed, previous)
     fresh = structural_links(list(tools.values()), np.vstack([unit[i] for i in tools]), options)
-    assert sorted(current) == sorted((x.source, x.target, x.kind) for x in fresh)
+    assert sorted(state.links) == sorted((x.source, x.target, x.kind) for x in fresh)
     assert any(x.kind == CO_INVOKED for x in fresh) and any(x.kind == SCHEMA_COMPATIBLE for x in fresh)
 
 
-def test_relink_drops_a_link_a_new_closer_tool_displaces():
+def test_incremental_links_drop_a_link_a_new_closer_tool_displaces():
     """An unchanged tool whose short list a new tool enters loses its weakest link (and that link's
     mirror), exactly as linking afresh would."""
-    from toolkg.extractors.links import LinkIndex, relink, structural_links
+    from toolkg.extractors.incremental_links import IncrementalLinks
+    from toolkg.extractors.links import LinkIndex, structural_links
 
     options = LinkOptions(per_tool=2)
     hub = _tool("a", "plan_route", params=("pallet_count", "dock_number"))
     near = [_tool(f"b{i}", f"stack_{i}", params=("pallet_count", "dock_number", f"crate_{i}_label")) for i in range(2)]
     tools = [hub, *near]
-    current = {(x.source, x.target, x.kind): x for x in structural_links(tools, None, options)}
-    assert (hub.id, near[1].id, SHARES_PARAMETERS) in current
-    closer = _tool("c", "load_dock", params=("pallet_count", "dock_number"))
     index = LinkIndex(tools)
+    state = IncrementalLinks(index, options)
+    assert (hub.id, near[1].id, SHARES_PARAMETERS) in state.links
+    closer = _tool("c", "load_dock", params=("pallet_count", "dock_number"))
     index.put(closer)
-    relinked = relink(index, current, {closer.id}, (), options)
+    state.update({closer.id})
     fresh = structural_links([*tools, closer], None, options)
-    assert sorted(relinked) == sorted((x.source, x.target, x.kind) for x in fresh)
-    assert (hub.id, closer.id, SHARES_PARAMETERS) in relinked
+    assert sorted(state.links) == sorted((x.source, x.target, x.kind) for x in fresh)
+    assert (hub.id, closer.id, SHARES_PARAMETERS) in state.links and (
+        hub.id,
+        near[1].id,
+        SHARES_PARAMETERS,
+    ) not in state.links
