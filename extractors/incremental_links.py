@@ -53,9 +53,10 @@ class IncrementalLinks:
                 if (link := self._link((x.source, x.target, x.kind))) is not None:
                     self.links[x.source, x.target, x.kind] = link
 
-    def update(self, changed: set[str], previous: Sequence[Tool] = ()) -> None:
+    def update(self, changed: set[str], previous: Sequence[Tool] = ()) -> set[LinkKey]:
         """After the ``changed`` tools were put into or discarded from the index (``previous``: their
-        versions before), bring the top lists and ``links`` up to date."""
+        versions before), bring the top lists and ``links`` up to date; return the keys re-decided
+        (no link outside them changed)."""
         now = [self.index.tools[i] for i in changed if i in self.index.tools]
         sources = set(changed) | self._could_list(now, previous)
         for tool_id in changed:
@@ -76,6 +77,7 @@ class IncrementalLinks:
                 self.links.pop(key, None)
             else:
                 self.links[key] = link
+        return pairs
 
     # --- internals ---------------------------------------------------------------------------
 

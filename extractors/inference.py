@@ -110,6 +110,7 @@ class _Profile:
     object_words: list[str]
     text_lemmas: set[str] = field(default_factory=set)
     namespace: set[str] = field(default_factory=set)  # rare name tokens: the service a tool belongs to
+    offered: list[_Offer] | None = None  # what ``offers`` found (profiles are memoised, so is this)
 
     @property
     def needs_input(self) -> bool:
@@ -151,6 +152,12 @@ def profile(tool: Tool) -> _Profile:
 
 def offers(p: _Profile) -> list[_Offer]:
     """What a tool produces that another tool's parameter could take."""
+    if p.offered is None:
+        p.offered = _offers(p)
+    return p.offered
+
+
+def _offers(p: _Profile) -> list[_Offer]:
     contextual = not p.needs_input
     found: list[_Offer] = []
     obj = [w for w in p.object_words if w not in CONTEXT_WORDS]

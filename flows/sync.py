@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -138,6 +138,7 @@ class CatalogSync:
             self.vectors = dict(zip(ids, matrix, strict=True))
             self.link_index = LinkIndex(list(self.tools.values()), self.vectors)
             self.link_state = IncrementalLinks(self.link_index)  # every tool's top lists: computed once
+            self._links_checked = False  # the first operation also writes any stored link that differs
             for _ in range(2 if warm else 0):  # load the model and let torch settle before the first operation
                 self.embedder.encode(["warm up the model with a sentence of a usual length"] * 4, cache=False)
         self.index = NameIndex()
@@ -291,16 +292,21 @@ class CatalogSync:
         for i in changed:
             self.link_index.put(self.tools[i])
         touched = changed | removed
-        self.link_state.update(touched, [t for t in before if t.id in touched])
-        # Scores as stored (3 decimals), so an unchanged link compares equal to its stored self.
-        links = {k: replace(x, score=round(x.score, 3)) for k, x in self.link_state.links.items()}
+        redecided = self.link_state.update(touched, [t for t in before if t.id in touched])
+        if not self._links_checked:  # a store linked by another version of the rules is brought in line once
+            redecided |= self.links.keys() | self.link_state.links.keys()
+            self._links_checked = True
         # A link's triples are its own (its node is named by source, type and target): diff by link.
-        gone = [x for k, x in self.links.items() if links.get(k) != x]
-        added = [x for k, x in links.items() if self.links.get(k) != x]
+        # Scores are rounded as stored (3 decimals) where links are made, so unchanged ones compare equal.
+        now = self.link_state.links
+        gone = [self.links[k] for k in redecided if k in self.links and now.get(k) != self.links[k]]
+        added = [now[k] for k in redecided if k in now and self.links.get(k) != now[k]]
+        for x in gone:
+            del self.links[x.source, x.target, x.kind]
+        self.links.update(((x.source, x.target, x.kind), x) for x in added)
         deletions.setdefault(LINKS_GRAPH, set()).update(link_triples(gone))
         insertions.setdefault(LINKS_GRAPH, set()).update(link_triples(added))
         result.links_added, result.links_removed = len(added), len(gone)
-        self.links = links
 
     def _mark_owner_stale(self, server_id: str, deletions, insertions, graph: NamedNode, gone: bool) -> None:
         """The manifest that defined this server no longer matches the store: clear its fingerprint
