@@ -30,6 +30,7 @@ from toolkg.extractors.links import (
     LinkIndex,
     LinkOptions,
     ToolLink,
+    _cap,
     _names,
 )
 from toolkg.models import Tool
@@ -47,11 +48,8 @@ class IncrementalLinks:
         self.listed_in: dict[str, set[str]] = defaultdict(set)  # tool -> sources whose top list names it
         for source in index.tools:
             self._set_top(source)
-        self.links: dict[LinkKey, ToolLink] = {}
-        for top in self.tops.values():
-            for x in top:
-                if (link := self._link((x.source, x.target, x.kind))) is not None:
-                    self.links[x.source, x.target, x.kind] = link
+        kept = _cap([x for top in self.tops.values() for x in top], self.options.per_tool)  # as a full pass
+        self.links: dict[LinkKey, ToolLink] = {(x.source, x.target, x.kind): x for x in kept}
 
     def update(self, changed: set[str], previous: Sequence[Tool] = ()) -> set[LinkKey]:
         """After the ``changed`` tools were put into or discarded from the index (``previous``: their

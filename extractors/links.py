@@ -69,15 +69,6 @@ def _name_key(name: str) -> str:
     return "_".join(key) if key and is_informative(key) else ""
 
 
-def _inverted(names: dict[str, set[str]]) -> dict[str, set[str]]:
-    """name -> the tools that have it."""
-    holders: dict[str, set[str]] = defaultdict(set)
-    for tool_id, tool_names in names.items():
-        for name in tool_names:
-            holders[name].add(tool_id)
-    return holders
-
-
 def _cap(links: list[ToolLink], per_tool: int) -> list[ToolLink]:
     """At most ``per_tool`` links per source and type, strongest first; a symmetric link survives
     only when both ends keep it (mutual nearest neighbours), so it stays symmetric and bounded."""
@@ -128,14 +119,13 @@ class LinkIndex:
         self.by_server[tool.server_id].remove(tool_id)
         self._similarity.pop(tool.server_id, None)
 
-    def top_links(self, sources, options: LinkOptions, symmetric_only: bool = False) -> list[ToolLink]:
+    def top_links(self, sources, options: LinkOptions) -> list[ToolLink]:
         """Each source's strongest links of each type above its threshold (at most ``per_tool``),
         capped source by source so a catalog's candidates never all sit in memory at once (100k tools:
         millions of schema candidates for the few hundred thousand links kept)."""
         links: list[ToolLink] = []
         for source in sources:
-            found = self._schema(source, options) if not symmetric_only else []
-            found += self._shared(source, options)
+            found = self._schema(source, options) + self._shared(source, options)
             if self.vectors is not None:
                 found += self._co_invoked(source, options)
             links += _kept(found, options.per_tool)
