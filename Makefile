@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install browser demo test lint bench clean
+.PHONY: install browser demo test fuzz lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,9 @@ browser:  ## Chromium and its WebDriver for the browser tests (apt-get, needs ro
 test: $(STAMP) browser  ## lint, then the whole test suite
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+fuzz: $(STAMP)  ## the hostile-catalog property tests with many more random examples (a new seed each run)
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_hostile_manifests.py -k "any_catalog" -x -q
 
 bench: $(STAMP)  ## build (sample catalogs, synthetic 10k and 100k tools), extraction, inference and retrieval benchmarks
 	$(BIN)/python benchmarks/build_bench.py

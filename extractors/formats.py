@@ -7,6 +7,7 @@ lives in ``openapi.py``.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -14,18 +15,31 @@ from pathlib import Path
 from typing import Any
 
 from toolkg.errors import ItemError, ManifestError
+from toolkg.extractors.fitting import check_depth, check_name, fit_tool
 from toolkg.extractors.schema import (
+    json_text,
     optional_str,
     outputs_from_schema,
     parameter_from_schema,
     parameters_from_object_schema,
     require_mapping,
     require_str,
-    to_json_text,
 )
-from toolkg.models import Annotations, DeclaredDependency, ManifestFormat, Parameter, QuarantinedItem, Server, Tool
+from toolkg.failures import quarantine, raw_text
+from toolkg.limits import Limits
+from toolkg.models import (
+    Annotations,
+    DeclaredDependency,
+    ManifestFormat,
+    Notice,
+    Parameter,
+    QuarantinedItem,
+    Server,
+    Tool,
+)
 
 _SERVER_ID_RE = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_SERVER_ID = 100  # longer ids are cut and given a hash of the whole, so they stay unique
 
 # ToolLinkOS dependence_type -> ontology sub-property of tk:dependsOn.
 DEPENDENCE_KINDS = {
@@ -43,12 +57,30 @@ DEPENDENCE_KINDS = {
 class ParsedServers:
     servers: list[Server] = field(default_factory=list)
     quarantined: list[QuarantinedItem] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)  # tools kept but trimmed to fit a limit
 
 
 def server_id_from(text: str) -> str:
-    """A server id usable in 'server::tool' ids and IRIs: spaces and odd characters to '-'."""
+    """A server id usable in 'server::tool' ids and IRIs: spaces and odd characters to '-', at most
+    ``MAX_SERVER_ID`` characters (a longer one keeps its start and a hash of the whole).
+
+    >>> server_id_from("My Server (beta)"), server_id_from("天气"), len(server_id_from("x" * 500))
+    ('My-Server-beta', 'server', 100)
+    """
     cleaned = _SERVER_ID_RE.sub("-", text.strip()).strip("-")
+    if len(cleaned) > MAX_SERVER_ID:
+        digest = hashlib.sha256(cleaned.encode()).hexdigest()[:8]
+        cleaned = cleaned[: MAX_SERVER_ID - 9].rstrip("-.") + "-" + digest
     return cleaned or "server"
+
+
+def server_name(value: Any, fallback: str, limits: Limits) -> str:
+    """A server's display name: the manifest's when it is a usable string, else ``fallback``."""
+    if isinstance(value, str) and value.strip():
+        name = " ".join(value.split())
+        if len(name) <= limits.max_name_chars:
+            return name
+    return fallback
 
 
 def detect_format(document: Any, path: str) -> ManifestFormat:
@@ -97,9 +129,17 @@ def _mapping_get(document: Mapping[str, Any], *keys: str) -> Any:
 
 
 def collect_tools(
-    source: str, server_id: str, entries: Any, parse_one: Callable[[Mapping[str, Any], str], Tool]
+    source: str,
+    server_id: str,
+    entries: Any,
+    parse_one: Callable[[Mapping[str, Any], str], Tool],
+    limits: Limits,
+    notices: list[Notice] | None = None,
 ) -> tuple[list[Tool], list[QuarantinedItem]]:
-    """Parse each tool entry; a malformed or duplicate entry is quarantined, the rest kept."""
+    """Parse each tool entry; a malformed or duplicate entry is quarantined, the rest kept.
+
+    Whatever goes wrong with one entry (a wrong type, a schema nested past the limit, an
+    unexpected error) quarantines that entry alone; ``notices`` collects what was trimmed."""
     if not isinstance(entries, list):
         raise ItemError(server_id, f"tools must be a list, got {type(entries).__name__}")
     tools: list[Tool] = []
@@ -110,28 +150,39 @@ def collect_tools(
         try:
             entry = require_mapping(entry, f"tool #{index}", label)
             name = entry.get("name")
-            if isinstance(name, str) and name.strip():
-                label = f"{server_id}::{name}"
-            tool = parse_one(entry, label)
+            if isinstance(name, str) and name.strip() and len(name) <= limits.max_name_chars:
+                label = f"{server_id}::{name.strip()}"
+            tool, notes = checked_tool(entry, label, parse_one, limits)
             if tool.name in first_index:
                 raise ItemError(
                     label, f"duplicate tool name {tool.name!r} (first defined at index {first_index[tool.name]})"
                 )
             first_index[tool.name] = index
             tools.append(tool)
-        except ItemError as exc:
-            quarantined.append(
-                QuarantinedItem(source=source, item=label, stage="ingest", reason=exc.reason, raw=excerpt(entry))
-            )
+            if notices is not None:
+                notices += [Notice(source=source, item=tool.id, what=note) for note in notes]
+        except Exception as exc:
+            quarantined.append(quarantine(exc, source=source, item=label, stage="parse", raw=entry))
     return tools, quarantined
 
 
+def checked_tool(
+    entry: Mapping[str, Any], label: str, parse_one: Callable[[Mapping[str, Any], str], Tool], limits: Limits
+) -> tuple[Tool, list[str]]:
+    """One tool within ``limits``: depth checked before parsing, names checked, long values trimmed."""
+    check_depth(entry, label, limits)
+    tool = parse_one(entry, label)
+    check_name(tool.name, "tool name", label, limits)
+    for parameter in tool.parameters:
+        check_name(parameter.name, "parameter name", label, limits)
+    for output in tool.outputs:
+        check_name(output.name, "output name", label, limits)
+    return fit_tool(tool, limits)
+
+
 def excerpt(value: Any, limit: int = 2000) -> str:
-    try:
-        text = to_json_text(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
+    """The offending input, for a quarantine entry: bounded however big or deep ``value`` is."""
+    return raw_text(value, limit)
 
 
 def _annotations(raw: Any, item: str) -> Annotations | None:
@@ -154,7 +205,7 @@ def _annotations(raw: Any, item: str) -> Annotations | None:
         else:
             other[key] = value
     if other:
-        values["other_json"] = to_json_text(other)
+        values["other_json"] = json_text(other, "annotations", item)
     return Annotations(**values)
 
 
@@ -175,7 +226,7 @@ def _mcp_tool(server_id: str) -> Callable[[Mapping[str, Any], str], Tool]:
     return parse
 
 
-def parse_mcp(path: str, document: Any, server: str | None) -> ParsedServers:
+def parse_mcp(path: str, document: Any, server: str | None, limits: Limits | None = None) -> ParsedServers:
     """An MCP ``tools/list`` result (optionally JSON-RPC wrapped, or a bare list of tools)."""
     wrapper: Mapping[str, Any] = {}
     if isinstance(document, Mapping):
@@ -185,37 +236,45 @@ def parse_mcp(path: str, document: Any, server: str | None) -> ParsedServers:
         entries = document
     info = wrapper.get("serverInfo") if isinstance(wrapper.get("serverInfo"), Mapping) else {}
     named = server or wrapper.get("server_name") or wrapper.get("server") or info.get("name") or wrapper.get("name")
+    limits = limits or Limits()
     server_id = server_id_from(named if isinstance(named, str) and named.strip() else Path(path).stem)
-    tools, quarantined = collect_tools(path, server_id, entries, _mcp_tool(server_id))
+    notices: list[Notice] = []
+    tools, quarantined = collect_tools(path, server_id, entries, _mcp_tool(server_id), limits, notices)
     description = wrapper.get("description") or info.get("description")
     result = Server(
         id=server_id,
-        name=named if isinstance(named, str) and named.strip() else server_id,
-        description=description if isinstance(description, str) else "",
-        category=wrapper.get("category") if isinstance(wrapper.get("category"), str) else None,
-        version=_str_or_none(wrapper.get("version") or info.get("version")),
+        name=server_name(named, server_id, limits),
+        description=description[: limits.max_description_chars].strip() if isinstance(description, str) else "",
+        category=str_or_none(wrapper.get("category")),
+        version=str_or_none(wrapper.get("version") or info.get("version")),
         tools=tuple(tools),
     )
-    return ParsedServers([result], quarantined)
+    return ParsedServers([result], quarantined, notices)
 
 
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value.strip() else None
+def str_or_none(value: Any, limit: int = 1000) -> str | None:
+    """A short metadata string (version, category, homepage) on one line, or None."""
+    if not isinstance(value, str) or not value.strip() or len(value) > limit:
+        return None
+    return " ".join(value.split())
 
 
-def parse_mcp_catalog(path: str, document: Any, server: str | None) -> ParsedServers:
+def parse_mcp_catalog(
+    path: str, document: Any, server: str | None, limits: Limits | None = None
+) -> ParsedServers:
     """A list of MCP server entries: ``name``, ``description``, ``category``, ``tools.<key>.tools``."""
     if server:
         raise ManifestError(path, "--server cannot be used with a catalog of several servers")
     if not isinstance(document, list):
         raise ManifestError(path, "an MCP catalog must be a JSON list of server entries")
+    limits = limits or Limits()
     parsed = ParsedServers()
     seen: set[str] = set()
     for index, entry in enumerate(document):
         label = f"entry #{index}"
         try:
             entry = require_mapping(entry, label, label)
-            label = str(entry.get("name") or label)
+            label = server_name(entry.get("name"), label, limits)
             groups = require_mapping(entry.get("tools"), "tools", label)
             for key, group in groups.items():
                 server_id = server_id_from(key)
@@ -223,23 +282,26 @@ def parse_mcp_catalog(path: str, document: Any, server: str | None) -> ParsedSer
                 if server_id in seen:
                     raise ItemError(server_id, f"duplicate server id {server_id!r}")
                 seen.add(server_id)
-                tools, quarantined = collect_tools(path, server_id, group.get("tools"), _mcp_tool(server_id))
+                tools, quarantined = collect_tools(
+                    path, server_id, group.get("tools"), _mcp_tool(server_id), limits, parsed.notices
+                )
                 parsed.quarantined.extend(quarantined)
                 parsed.servers.append(
                     Server(
                         id=server_id,
-                        name=optional_str(entry.get("name"), "name", label) or server_id,
-                        description=optional_str(entry.get("description"), "description", label),
-                        category=_str_or_none(entry.get("category")),
-                        homepage=_str_or_none(entry.get("web") or entry.get("homepage")),
-                        version=_str_or_none(group.get("version")),
+                        name=server_name(entry.get("name"), server_id, limits),
+                        description=optional_str(entry.get("description"), "description", label)[
+                            : limits.max_description_chars
+                        ],
+                        category=str_or_none(entry.get("category")),
+                        homepage=str_or_none(entry.get("web") or entry.get("homepage")),
+                        version=str_or_none(group.get("version")),
                         tools=tuple(tools),
                     )
                 )
-        except ItemError as exc:
-            parsed.quarantined.append(
-                QuarantinedItem(source=path, item=exc.item, stage="ingest", reason=exc.reason, raw=excerpt(entry))
-            )
+        except Exception as exc:
+            item = exc.item if isinstance(exc, ItemError) else label
+            parsed.quarantined.append(quarantine(exc, source=path, item=item, stage="parse", raw=entry))
     return parsed
 
 
@@ -260,21 +322,23 @@ def _openai_tool(server_id: str) -> Callable[[Mapping[str, Any], str], Tool]:
     return parse
 
 
-def parse_openai(path: str, document: Any, server: str | None) -> ParsedServers:
+def parse_openai(path: str, document: Any, server: str | None, limits: Limits | None = None) -> ParsedServers:
     """OpenAI tools: ``[{"type": "function", "function": {...}}]``, bare functions, or one of them."""
     wrapper: Mapping[str, Any] = document if isinstance(document, Mapping) and "tools" in document else {}
     entries = wrapper.get("tools") if wrapper else (document if isinstance(document, list) else [document])
     named = server or wrapper.get("server") or wrapper.get("name")
+    limits = limits or Limits()
     server_id = server_id_from(named if isinstance(named, str) and named.strip() else Path(path).stem)
-    tools, quarantined = collect_tools(path, server_id, entries, _openai_tool(server_id))
+    notices: list[Notice] = []
+    tools, quarantined = collect_tools(path, server_id, entries, _openai_tool(server_id), limits, notices)
     description = wrapper.get("description")
     result = Server(
         id=server_id,
         name=server_id,
-        description=description if isinstance(description, str) else "",
+        description=description[: limits.max_description_chars].strip() if isinstance(description, str) else "",
         tools=tuple(tools),
     )
-    return ParsedServers([result], quarantined)
+    return ParsedServers([result], quarantined, notices)
 
 
 # --- ToolLinkOS -------------------------------------------------------------------------------
@@ -330,10 +394,13 @@ def _toollinkos_tool(server_id: str) -> Callable[[Mapping[str, Any], str], Tool]
     return parse
 
 
-def parse_toollinkos(path: str, document: Any, server: str | None) -> ParsedServers:
+def parse_toollinkos(path: str, document: Any, server: str | None, limits: Limits | None = None) -> ParsedServers:
     """A ToolLinkOS tool list; dependencies name tools that may live in other files."""
     if not isinstance(document, list):
         raise ManifestError(path, "a ToolLinkOS manifest must be a JSON list of tools")
     server_id = server_id_from(server or Path(path).stem)
-    tools, quarantined = collect_tools(path, server_id, document, _toollinkos_tool(server_id))
-    return ParsedServers([Server(id=server_id, name=server_id, tools=tuple(tools))], quarantined)
+    notices: list[Notice] = []
+    tools, quarantined = collect_tools(
+        path, server_id, document, _toollinkos_tool(server_id), limits or Limits(), notices
+    )
+    return ParsedServers([Server(id=server_id, name=server_id, tools=tuple(tools))], quarantined, notices)

@@ -39,9 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from spacy.lang.en.stop_words import STOP_WORDS
-
-from toolkg.extractors.lexicon import GENERIC_NOUNS, GENERIC_PARAMETERS, VERB_CAPABILITY
+from toolkg.extractors.lexicon import GENERIC_NOUNS, GENERIC_PARAMETERS, STOP_WORDS, VERB_CAPABILITY
 from toolkg.extractors.offline import name_action, name_object_words
 from toolkg.extractors.text import lemma, split_identifier
 from toolkg.models import Tool

@@ -7,7 +7,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from toolkg.errors import ManifestError
 from toolkg.extractors.formats import (
     ParsedServers,
     detect_format,
@@ -18,9 +17,11 @@ from toolkg.extractors.formats import (
 )
 from toolkg.extractors.openapi import parse_openapi
 from toolkg.extractors.reading import load_document
-from toolkg.models import Manifest, ManifestFile, ManifestFormat, QuarantinedItem
+from toolkg.failures import quarantine
+from toolkg.limits import Limits
+from toolkg.models import Manifest, ManifestFile, ManifestFormat, Notice, QuarantinedItem
 
-PARSERS: dict[str, Callable[[str, Any, str | None], ParsedServers]] = {
+PARSERS: dict[str, Callable[[str, Any, str | None, Limits], ParsedServers]] = {
     "mcp": parse_mcp,
     "mcp-catalog": parse_mcp_catalog,
     "openai": parse_openai,
@@ -35,24 +36,30 @@ class IngestResult(BaseModel):
     file: ManifestFile
     manifest: Manifest | None  # None when the whole file was quarantined
     quarantined: tuple[QuarantinedItem, ...] = ()
+    notices: tuple[Notice, ...] = ()  # tools kept but trimmed to fit a limit
 
 
 def ingest_manifest(
-    file: ManifestFile, data: bytes, *, format: ManifestFormat | None = None, server: str | None = None
+    file: ManifestFile,
+    data: bytes,
+    *,
+    format: ManifestFormat | None = None,
+    server: str | None = None,
+    limits: Limits | None = None,
 ) -> IngestResult:
-    """Parse one manifest's bytes; malformed tools and unreadable files become quarantine entries."""
+    """Parse one manifest's bytes; malformed tools and unreadable files become quarantine entries.
+
+    Nothing raises out of here: a file nobody can read, or a failure nobody foresaw, is one
+    quarantine entry for the whole file (its reason one line, its first bytes kept)."""
+    limits = limits or Limits()
     try:
-        document = load_document(file.path, data)
+        document = load_document(file.path, data, limits)
         chosen = format or detect_format(document, file.path)
-        parsed = PARSERS[chosen](file.path, document, server)
-    except ManifestError as exc:
-        entry = QuarantinedItem(
-            source=file.path,
-            item=file.path,
-            stage="ingest",
-            reason=exc.reason,
-            raw=data[:2000].decode("utf-8", errors="replace"),
-        )
+        parsed = PARSERS[chosen](file.path, document, server, limits)
+        manifest = Manifest(path=file.path, sha256=file.sha256, format=chosen, servers=tuple(parsed.servers))
+    except Exception as exc:
+        entry = quarantine(exc, source=file.path, item=file.path, stage="parse", raw=data[:2000])
         return IngestResult(file=file, manifest=None, quarantined=(entry,))
-    manifest = Manifest(path=file.path, sha256=file.sha256, format=chosen, servers=tuple(parsed.servers))
-    return IngestResult(file=file, manifest=manifest, quarantined=tuple(parsed.quarantined))
+    return IngestResult(
+        file=file, manifest=manifest, quarantined=tuple(parsed.quarantined), notices=tuple(parsed.notices)
+    )

@@ -11,8 +11,6 @@ import re
 from collections import defaultdict
 from functools import lru_cache
 
-from spacy.lang.en.stop_words import STOP_WORDS
-
 from toolkg.extractors.inference import (
     GENERIC_KEYS,
     PARAMETER_DIRECT,
@@ -22,7 +20,7 @@ from toolkg.extractors.inference import (
     _near,
     _Profile,
 )
-from toolkg.extractors.lexicon import PHRASAL_VERBS, VERB_CAPABILITY
+from toolkg.extractors.lexicon import PHRASAL_VERBS, STOP_WORDS, VERB_CAPABILITY
 from toolkg.extractors.text import lemma
 from toolkg.models import Parameter, Tool
 

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import re
 
-from spacy.lang.en.stop_words import STOP_WORDS
-
 from toolkg.extractors.lexicon import (
     DETERMINERS,
     GENERIC_NOUNS,
@@ -39,13 +37,25 @@ from toolkg.extractors.lexicon import (
     OTHER_VERBS,
     PARAMETER_SUFFIXES,
     PHRASAL_VERBS,
+    STOP_WORDS,
     VERB_CAPABILITY,
 )
-from toolkg.extractors.text import dominant_script, entity_name, is_english_script, lemma, nlp, split_identifier
+from toolkg.extractors.text import (
+    clean_label,
+    dominant_script,
+    entity_name,
+    has_letter,
+    is_english_script,
+    lemma,
+    nlp,
+    split_identifier,
+)
 from toolkg.extractors.triples import (
+    MAX_TRIPLES,
     ExtractionProvenance,
     ToolContext,
     ToolExtraction,
+    check_triple,
     input_hash,
     response_model,
     to_extracted,
@@ -215,13 +225,25 @@ class OfflineExtractor:
         for parameter, entity in parameter_links:
             if entity:
                 add(parameter, "Parameter", "refersTo", entity, "BusinessObject")
-        if server.category:
-            add(tool.name, "Tool", "hasLineOfBusiness", server.category, "LineOfBusiness")
+        category = clean_label(server.category or "")
+        if has_letter(category):
+            add(tool.name, "Tool", "hasLineOfBusiness", category, "LineOfBusiness")
+        elif server.category:
+            notes.append("server category has no letters: no line of business")
         else:  # a file or server name is no line of business: leave it to a reader (or the LLM extractor)
             notes.append("server has no category: no line of business")
 
         context = ToolContext(name=tool.name, parameters=tuple(p.name for p in tool.parameters))
-        reply = response_model().model_validate({"triples": triples}, context={"tool": context})
+        # The names above are built to pass the ontology's checks; any that still would not is dropped
+        # (and noted) here, so the extractor never hands on what its own response model refuses.
+        kept = []
+        for t in triples[:MAX_TRIPLES]:
+            try:
+                check_triple(t["head"], t["head_type"], t["relation"], t["tail"], t["tail_type"], context)
+                kept.append(t)
+            except ValueError as exc:
+                notes.append(f"triple dropped: {exc}")
+        reply = response_model().model_validate({"triples": kept}, context={"tool": context})
         return ToolExtraction(
             tool_id=tool.id,
             triples=to_extracted(reply),

@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from toolkg.errors import ItemError, ManifestError
-from toolkg.extractors.formats import ParsedServers, excerpt, server_id_from
+from toolkg.extractors.formats import (
+    ParsedServers,
+    checked_tool,
+    excerpt,
+    server_id_from,
+    server_name,
+    str_or_none,
+)
 from toolkg.extractors.schema import (
     optional_str,
     outputs_from_schema,
@@ -22,7 +29,9 @@ from toolkg.extractors.schema import (
     parameters_from_object_schema,
     require_mapping,
 )
-from toolkg.models import Parameter, QuarantinedItem, Server, Tool
+from toolkg.failures import quarantine
+from toolkg.limits import Limits
+from toolkg.models import Notice, Parameter, QuarantinedItem, Server, Tool
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _LOCATIONS = {"path", "query", "header", "cookie"}
@@ -147,12 +156,13 @@ def _output_schema(operation: Mapping[str, Any], refs: _Refs) -> Any:
     return None
 
 
-def parse_openapi(path: str, document: Any, server: str | None) -> ParsedServers:
+def parse_openapi(path: str, document: Any, server: str | None, limits: Limits | None = None) -> ParsedServers:
+    limits = limits or Limits()
     if not isinstance(document, Mapping):
         raise ManifestError(path, "an OpenAPI document must be an object")
     version = str(document.get("openapi", ""))
     if not version.startswith("3."):
-        raise ManifestError(path, f"unsupported OpenAPI version {version!r} (3.0 and 3.1 are supported)")
+        raise ManifestError(path, f"unsupported OpenAPI version {version[:20]!r} (3.0 and 3.1 are supported)")
     info = document.get("info") if isinstance(document.get("info"), Mapping) else {}
     title = info.get("title") if isinstance(info.get("title"), str) else ""
     server_id = server_id_from(server or title or Path(path).stem)
@@ -162,14 +172,16 @@ def parse_openapi(path: str, document: Any, server: str | None) -> ParsedServers
     refs = _Refs(document)
     tools: list[Tool] = []
     quarantined: list[QuarantinedItem] = []
+    notices: list[Notice] = []
     seen: set[str] = set()
     for route, path_item in paths.items():
+        route = str(route)
         if not isinstance(path_item, Mapping):
             quarantined.append(
                 QuarantinedItem(
                     source=path,
-                    item=f"{server_id}::{route}",
-                    stage="ingest",
+                    item=f"{server_id}::{route[:200]}",
+                    stage="parse",
                     reason="path item must be an object",
                     raw=excerpt(path_item),
                 )
@@ -179,41 +191,44 @@ def parse_openapi(path: str, document: Any, server: str | None) -> ParsedServers
             operation = path_item.get(method)
             if operation is None:
                 continue
-            label = f"{server_id}::{method.upper()} {route}"
+            label = f"{server_id}::{method.upper()} {route[:200]}"
             try:
                 operation = require_mapping(operation, "operation", label)
-                name = _tool_name(method, str(route), operation)
-                label = f"{server_id}::{name}"
+                name = _tool_name(method, route, operation)
+                if len(name) <= limits.max_name_chars:
+                    label = f"{server_id}::{name}"
                 if name in seen:
                     raise ItemError(label, f"duplicate tool name {name!r}")
-                summary = optional_str(operation.get("summary"), "summary", label)
-                description = optional_str(operation.get("description"), "description", label)
-                # Summary first; the description often repeats it, so keep it only when it adds text.
-                text = summary if description in ("", summary) else f"{summary} {description}".strip()
-                tools.append(
-                    Tool(
+
+                def parse(operation: Mapping[str, Any], label: str, name: str = name, item=path_item) -> Tool:
+                    summary = optional_str(operation.get("summary"), "summary", label)
+                    description = optional_str(operation.get("description"), "description", label)
+                    # Summary first; the description often repeats it, so keep it only when it adds text.
+                    text = summary if description in ("", summary) else f"{summary} {description}".strip()
+                    return Tool(
                         server_id=server_id,
                         name=name,
                         description=text,
-                        parameters=tuple(_operation_parameters(path_item, operation, refs, label)),
+                        parameters=tuple(_operation_parameters(item, operation, refs, label)),
                         outputs=tuple(outputs_from_schema(_output_schema(operation, refs), item=label, resolve=refs)),
                     )
-                )
+
+                tool, notes = checked_tool(operation, label, parse, limits)
+                tools.append(tool)
+                notices += [Notice(source=path, item=tool.id, what=note) for note in notes]
                 seen.add(name)
-            except ItemError as exc:
-                quarantined.append(
-                    QuarantinedItem(source=path, item=label, stage="ingest", reason=exc.reason, raw=excerpt(operation))
-                )
+            except Exception as exc:
+                quarantined.append(quarantine(exc, source=path, item=label, stage="parse", raw=operation))
     tags = [
         t.get("name") for t in document.get("tags") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)
     ]
     description = info.get("description") if isinstance(info.get("description"), str) else ""
     result = Server(
         id=server_id,
-        name=title or server_id,
-        description=description.strip(),
-        category=tags[0] if len(tags) == 1 else None,
-        version=str(info["version"]) if info.get("version") is not None else None,
+        name=server_name(title, server_id, limits),
+        description=description[: limits.max_description_chars].strip(),
+        category=str_or_none(tags[0]) if len(tags) == 1 else None,
+        version=str_or_none(str(info["version"])) if isinstance(info.get("version"), str | int | float) else None,
         tools=tuple(tools),
     )
-    return ParsedServers([result], quarantined)
+    return ParsedServers([result], quarantined, notices)

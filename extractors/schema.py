@@ -34,8 +34,55 @@ def _identity(value: Any) -> Any:
 
 
 def to_json_text(value: Any) -> str:
-    """Canonical JSON text (sorted keys, no spaces) for values kept verbatim."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    """Canonical JSON text (sorted keys, no spaces) for values kept verbatim.
+
+    YAML's dates become ISO text, its sets sorted lists and its binary base64; what JSON cannot
+    hold (NaN, Infinity, a number past Python's digit limit, keys of mixed types) raises
+    ``ValueError`` with a one-line message.
+
+    >>> import datetime
+    >>> to_json_text({"b": datetime.date(2024, 1, 2), "a": [1.5, None]})
+    '{"a":[1.5,null],"b":"2024-01-02"}'
+    >>> to_json_text(float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: NaN and Infinity are not JSON values
+    """
+    try:
+        return json.dumps(
+            value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False, default=_json_default
+        )
+    except RecursionError:
+        raise ValueError("nested too deeply to write as JSON") from None
+    except TypeError as exc:
+        raise ValueError(f"not a JSON value: {exc}") from None
+    except ValueError as exc:
+        if "float" in str(exc):
+            raise ValueError("NaN and Infinity are not JSON values") from None
+        if "digits" in str(exc):
+            raise ValueError("a number has more than 4300 digits") from None
+        raise
+
+
+def _json_default(value: Any) -> Any:
+    import base64
+    import datetime
+
+    if isinstance(value, datetime.date | datetime.datetime | datetime.time):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    raise TypeError(f"a {type(value).__name__} is not a JSON value")
+
+
+def json_text(value: Any, what: str, item: str) -> str:
+    """``to_json_text`` with its failure as an ``ItemError`` naming ``what``."""
+    try:
+        return to_json_text(value)
+    except ValueError as exc:
+        raise ItemError(item, f"{what}: {exc}") from None
 
 
 def require_str(value: Any, what: str, item: str, *, allow_empty: bool = False) -> str:
@@ -59,23 +106,29 @@ def require_mapping(value: Any, what: str, item: str) -> Mapping[str, Any]:
     return value
 
 
-def json_type(schema: Mapping[str, Any], resolve: Resolver = _identity) -> str:
+MAX_ALTERNATIVE_DEPTH = 8  # anyOf inside anyOf...: deeper (or a $ref cycle through them) reads as 'any'
+
+
+def json_type(schema: Mapping[str, Any], resolve: Resolver = _identity, _depth: int = 0) -> str:
     """The JSON type of a schema; 'any' when unstated, alternatives joined by '|'."""
     raw = schema.get("type")
     if raw is None:
+        if _depth >= MAX_ALTERNATIVE_DEPTH:
+            return "any"
         for key in ("anyOf", "oneOf"):
             options = schema.get(key)
             if isinstance(options, list):
                 types = []
                 for option in options:
                     if isinstance(option, Mapping):
-                        found = json_type(resolve(option), resolve)
+                        resolved = resolve(option)
+                        found = json_type(resolved, resolve, _depth + 1) if isinstance(resolved, Mapping) else "any"
                         if found not in types and found not in ("null", "any"):
                             types.append(found)
                 return "|".join(types) or "any"
         if "properties" in schema:
             return "object"
-        if "enum" in schema and schema["enum"]:
+        if isinstance(schema.get("enum"), list) and schema["enum"]:
             return _python_json_type(schema["enum"][0])
         return "any"
     names = raw if isinstance(raw, list) else [raw]
@@ -129,8 +182,8 @@ def parameter_from_schema(
         json_type=kind,
         description=text,
         required=required,
-        enum=tuple(to_json_text(v) for v in enum or ()),
-        default=to_json_text(schema["default"]) if "default" in schema else None,
+        enum=tuple(json_text(v, f"{what} enum value", item) for v in enum or ()),
+        default=json_text(schema["default"], f"{what} default", item) if "default" in schema else None,
         location=location,
     )
 

@@ -18,6 +18,7 @@ from pyoxigraph import Literal, NamedNode, Triple
 from toolkg.extractors.offline import OfflineExtractor
 from toolkg.extractors.structural import ExtractedManifest, ServerGraph, entity_node
 from toolkg.extractors.triples import ExtractionFailure, ToolExtraction
+from toolkg.failures import quarantine
 from toolkg.models import QuarantinedItem, Server, Tool
 from toolkg.ontology import PROV, RDF, TK
 from toolkg.store import iris
@@ -50,9 +51,20 @@ class OfflineBatch(OfflineExtractor):
     def __init__(self) -> None:
         self.tools = 0
 
-    def extract_many(self, items: Sequence[tuple[Tool, Server]], run_id: str) -> list[ToolExtraction]:
+    def extract_many(
+        self, items: Sequence[tuple[Tool, Server]], run_id: str
+    ) -> list[ToolExtraction | ExtractionFailure]:
+        """One result per item; a tool the rules fail on is a failure of its own, not of the batch
+        (not retried: the rules are deterministic, a rerun would fail the same way)."""
         self.tools += len(items)
-        return [self.extract(tool, server) for tool, server in items]
+        out: list[ToolExtraction | ExtractionFailure] = []
+        for tool, server in items:
+            try:
+                out.append(self.extract(tool, server))
+            except Exception as exc:
+                entry = quarantine(exc, source="", item=tool.id, stage="extract")
+                out.append(ExtractionFailure(tool_id=tool.id, reason=entry.reason, retry=False))
+        return out
 
     def usage(self) -> dict[str, object]:
         return {"extractor": self.name, "version": self.version, "tools": self.tools}
@@ -78,14 +90,15 @@ def extraction_triples(extraction: ToolExtraction, tool: Tool, manifest_path: st
     """The tool's extraction graph: its triples plus the graph's own provenance."""
     graph = iris.extraction_graph(tool.server_id, tool.name)
     tool_node = iris.tool_iri(tool.server_id, tool.name)
-    parameters = {p.name: iris.parameter_iri(tool_node, p.name, p.location) for p in tool.parameters}
+    # A triple names a parameter as the model echoed it: matched up to case and runs of whitespace.
+    parameters = {_key(p.name): iris.parameter_iri(tool_node, p.name, p.location) for p in tool.parameters}
     out: list[Triple] = []
 
     def node(name: str, kind: str) -> NamedNode:
         if kind == "Tool":
             return tool_node
         if kind == "Parameter":
-            return parameters[name]
+            return parameters[_key(name)]
         return entity_node(kind, name, out)
 
     for t in extraction.triples:
@@ -109,6 +122,10 @@ def extraction_triples(extraction: ToolExtraction, tool: Tool, manifest_path: st
     return list(dict.fromkeys(out))  # an entity named twice is typed and labelled once
 
 
+def _key(name: str) -> str:
+    return " ".join(name.split()).casefold()
+
+
 def with_extractions(
     extracted: ExtractedManifest, results: Sequence[ToolExtraction | ExtractionFailure], run: NamedNode
 ) -> ExtractedManifest:
@@ -119,20 +136,29 @@ def with_extractions(
     quarantined = list(extracted.quarantined)
     pending = []
     tools = [(server, tool) for server in manifest.servers for tool in server.tools]
+    structured = {tool_id for g in extracted.graphs for tool_id in g.tool_ids}  # a tool structure failed on is out
     for (server, tool), result in zip(tools, results, strict=True):
+        if tool.id not in structured:
+            continue
         if isinstance(result, ExtractionFailure):
-            pending.append(tool.id)
+            if result.retry:
+                pending.append(tool.id)
             quarantined.append(
                 QuarantinedItem(
                     source=manifest.path, item=tool.id, stage="extract", reason=result.reason, raw=result.raw
                 )
             )
             continue
+        try:
+            triples = tuple(extraction_triples(result, tool, manifest.path, run))
+        except Exception as exc:
+            quarantined.append(quarantine(exc, source=manifest.path, item=tool.id, stage="extract"))
+            continue
         graphs.append(
             ServerGraph(
                 server_id=server.id,
                 graph=iris.extraction_graph(server.id, tool.name),
-                triples=tuple(extraction_triples(result, tool, manifest.path, run)),
+                triples=triples,
                 extraction_of=tool.id,
             )
         )

@@ -14,7 +14,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Triple
 
-from toolkg.extractors.text import entity_name
+from toolkg.extractors.text import clean_label, entity_name
+from toolkg.failures import quarantine
 from toolkg.models import Manifest, QuarantinedItem, Server, Tool
 from toolkg.ontology import DCTERMS, RDF, RDFS, SKOS, TK, XSD
 from toolkg.store import iris
@@ -90,9 +91,8 @@ class ExtractedManifest(BaseModel):
 def entity_node(entity_type: str, surface: str, out: list[Triple]) -> NamedNode:
     """An ontology entity, labelled with its canonical name; another surface form is an altLabel."""
     # Only business objects are singularised: "Sales" the department is not a "sale".
-    canonical = (
-        entity_name(surface) if entity_type == "BusinessObject" else " ".join(surface.lower().split())
-    ) or surface
+    surface = clean_label(surface)
+    canonical = (entity_name(surface) if entity_type == "BusinessObject" else clean_label(surface.lower())) or surface
     node = iris.entity_iri(entity_type, canonical)
     out.append(Triple(node, RDF.type, getattr(TK, entity_type)))
     out.append(Triple(node, RDFS.label, Literal(canonical)))
@@ -229,9 +229,18 @@ def extract_structure(manifest: Manifest, index: NameIndex) -> ExtractedManifest
     for server in manifest.servers:
         triples: list[Triple] = []
         server_node = _server_triples(server, manifest.format, triples)
+        tool_ids = []
         for tool in server.tools:
-            node = _tool_triples(tool, server_node, triples)
-            for name, why in _dependency_triples(tool, node, index, manifest.path, triples):
+            mine: list[Triple] = []
+            try:  # one tool's failure is that tool's: the server and its other tools go on
+                node = _tool_triples(tool, server_node, mine)
+                missing = _dependency_triples(tool, node, index, manifest.path, mine)
+            except Exception as exc:
+                quarantined.append(quarantine(exc, source=manifest.path, item=tool.id, stage="extract"))
+                continue
+            triples += mine
+            tool_ids.append(tool.id)
+            for name, why in missing:
                 unresolved.add(name)
                 quarantined.append(
                     QuarantinedItem(source=manifest.path, item=tool.id, stage="extract", reason=why, raw=name)
@@ -241,7 +250,7 @@ def extract_structure(manifest: Manifest, index: NameIndex) -> ExtractedManifest
                 server_id=server.id,
                 graph=iris.server_graph(server.id),
                 triples=tuple(triples),
-                tool_ids=tuple(t.id for t in server.tools),
+                tool_ids=tuple(tool_ids),
             )
         )
     return ExtractedManifest(

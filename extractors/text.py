@@ -15,13 +15,12 @@ can be installed offline); its table is case-sensitive, so text is lower-cased f
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import unicodedata
 from collections import Counter
 from functools import lru_cache
-
-import spacy
 
 from toolkg.extractors.lexicon import KEEP_AS_IS
 
@@ -41,6 +40,8 @@ def nlp():
         return _nlp
     with _lock:
         if _nlp is None:
+            import spacy  # imports thinc and torch (~2 s): only when text is tokenised or lemmatised
+
             pipeline = spacy.blank("en")
             pipeline.add_pipe("lemmatizer", config={"mode": "lookup"})
             pipeline.initialize()
@@ -63,25 +64,58 @@ def _lemma_table():
 
 @lru_cache(maxsize=65536)
 def lemma(word: str) -> str:
-    """Lemma of one lower-case word; unknown plurals lose their 's' ('timestamps' -> 'timestamp')."""
+    """Lemma of one lower-case word; unknown plurals lose their 's' ('timestamps' -> 'timestamp').
+
+    The lookup table also maps words to digits ('first' -> '1'); a lemma never loses the letters
+    its word had, since an entity named '1' means nothing (and the ontology refuses it)."""
     if word in KEEP_AS_IS:
         return word
     found = _lemma_table().get(word, word)
     if found == word and len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "ics", "as")):
         return word[:-1]
+    if not _LETTER.search(found) and _LETTER.search(word):
+        return word
     return found
+
+
+MAX_ENTITY_CHARS = 80  # the ontology's limit on an entity's name (toolkg.extractors.triples.MAX_NAME)
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def has_letter(text: str) -> bool:
+    return _LETTER.search(text) is not None
+
+
+def capped(name: str, limit: int = MAX_ENTITY_CHARS) -> str:
+    """``name`` if it fits, else its start and a hash of the whole: stable, distinct, within ``limit``.
+
+    >>> capped("short"), len(capped("word " * 40)), capped("word " * 40)[-7:]
+    ('short', 80, '~619479')
+    """
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "replace")).hexdigest()[:6]
+    return name[: limit - 8].rstrip() + " ~" + digest
+
+
+def clean_label(text: str) -> str:
+    """Text fit to be a label: unprintable characters dropped, whitespace collapsed, capped in length."""
+    return capped(" ".join(_UNPRINTABLE.sub(" ", text).split()))
 
 
 def entity_name(text: str) -> str:
     """Canonical surface of an entity: identifier parts split ('PurchaseOrders', 'purchase_orders'),
-    punctuation dropped, lower case, last word lemmatised. Text in other scripts is only lower-cased."""
-    text = re.sub(r"['’]s\b", "", text)  # possessive: "supplier's" is the supplier
+    punctuation dropped, lower case, last word lemmatised, at most ``MAX_ENTITY_CHARS`` characters.
+    Text in other scripts is only lower-cased. '' when nothing with a letter is left ('2024', '___'):
+    such a name is no entity, and whatever derives entities from text drops it."""
+    text = _UNPRINTABLE.sub(" ", re.sub(r"['’]s\b", "", text))  # possessive: "supplier's" is the supplier
     words = split_identifier(text) if is_english_script(text) else text.lower().split()
-    if not words:
+    if not words or not has_letter("".join(words)):
         return ""
     if words[-1].isalpha() and not words[-1].endswith("ing"):  # 'spending' is a noun here, not 'spend'
         words[-1] = lemma(words[-1])
-    return " ".join(words)
+    return capped(" ".join(words))
 
 
 def dominant_script(text: str) -> str:

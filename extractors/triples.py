@@ -34,11 +34,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator, model_validator
 
 from toolkg.canonicalize.predicates import map_predicate
+from toolkg.extractors.text import MAX_ENTITY_CHARS
 from toolkg.models import Server, Tool
 from toolkg.ontology.schema import extraction_schema
 
 MAX_TRIPLES = 60
-MAX_NAME = 80
+MAX_NAME = MAX_ENTITY_CHARS  # an entity's name; a Tool or Parameter end names an existing thing instead
+MAX_REFERENCE = 1024  # a Tool or Parameter end: the tool's or parameter's own name (the name limit caps it)
 _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter, in any script
 
 
@@ -111,6 +113,7 @@ class ExtractionFailure(BaseModel):
     tool_id: str
     reason: str
     raw: str = ""
+    retry: bool = True  # a transient failure (an LLM that timed out): the next run tries the tool again
 
 
 def check_triple(head: str, head_type: str, relation: str, tail: str, tail_type: str, context) -> None:
@@ -123,15 +126,24 @@ def check_triple(head: str, head_type: str, relation: str, tail: str, tail_type:
             f"got {head_type} -> {tail_type} ({head!r} -> {tail!r})"
         )
     for name, kind in ((head, head_type), (tail, tail_type)):
+        if kind in ("Tool", "Parameter"):  # a reference to the tool or one of its parameters, by name
+            if context is None:
+                continue
+            if kind == "Tool" and not same_name(name, context.name):
+                raise ValueError(f"a Tool end must be this tool's name {context.name!r}, not {name!r}")
+            if kind == "Parameter" and not any(same_name(name, p) for p in context.parameters):
+                allowed = ", ".join(context.parameters) or "(this tool has none)"
+                raise ValueError(f"{name!r} is not a parameter of {context.name!r}; its parameters are: {allowed}")
+            continue
         if not _HAS_WORD.search(name):
             raise ValueError(f"{kind} name {name!r} has no letters")
-        if context is None:
-            continue
-        if kind == "Tool" and name.casefold() != context.name.casefold():
-            raise ValueError(f"a Tool end must be this tool's name {context.name!r}, not {name!r}")
-        if kind == "Parameter" and name not in context.parameters:
-            allowed = ", ".join(context.parameters) or "(this tool has none)"
-            raise ValueError(f"{name!r} is not a parameter of {context.name!r}; its parameters are: {allowed}")
+        if len(name) > MAX_NAME:
+            raise ValueError(f"{kind} name is {len(name)} characters; keep names under {MAX_NAME}")
+
+
+def same_name(a: str, b: str) -> bool:
+    """Names equal up to case and runs of whitespace (how a model may echo a tool's name back)."""
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
 
 
 def _context(info: ValidationInfo) -> ToolContext | None:
@@ -166,12 +178,12 @@ def response_model() -> type[BaseModel]:
     triple = create_model(
         "Triple",
         __doc__="One fact (head, relation, tail) about the tool; both ends typed by the ontology.",
-        head=(str, Field(min_length=1, max_length=MAX_NAME, description="name of the head entity")),
+        head=(str, Field(min_length=1, max_length=MAX_REFERENCE, description="name of the head entity")),
         head_type=(type_names, Field(description="ontology type of the head")),
         # Free text mapped onto the ontology (synonyms, fuzzy): a model that writes "works for" is
         # understood; the JSON schema still offers the closed list.
         relation=(str, Field(description="ontology relation", json_schema_extra={"enum": list(schema.predicates)})),
-        tail=(str, Field(min_length=1, max_length=MAX_NAME, description="name of the tail entity")),
+        tail=(str, Field(min_length=1, max_length=MAX_REFERENCE, description="name of the tail entity")),
         tail_type=(type_names, Field(description="ontology type of the tail")),
         __validators__={
             "strip_names": field_validator("head", "tail", mode="before")(classmethod(strip)),

@@ -12,10 +12,9 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
@@ -24,39 +23,27 @@ from prefect.utilities.annotations import quote
 
 from toolkg import progress
 from toolkg.canonicalize import canonicalize_manifest
-from toolkg.canonicalize.entities import CANONICAL_GRAPH, canonicalize_store
-from toolkg.embeddings import Embedder
 from toolkg.errors import ToolkgError, UsageError
-from toolkg.extractors.inference import infer_dependencies
 from toolkg.extractors.ingest import IngestResult, ingest_manifest
-from toolkg.extractors.links import structural_links, tool_text
-from toolkg.extractors.reading import discover, fingerprint_file
+from toolkg.extractors.reading import discover_all, fingerprint_file
 from toolkg.extractors.semantic import SemanticExtractor, make_extractor, with_extractions
 from toolkg.extractors.structural import NameIndex, extract_structure
+from toolkg.extractors.triples import ExtractionFailure
+from toolkg.failures import fault_point, quarantine
+from toolkg.flows.catalog_stages import CatalogStages, make_confirmer, publish_if_due, run_catalog_stages
 from toolkg.flows.scale import DEFAULT_WORKERS, fan_out
-from toolkg.models import Manifest, ManifestFile, QuarantinedItem, Tool
+from toolkg.limits import Limits
+from toolkg.models import Manifest, ManifestFile, QuarantinedItem
 from toolkg.store import iris
-from toolkg.store.dependencies import (
-    INFERRED_GRAPH,
-    LINKS_GRAPH,
-    declared_pairs,
-    edge_triples,
-    link_triples,
-    stored_tools,
-)
+from toolkg.store.build_state import CATALOG_STAGES, mark_pending, pending_stages
 from toolkg.store.loading import BuildOptions, LoadResult, fingerprint, load_manifest, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
-from toolkg.store.snapshots import current_snapshot, publish_snapshot
 from toolkg.store.stats import totals
 from toolkg.store.validation import Validator
 from toolkg.summary import BuildSummary
 
-if TYPE_CHECKING:
-    from toolkg.extractors.llm_confirm import DependencyConfirmer
-
 T = TypeVar("T")
 BATCH_SIZE = 32  # manifests per ingest task: reading and parsing is cheap next to Prefect's per-task cost
-BATCH_TOOLS = 2000  # tools per transform task: bounds the triples held in memory at once
 
 
 def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -99,72 +86,6 @@ def _without_declared(manifest: Manifest) -> Manifest:
     return manifest.model_copy(update={"servers": servers})
 
 
-@task(name="infer-dependencies", cache_policy=NO_CACHE, persist_result=False)
-def infer_task(store: ToolStore, tools: list[Tool], summary: BuildSummary, confirmer=None) -> None:
-    """Infer dependencies over every stored tool (an LLM reviews them when configured) and swap
-    the inferred graph."""
-    edges = infer_dependencies(tools, declared=declared_pairs(store))
-    if confirmer is not None:
-        review = confirmer.review(edges, tools, summary.run_id)
-        edges = review.edges
-        summary.confirmation = confirmer.usage() | {
-            "confirmed": sum(e.basis == "llm" for e in edges),
-            "rejected": len(review.rejected),
-            "unjudged": len(review.unjudged),
-            "rejected_edges": [f"{e.consumer} <- {e.producer}: {why}" for e, why in review.rejected[:200]],
-        }
-        for edge, why in review.unjudged:
-            summary.quarantined.append(
-                QuarantinedItem(
-                    source="dependency inference",
-                    item=f"{edge.consumer} <- {edge.producer}",
-                    stage="confirm",
-                    reason=f"{why} (kept unconfirmed)",
-                )
-            )
-    store.replace_graph(INFERRED_GRAPH, edge_triples(edges, tools))
-    summary.inferred = dict(Counter(e.kind for e in edges)) | {"total": len(edges)}
-
-
-@task(name="link-tools", cache_policy=NO_CACHE, persist_result=False)
-def link_task(store: ToolStore, tools: list[Tool], summary: BuildSummary) -> None:
-    """Structural links (co-invoked, schema compatible, shared parameters); swap their graph."""
-    embedder = Embedder(store.directory / "cache" / "embeddings.sqlite")
-    try:
-        vectors = embedder.encode([tool_text(t) for t in tools], label="embed tools")
-    finally:
-        embedder.close()
-    links = structural_links(tools, vectors)
-    store.replace_graph(LINKS_GRAPH, link_triples(links))
-    summary.links = dict(Counter(x.kind for x in links)) | {"total": len(links), "embedded": embedder.computed}
-
-
-@task(name="canonicalize-entities", cache_policy=NO_CACHE, persist_result=False)
-def canonicalize_task(store: ToolStore, summary: BuildSummary) -> None:
-    """Fuzzy-merge near-identical entities store-wide and swap the canonical-entities graph."""
-    summary.canonical = canonicalize_store(store)
-
-
-@dataclass
-class CatalogStages:
-    """The catalog-wide stages after loading, and what they need."""
-
-    infer: bool = True
-    links: bool = True
-    confirmer: DependencyConfirmer | None = None  # an LLM reviews inferred edges
-    dask: bool = False  # extraction fans out over the flow's Dask task runner (flows/scale.py)
-
-
-def make_confirmer(store_dir: str, llm_config: str | None) -> DependencyConfirmer:
-    from toolkg.extractors.llm_config import load_llm_config
-
-    config = load_llm_config(llm_config)
-    config.require_endpoint()
-    from toolkg.extractors.llm_confirm import DependencyConfirmer  # openai + instructor load only when used
-
-    return DependencyConfirmer(config, Path(store_dir) / "cache" / "llm.sqlite")
-
-
 class IngestBatch:
     """Result of one ingest task (a plain class: Prefect does not walk into it)."""
 
@@ -182,22 +103,23 @@ def ingest_batch(
     out = IngestBatch()
     for path in paths:
         try:
-            file, data = fingerprint_file(Path(path))
-        except OSError as exc:
-            out.quarantined.append(
-                QuarantinedItem(
-                    source=path, item=path, stage="ingest", reason=f"cannot read file: {exc.strerror or exc}"
-                )
-            )
+            file, data = fingerprint_file(Path(path), options.limits)
+        except Exception as exc:  # unreadable, vanished, over the size limit
+            if isinstance(exc, OSError):
+                exc = ToolkgError(f"cannot read file: {exc.strerror or exc}")
+            out.quarantined.append(quarantine(exc, source=path, item=path, stage="read"))
             continue
         previous = records.get(file.path)
         if not force and previous is not None and previous.fingerprint == fingerprint(file, options):
             out.skipped.append(file)
             continue
-        result = ingest_manifest(file, data, format=options.format, server=options.server)  # type: ignore[arg-type]
+        result = ingest_manifest(
+            file, data, format=options.format, server=options.server, limits=options.limits  # type: ignore[arg-type]
+        )
         if options.hide_declared and result.manifest is not None:
             result = result.model_copy(update={"manifest": _without_declared(result.manifest)})
         out.parsed.append(result)
+        del data
     return out
 
 
@@ -205,30 +127,42 @@ def transform_manifests(
     manifests: Sequence[Manifest], index: NameIndex, validator: Validator, extractor: SemanticExtractor, run_id: str
 ) -> tuple[list, dict[str, float]]:
     """Structural and semantic extraction, canonicalization and SHACL validation of a batch;
-    returns [(extracted, problems)] per manifest and the seconds spent per stage."""
+    returns [(extracted or None, problems)] per manifest and the seconds spent per stage.
+
+    A failure is contained where it happens: one tool's extraction is that tool's, one manifest's
+    validation that manifest's (``None``, with the reason among its problems)."""
     run = iris.run_iri(run_id)
     timings: Counter[str] = Counter()
     started = time.perf_counter()
     # The whole batch goes to the extractor at once, so the LLM extractor can keep its
     # max_concurrency requests in flight across manifests of a few tools each.
     items = [(tool, server) for m in manifests for server in m.servers for tool in server.tools]
-    results = extractor.extract_many(items, run_id)
+    try:
+        results = extractor.extract_many(items, run_id)
+    except Exception as exc:  # the extractor itself broke: every tool loads with its structure only
+        reason = quarantine(exc, source="", item="batch", stage="extract").reason
+        results = [ExtractionFailure(tool_id=tool.id, reason=reason) for tool, _ in items]
     timings["extract-semantic"] += time.perf_counter() - started
     out = []
     offset = 0
     for manifest in manifests:
-        started = time.perf_counter()
-        extracted = extract_structure(manifest, index)
-        extracted = with_extractions(extracted, results[offset : offset + manifest.tool_count], run)
+        stage = "extract"
+        try:
+            fault_point("transform")  # test hook: one manifest's unexpected failure
+            started = time.perf_counter()
+            extracted = extract_structure(manifest, index)
+            extracted = with_extractions(extracted, results[offset : offset + manifest.tool_count], run)
+            timings["extract"] += time.perf_counter() - started
+            stage, started = "canonicalize", time.perf_counter()
+            extracted = canonicalize_manifest(extracted)
+            timings["canonicalize"] += time.perf_counter() - started
+            stage, started = "validate", time.perf_counter()
+            extracted, rejected = validator.validate(extracted)
+            timings["validate"] += time.perf_counter() - started
+            out.append((extracted, [*extracted.quarantined, *rejected]))
+        except Exception as exc:
+            out.append((None, [quarantine(exc, source=manifest.path, item=manifest.path, stage=stage)]))
         offset += manifest.tool_count
-        timings["extract"] += time.perf_counter() - started
-        started = time.perf_counter()
-        extracted = canonicalize_manifest(extracted)
-        timings["canonicalize"] += time.perf_counter() - started
-        started = time.perf_counter()
-        extracted, rejected = validator.validate(extracted)
-        timings["validate"] += time.perf_counter() - started
-        out.append((extracted, [*extracted.quarantined, *rejected]))
     return out, dict(timings)
 
 
@@ -282,6 +216,7 @@ def build_catalog(
     links: bool = True,
     confirm_deps: bool = False,
     dask: bool = False,
+    limits: dict[str, int] | None = None,
 ) -> BuildSummary:
     """Build (or incrementally update) the knowledge graph in ``store_dir`` from manifest ``paths``.
 
@@ -289,6 +224,7 @@ def build_catalog(
     endpoint configured by environment or the TOML file ``llm_config``; secrets never
     travel as flow parameters). ``infer`` infers dependencies across the catalog, reviewed by
     that LLM when ``confirm_deps``; ``links`` adds the structural links (embeddings offline).
+    ``limits`` overrides the input limits by name (``toolkg.limits.Limits``).
     """
     started_at = datetime.now(UTC)
     run_id = started_at.strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
@@ -301,6 +237,7 @@ def build_catalog(
         extractor=semantic.name,
         extractor_version=semantic.key(),
         hide_declared=hide_declared,
+        limits=Limits(**(limits or {})),
     )
     store = ToolStore(store_dir)
     clock = time.perf_counter()
@@ -340,8 +277,7 @@ def _load(
             quote(store), quote(extracted), r.file, options, records.get(r.file.path), quote(owners), summary.run_id
         )
     except Exception as exc:  # the store refused this manifest even after retries
-        reason = f"store write failed: {exc}"
-        summary.quarantined.append(QuarantinedItem(source=r.file.path, item=r.file.path, stage="load", reason=reason))
+        summary.quarantined.append(quarantine(exc, source=r.file.path, item=r.file.path, stage="load"))
         return False
     finally:
         summary.add_time("load", time.perf_counter() - clock)
@@ -378,11 +314,15 @@ def _run(
     stages: CatalogStages,
 ) -> None:
     clock = time.perf_counter()
-    files = [str(p) for p in discover(paths)]
+    found = discover_all(paths)
+    files = [str(p) for p in found.files]
+    for path, why in found.skipped:
+        summary.quarantined.append(QuarantinedItem(source=path, item=path, stage="read", reason=why))
     if not files:
         raise UsageError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(paths)}")
     summary.manifests_seen = len(files)
     records = store.manifest_records()
+    owed = pending_stages(store)  # catalog-wide stages an earlier build did not finish
 
     parsed: list[IngestResult] = []
     skipped: list[ManifestFile] = []
@@ -399,12 +339,15 @@ def _run(
     if waiting:
         again = ingest_batch(waiting, {}, options, True)
         parsed += again.parsed
+        summary.quarantined += again.quarantined
         summary.reprocessed = waiting
         skipped = [f for f in skipped if f.path not in set(waiting)]
     summary.skipped = [f.path for f in skipped]
     for r in parsed:
         summary.quarantined += r.quarantined
+        summary.notices += r.notices
     summary.add_time("ingest", time.perf_counter() - clock)
+    fault_point("ingest")
 
     present = set(files)
     gone = [rec for path, rec in records.items() if path not in present] if prune else []
@@ -418,66 +361,70 @@ def _run(
                 index.add(tool_ids, owners[graph])
     for r in manifests:
         index.add((t.id for s in r.manifest.servers for t in s.tools), r.file.path)
+    marked = False
+
+    def before_write() -> None:
+        """Before the run's first write: the catalog-wide stages are owed until each is redone."""
+        nonlocal marked
+        if not marked:
+            stages_owed = [s for s in CATALOG_STAGES if not (s == "snapshot" and store.remote)]
+            mark_pending(store, stages_owed, summary.run_id)
+            owed.update(stages_owed)
+            marked = True
 
     loaded = 0
     used = [r.file for r in manifests]
-    size = BATCH_TOOLS
+    size = options.limits.max_tools_per_batch
     if stages.dask:  # smaller batches, so that every worker gets some (at least four batches when possible)
-        size = max(1, min(BATCH_TOOLS, sum(r.manifest.tool_count for r in manifests) // (2 * DEFAULT_WORKERS)))
+        size = max(1, min(size, sum(r.manifest.tool_count for r in manifests) // (2 * DEFAULT_WORKERS)))
+    total_tools = sum(r.manifest.tool_count for r in manifests)
     batches = list(_tool_batches(manifests, size))
     del parsed, manifests  # from here each batch's models are released once it is loaded
     if stages.dask:  # batches fan out over the Dask cluster; each loads here as it comes back
         transformed_batches = fan_out(batches, index, summary, extractor)
     else:
         transformed_batches = _in_process(batches, index, extractor, summary)
+    tools_done = 0
     for batch, transformed in transformed_batches:
         for r, (extracted, problems) in zip(batch, transformed, strict=True):
             summary.quarantined += problems
+            tools_done += r.manifest.tool_count
+            if extracted is None:  # quarantined whole (its reason is among the problems)
+                continue
+            before_write()
             if _load(store, r, extracted, options, records, owners, summary):
                 loaded += 1
+                fault_point("load")  # after the first manifest's load: the catalog is half new
         del transformed, batch
-        progress.report("build", loaded, len(used))
+        progress.report("extract, validate, load", tools_done, total_tools, "tools")
 
     clock = time.perf_counter()
     for rec in gone:
-        store.remove_manifest(rec)
-        summary.removed.append(rec.path)
+        try:
+            before_write()
+            store.remove_manifest(rec)
+            summary.removed.append(rec.path)
+        except Exception as exc:
+            summary.quarantined.append(quarantine(exc, source=rec.path, item=rec.path, stage="load"))
     summary.add_time("load", time.perf_counter() - clock)
-    # Catalog-wide stages also run once on a store built before they existed.
-    if loaded or gone or not store.has_graph(CANONICAL_GRAPH):
-        clock = time.perf_counter()
-        canonicalize_task(quote(store), quote(summary))
-        summary.add_time("canonicalize", time.perf_counter() - clock)
-    changed = bool(loaded or gone)
-    infer = stages.infer and (changed or stages.confirmer is not None or not store.has_graph(INFERRED_GRAPH))
-    link = stages.links and (changed or not store.has_graph(LINKS_GRAPH))
-    tools = stored_tools(store) if infer or link else []
-    # A stage switched off leaves no stale graph behind: "declared edges only" means that.
-    for wanted, graph in ((stages.infer, INFERRED_GRAPH), (stages.links, LINKS_GRAPH)):
-        if not wanted and store.has_graph(graph):
-            store.drop_graph(graph)
-    if infer:
-        clock = time.perf_counter()
-        infer_task(quote(store), quote(tools), quote(summary), quote(stages.confirmer))
-        summary.add_time("infer", time.perf_counter() - clock)
-    if link:
-        clock = time.perf_counter()
-        link_task(quote(store), quote(tools), quote(summary))
-        summary.add_time("link", time.perf_counter() - clock)
+    fault_point("loaded")
+    changed = bool(loaded or summary.removed)
+    wrote = run_catalog_stages(store, summary, stages, changed, owed)
     clock = time.perf_counter()
-    if loaded or gone:
-        record_run(
-            store,
-            summary.run_id,
-            datetime.fromisoformat(summary.started),
-            datetime.now(UTC),
-            used,
-            summary.removed,
-            options,
-        )
-    store.flush()
-    summary.totals = totals(store)
-    # The endpoint serves snapshots, never the live database: publish one when the graph changed.
-    if not store.remote and (loaded or gone or infer or link or current_snapshot(store.directory) is None):
-        summary.snapshot = publish_snapshot(store, summary.run_id).name
+    try:
+        if changed:
+            record_run(
+                store,
+                summary.run_id,
+                datetime.fromisoformat(summary.started),
+                datetime.now(UTC),
+                used,
+                summary.removed,
+                options,
+            )
+        store.flush()
+        summary.totals = totals(store)
+    except Exception as exc:
+        summary.quarantined.append(quarantine(exc, source=summary.store, item="catalog", stage="load"))
     summary.add_time("load", time.perf_counter() - clock)
+    publish_if_due(store, summary, changed or wrote, owed)

@@ -70,7 +70,13 @@ def fan_out(batches: list, index, summary, extractor, in_flight: int = 2 * DEFAU
 
     def collect():
         batch, future = pending.popleft()
-        out, timings, worker = future.result()
+        try:
+            out, timings, worker = future.result()
+        except Exception as exc:  # the worker (or the task) died: this batch's manifests are quarantined
+            from toolkg.failures import quarantine
+
+            out = [(None, [quarantine(exc, source=r.file.path, item=r.file.path, stage="extract")]) for r in batch]
+            return batch, out
         workers.add(worker)
         for stage, seconds in timings.items():
             summary.add_time(stage, seconds)

@@ -11,6 +11,7 @@ from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg import PIPELINE_VERSION, __version__
 from toolkg.extractors.structural import ExtractedManifest
+from toolkg.limits import Limits
 from toolkg.models import ManifestFile, QuarantinedItem
 from toolkg.ontology import PROV, RDF, RDFS, TK, XSD, ontology_version
 from toolkg.store import iris
@@ -27,6 +28,7 @@ class BuildOptions(BaseModel):
     extractor: str = "structural"
     extractor_version: str = "1"
     hide_declared: bool = False  # drop manifests' declared dependencies (to evaluate inference against them)
+    limits: Limits = Limits()  # how much of a manifest is read, and what is trimmed (toolkg.limits)
 
 
 def fingerprint(file: ManifestFile, options: BuildOptions) -> str:

@@ -43,10 +43,12 @@ def store_dir(tmp_path: Path) -> Path:
 def cli(prefect_api: str):
     """Run the installed `toolkg` console script; returns the CompletedProcess."""
 
-    def run(*args: str, input: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-        env = {**os.environ, "PREFECT_API_URL": prefect_api}
+    def run(
+        *args: str, input: str | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess:
+        environment = {**os.environ, "PREFECT_API_URL": prefect_api, **(env or {})}
         return subprocess.run(
-            [str(TOOLKG), *args], capture_output=True, text=True, input=input, env=env, cwd=cwd, timeout=300
+            [str(TOOLKG), *args], capture_output=True, text=True, input=input, env=environment, cwd=cwd, timeout=300
         )
 
     return run

@@ -66,7 +66,7 @@ def test_report_page_in_the_browser(cli, tmp_path):
         }
         assert cards["tools"] == 20 and cards["servers"] == 1
         quarantine = browser.find_element(By.ID, "quarantine").find_element(By.XPATH, "following-sibling::table").text
-        assert "broken.json" in quarantine and "ingest" in quarantine
+        assert "broken.json" in quarantine and "parse" in quarantine
         assert "conform" in browser.find_element(By.ID, "shacl").find_element(By.XPATH, "following-sibling::p").text
         figure = browser.find_element(By.CSS_SELECTOR, "figure#server-shop")
         boxes = figure.find_elements(By.CSS_SELECTOR, "svg rect")

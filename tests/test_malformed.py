@@ -41,7 +41,7 @@ def test_unreadable_manifest_is_quarantined_whole(tmp_path, name, data, reason):
     assert result.manifest is None
     (entry,) = result.quarantined
     assert reason in entry.reason and "\n" not in entry.reason
-    assert entry.stage == "ingest" and entry.source.endswith(name)
+    assert entry.stage == "parse" and entry.source.endswith(name)
 
 
 def test_utf16_with_bom_is_decoded(tmp_path):

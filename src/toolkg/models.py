@@ -7,9 +7,10 @@ annotations) are kept as canonical JSON text so the models stay hashable and com
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 ManifestFormat = Literal["mcp", "mcp-catalog", "openai", "openapi", "toollinkos"]
 MANIFEST_FORMATS: tuple[str, ...] = ManifestFormat.__args__  # type: ignore[attr-defined]
@@ -26,6 +27,22 @@ DependencyKind = Literal[
 ]
 
 ParameterLocation = Literal["argument", "path", "query", "header", "cookie", "body"]
+
+
+MAX_REASON_CHARS = 500
+MAX_RAW_CHARS = 4000
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]+")
+
+
+def one_line_text(text: str, limit: int | None = None) -> str:
+    """Text made one line for storing as a reason: control characters and line breaks become
+    spaces, runs of space one space, and past ``limit`` characters it is cut with an ellipsis.
+
+    >>> one_line_text("bad\\n  value\\x1b[2J here", 14)
+    'bad value [2J...'
+    """
+    text = " ".join(_CONTROLS.sub(" ", text).split())
+    return text if limit is None or len(text) <= limit else text[:limit].rstrip() + "..."
 
 
 class Frozen(BaseModel):
@@ -100,8 +117,31 @@ class QuarantinedItem(Frozen):
     reason: str  # one line
     raw: str = ""  # the offending input (truncated), so the item can be fixed and rerun
 
+    @field_validator("reason")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        return one_line_text(value, MAX_REASON_CHARS)
+
+    @field_validator("raw")
+    @classmethod
+    def _capped(cls, value: str) -> str:
+        return value if len(value) <= MAX_RAW_CHARS else value[:MAX_RAW_CHARS] + "..."
+
+    def __str__(self) -> str:  # one terminal line, whatever the names hold (display.one_line)
+        from toolkg.display import one_line
+
+        return f"{one_line(self.source)}: {one_line(self.item, 200)}: [{one_line(self.stage)}] {one_line(self.reason)}"
+
+
+class Notice(Frozen):
+    """An input kept but changed to fit a limit (a description trimmed, enum values dropped)."""
+
+    source: str
+    item: str
+    what: str  # one line
+
     def __str__(self) -> str:
-        return f"{self.source}: {self.item}: [{self.stage}] {self.reason}"
+        return f"{self.source}: {self.item}: {self.what}"
 
 
 class ManifestFile(Frozen):

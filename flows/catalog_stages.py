@@ -1,0 +1,180 @@
+"""The catalog-wide stages after loading: canonicalize, infer, link, then the snapshot.
+
+Each stage reads the whole stored catalog and swaps one named graph. Each runs under one guard:
+a failure keeps the stage's previous graph, becomes a quarantine entry for the catalog (stage
+and one-line reason), and leaves the stage marked pending (``store/build_state.py``), so the next
+build redoes it even when no manifest changed. A stage clears its mark only after its graph is in.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
+
+from toolkg import progress
+from toolkg.canonicalize.entities import CANONICAL_GRAPH, canonicalize_store
+from toolkg.embeddings import Embedder
+from toolkg.extractors.inference import infer_dependencies
+from toolkg.extractors.links import structural_links, tool_text
+from toolkg.failures import fault_point, quarantine
+from toolkg.models import QuarantinedItem, Tool
+from toolkg.store.build_state import clear_pending
+from toolkg.store.dependencies import (
+    INFERRED_GRAPH,
+    LINKS_GRAPH,
+    declared_pairs,
+    edge_triples,
+    link_triples,
+    stored_tools,
+)
+from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.snapshots import current_snapshot, publish_snapshot
+from toolkg.summary import BuildSummary
+
+if TYPE_CHECKING:
+    from toolkg.extractors.llm_confirm import DependencyConfirmer
+
+CATALOG = "catalog"  # the item a catalog-wide stage's quarantine entry names
+
+
+@dataclass
+class CatalogStages:
+    """The catalog-wide stages after loading, and what they need."""
+
+    infer: bool = True
+    links: bool = True
+    confirmer: DependencyConfirmer | None = None  # an LLM reviews inferred edges
+    dask: bool = False  # extraction fans out over the flow's Dask task runner (flows/scale.py)
+
+
+def make_confirmer(store_dir: str, llm_config: str | None) -> DependencyConfirmer:
+    from toolkg.extractors.llm_config import load_llm_config
+
+    config = load_llm_config(llm_config)
+    config.require_endpoint()
+    from toolkg.extractors.llm_confirm import DependencyConfirmer  # openai + instructor load only when used
+
+    return DependencyConfirmer(config, Path(store_dir) / "cache" / "llm.sqlite")
+
+
+@task(name="infer-dependencies", cache_policy=NO_CACHE, persist_result=False)
+def infer_task(store: ToolStore, tools: list[Tool], summary: BuildSummary, confirmer=None) -> None:
+    """Infer dependencies over every stored tool (an LLM reviews them when configured) and swap
+    the inferred graph."""
+    edges = infer_dependencies(tools, declared=declared_pairs(store))
+    if confirmer is not None:
+        review = confirmer.review(edges, tools, summary.run_id)
+        edges = review.edges
+        summary.confirmation = confirmer.usage() | {
+            "confirmed": sum(e.basis == "llm" for e in edges),
+            "rejected": len(review.rejected),
+            "unjudged": len(review.unjudged),
+            "rejected_edges": [f"{e.consumer} <- {e.producer}: {why}" for e, why in review.rejected[:200]],
+        }
+        for edge, why in review.unjudged:
+            summary.quarantined.append(
+                QuarantinedItem(
+                    source="dependency inference",
+                    item=f"{edge.consumer} <- {edge.producer}",
+                    stage="confirm",
+                    reason=f"{why} (kept unconfirmed)",
+                )
+            )
+    store.replace_graph(INFERRED_GRAPH, edge_triples(edges, tools))
+    summary.inferred = dict(Counter(e.kind for e in edges)) | {"total": len(edges)}
+
+
+@task(name="link-tools", cache_policy=NO_CACHE, persist_result=False)
+def link_task(store: ToolStore, tools: list[Tool], summary: BuildSummary) -> None:
+    """Structural links (co-invoked, schema compatible, shared parameters); swap their graph."""
+    embedder = Embedder(store.directory / "cache" / "embeddings.sqlite")
+    try:
+        vectors = embedder.encode([tool_text(t) for t in tools], label="embed tools")
+    finally:
+        embedder.close()
+    links = structural_links(tools, vectors)
+    store.replace_graph(LINKS_GRAPH, link_triples(links))
+    summary.links = dict(Counter(x.kind for x in links)) | {"total": len(links), "embedded": embedder.computed}
+
+
+@task(name="canonicalize-entities", cache_policy=NO_CACHE, persist_result=False)
+def canonicalize_task(store: ToolStore, summary: BuildSummary) -> None:
+    """Fuzzy-merge near-identical entities store-wide and swap the canonical-entities graph."""
+    summary.canonical = canonicalize_store(store)
+
+
+def guarded(store: ToolStore, summary: BuildSummary, stage: str, work: Callable[[], object]) -> bool:
+    """Run one catalog-wide stage; on success clear its pending mark (last), on failure quarantine
+    it for the catalog and leave the mark, so the next build redoes it. True when it succeeded."""
+    clock = time.perf_counter()
+    try:
+        fault_point(f"before-{stage}")  # test hook: a failure here keeps the stage's previous graph
+        work()
+        fault_point(stage)  # test hook: a kill here leaves the stage marked, so the next build redoes it
+        clear_pending(store, stage)
+        return True
+    except Exception as exc:
+        summary.quarantined.append(quarantine(exc, source=summary.store, item=CATALOG, stage=stage))
+        return False
+    finally:
+        summary.add_time(stage, time.perf_counter() - clock)
+        progress.report(f"catalog: {stage}", 1, 1, "stage")
+
+
+def run_catalog_stages(
+    store: ToolStore, summary: BuildSummary, stages: CatalogStages, changed: bool, pending: set[str]
+) -> bool:
+    """Canonicalize, infer and link when the catalog changed, when a stage is owed from an earlier
+    build (``pending``) or when its graph is missing; returns whether any graph was rewritten."""
+
+    def due(stage: str, graph) -> bool:
+        return changed or stage in pending or not store.has_graph(graph)
+
+    wrote = False
+    if due("canonicalize", CANONICAL_GRAPH):
+        wrote |= guarded(store, summary, "canonicalize", lambda: canonicalize_task(quote(store), quote(summary)))
+    infer = stages.infer and (due("infer", INFERRED_GRAPH) or stages.confirmer is not None)
+    link = stages.links and due("link", LINKS_GRAPH)
+    # A stage switched off leaves no stale graph behind: "declared edges only" means that.
+    for wanted, graph, stage in ((stages.infer, INFERRED_GRAPH, "infer"), (stages.links, LINKS_GRAPH, "link")):
+        if not wanted and (store.has_graph(graph) or stage in pending):
+            guarded(store, summary, stage, lambda graph=graph: store.drop_graph(graph))
+            wrote = True
+    tools: list[Tool] = []
+    if infer or link:
+        clock = time.perf_counter()
+        try:
+            tools = stored_tools(store)
+        except Exception as exc:  # neither stage can run: both stay pending
+            summary.quarantined.append(quarantine(exc, source=summary.store, item=CATALOG, stage="infer"))
+            infer = link = False
+        summary.add_time("infer", time.perf_counter() - clock)
+    if infer:
+        confirmer = stages.confirmer
+        wrote |= guarded(
+            store, summary, "infer", lambda: infer_task(quote(store), quote(tools), quote(summary), quote(confirmer))
+        )
+    if link:
+        wrote |= guarded(store, summary, "link", lambda: link_task(quote(store), quote(tools), quote(summary)))
+    return wrote
+
+
+def publish_if_due(store: ToolStore, summary: BuildSummary, changed: bool, pending: set[str]) -> None:
+    """The endpoint serves snapshots, never the live database: publish one when the graph changed,
+    when an earlier build owes one, or when there is none yet."""
+    if store.remote:
+        return
+    if changed or "snapshot" in pending or current_snapshot(store.directory) is None:
+
+        def publish() -> None:
+            summary.snapshot = publish_snapshot(store, summary.run_id).name
+
+        guarded(store, summary, "snapshot", publish)

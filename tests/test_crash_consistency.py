@@ -1,0 +1,127 @@
+"""Crash consistency: a build killed (SIGKILL) at any stage boundary loses nothing, the store opens and
+answers queries, and the next build repairs everything to what a clean build makes; a failing
+catalog-wide stage keeps its previous graph and is redone by the next build.
+
+The kill comes from the build's own test hook (``TOOLKG_FAULT=kill:<point>``, toolkg.failures), so it
+lands exactly on the boundary every time: a process killed on a progress line would race.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CASES
+from toolkg.store import iris
+from toolkg.store.build_state import pending_stages
+from toolkg.store.dependencies import INFERRED_GRAPH
+from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.snapshots import current_snapshot
+
+POINTS = ("ingest", "load", "loaded", "canonicalize", "infer", "link", "snapshot")
+_RUN = re.compile(re.escape(iris.BASE) + r"run/[^>/\s]+")
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("crash") / "catalog"
+    folder.mkdir()
+    for name in ("inference/shop.json", "openai_tools.json", "petstore.yaml"):
+        shutil.copy(CASES / name, folder / Path(name).name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def clean(catalog, prefect_api, tmp_path_factory) -> dict[bool, set[str]]:
+    """What a clean build makes, with and without the structural links."""
+    from toolkg.flows.build import build_catalog
+
+    out = {}
+    for links in (True, False):
+        store = tmp_path_factory.mktemp("clean") / "store"
+        assert build_catalog(paths=[str(catalog)], store_dir=str(store), links=links).exit_code == 0
+        out[links] = comparable(store)
+    return out
+
+
+def comparable(store_dir: Path) -> set[str]:
+    """The store's quads as text, run ids blanked and the provenance graph left out (each run's own)."""
+    with ToolStore(store_dir, read_only=True) as store:
+        return {_RUN.sub("RUN", str(q)) for q in store.quads() if q.graph_name != iris.PROVENANCE_GRAPH}
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_build_killed_at_a_boundary_is_repaired_by_the_next(cli, build, catalog, clean, tmp_path, point):
+    links = point == "link"  # the embedding model loads only where the link stage is the point
+    flags = () if links else ("--no-links",)
+    store = tmp_path / "store"
+    killed = cli("build", str(catalog), "--store", str(store), *flags, env={"TOOLKG_FAULT": f"kill:{point}"})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+
+    stats = cli("stats", "--store", str(store), "--json")  # the store opens and answers SPARQL
+    assert stats.returncode == 0, stats.stderr
+    assert (json.loads(stats.stdout)["totals"]["tools"] > 0) == (point != "ingest")
+    if point in ("canonicalize", "infer", "link", "snapshot"):
+        with ToolStore(store, read_only=True) as opened:
+            assert point in pending_stages(opened)  # the stage's mark outlived the kill
+
+    summary = build([catalog], store, links=links)  # the next build, nothing changed on disk
+    assert summary.exit_code == 0, [str(q) for q in summary.quarantined]
+    assert comparable(store) == clean[links]
+    with ToolStore(store, read_only=True) as repaired:
+        assert pending_stages(repaired) == set()
+    assert current_snapshot(store) is not None and current_snapshot(store).name == summary.run_id
+
+    if point == "infer":  # and then it is quiet: nothing owed, nothing redone
+        again = build([catalog], store, links=links)
+        assert not {"canonicalize", "infer", "link", "snapshot"} & again.stage_seconds.keys()
+
+
+def test_a_failing_catalog_stage_keeps_its_graph_and_is_redone(build, catalog, tmp_path, monkeypatch):
+    folder = tmp_path / "catalog"
+    shutil.copytree(catalog, folder)
+    store = tmp_path / "store"
+    build([folder], store)
+    with ToolStore(store, read_only=True) as opened:
+        before = set(opened.graph_triples(INFERRED_GRAPH))
+    assert before
+
+    shop = json.loads((folder / "shop.json").read_text())
+    shop = shop[:-3]  # a change: inference must run again
+    (folder / "shop.json").write_text(json.dumps(shop))
+    monkeypatch.setenv("TOOLKG_FAULT", "raise:before-infer")
+    failed = build([folder], store)
+    assert failed.exit_code == 3
+    (entry,) = [q for q in failed.quarantined if q.stage == "infer"]
+    assert entry.item == "catalog" and "InjectedFault" in entry.reason and "\n" not in entry.reason
+    assert failed.loaded_tools > 0 and failed.links  # the other stages went on
+    with ToolStore(store, read_only=True) as opened:
+        assert set(opened.graph_triples(INFERRED_GRAPH)) == before  # the previous graph, kept whole
+        assert pending_stages(opened) == {"infer"}
+
+    monkeypatch.delenv("TOOLKG_FAULT")
+    redone = build([folder], store)  # every manifest unchanged, but inference is owed
+    assert redone.exit_code == 0 and redone.inferred and "infer" in redone.stage_seconds
+    fresh = tmp_path / "fresh"
+    build([folder], fresh)
+    assert comparable(store) == comparable(fresh)
+
+
+def test_a_manifest_that_fails_unexpectedly_loses_nothing_already_stored(build, catalog, tmp_path, monkeypatch):
+    folder = tmp_path / "catalog"
+    shutil.copytree(catalog, folder)
+    store = tmp_path / "store"
+    build([folder], store, links=False)
+    before = comparable(store)
+    (folder / "openai_tools.json").write_text((folder / "openai_tools.json").read_text().replace("weather", "climate"))
+    monkeypatch.setenv("TOOLKG_FAULT", "raise:transform")
+    failed = build([folder], store, links=False)
+    assert failed.exit_code == 3 and failed.loaded_tools == 0
+    (entry,) = failed.quarantined
+    assert entry.stage == "extract" and entry.item.endswith("openai_tools.json") and "InjectedFault" in entry.reason
+    assert comparable(store) == before  # the old version of the manifest is still there, whole

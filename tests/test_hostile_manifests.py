@@ -1,0 +1,162 @@
+"""Property tests: no catalog, however strange, stops a build (hypothesis; strategies in tests/hostile.py).
+
+Invariants for every generated catalog: the build finishes (exit 0, or 3 with quarantined items),
+every good tool is in the store with its parameters, every bad tool is in quarantine.jsonl with a
+one-line reason, SHACL passes on what was loaded, and the store opens and answers queries.
+
+CI runs a fixed, derandomised set of examples (profile ``ci``); ``make fuzz`` runs the ``fuzz``
+profile: many more examples, a new random seed each time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests import hostile
+from toolkg.store import iris
+from toolkg.store.oxigraph_store import ToolStore
+
+settings.register_profile(
+    "ci",
+    max_examples=20,
+    derandomize=True,  # a fixed seed: the same examples on every run
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile("fuzz", parent=settings.get_profile("ci"), max_examples=400, derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def _stored(store_dir: Path) -> dict[str, set[str]]:
+    with ToolStore(store_dir, read_only=True) as store:
+        rows = store.select(
+            "SELECT ?id ?p WHERE { ?t a tk:Tool ; tk:identifier ?id OPTIONAL { ?t tk:hasParameter/tk:name ?p } }"
+        )
+    out: dict[str, set[str]] = {}
+    for row in rows:
+        out.setdefault(row["id"].value, set())
+        if "p" in row:
+            out[row["id"].value].add(row["p"].value)
+    return out
+
+
+def _check(catalog: hostile.Catalog, store_dir: Path, exit_code: int) -> None:
+    stored = _stored(store_dir)
+    for tool_id, parameters in catalog.good_tools().items():
+        assert tool_id in stored, f"good tool {tool_id!r} missing"
+        assert stored[tool_id] == parameters, f"{tool_id!r}: parameters {stored[tool_id]} != {parameters}"
+    (run,) = [p for p in (store_dir / "runs").iterdir() if p.is_dir()]
+    lines = (run / "quarantine.jsonl").read_text(encoding="utf-8").split("\n")[:-1]
+    assert all(len(line.splitlines()) == 1 for line in lines)  # nothing inside a record splits a line
+    entries = [json.loads(line) for line in lines]
+    for entry in entries:
+        assert entry["reason"] and "\n" not in entry["reason"] and "\r" not in entry["reason"], entry
+    for manifest, tool in catalog.bad_tools():
+        items = hostile.acceptable_items(manifest, tool)
+        assert any(e["source"] == manifest.file and e["item"] in items for e in entries), (
+            f"bad tool ({tool.bad}) {tool.name!r} of {manifest.format} not quarantined"
+        )
+    assert exit_code == (3 if entries else 0)
+    # SHACL over what was loaded, and the store answers a query
+    from toolkg.store.validation import Validator
+
+    with ToolStore(store_dir, read_only=True) as store:
+        triples = [
+            t
+            for g in store.named_graphs()
+            if g.value.startswith(iris.SERVER_GRAPH_PREFIX)
+            for t in store.graph_triples(g)
+        ]
+        with Validator(workers=1) as validator:
+            assert validator.violations(triples) == []
+        assert store.select("SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }")
+
+
+@given(catalog=hostile.catalogs())
+def test_any_catalog_builds_good_tools_and_quarantines_bad_ones(build, catalog):
+    folder = Path(tempfile.mkdtemp(prefix="toolkg-hostile-"))
+    try:
+        hostile.write(catalog, folder / "catalog")
+        summary = build([folder / "catalog"], folder / "store", links=False)
+        _check(catalog, folder / "store", summary.exit_code)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@settings(max_examples=3)
+@given(catalog=hostile.catalogs(max_files=5), data=st.data())
+def test_the_cli_prints_one_line_per_item_and_no_traceback(cli, catalog, data):
+    """The same catalogs through `toolkg build` in a subprocess, as a user runs it."""
+    folder = Path(tempfile.mkdtemp(prefix="toolkg-hostile-cli-"))
+    try:
+        hostile.write(catalog, folder / "catalog")
+        result = cli("build", str(folder / "catalog"), "--store", str(folder / "store"), "--no-links")
+        assert result.returncode in (0, 3), result.stderr[-2000:]
+        assert "Traceback" not in result.stdout + result.stderr
+        for line in (result.stdout + result.stderr).splitlines():
+            assert not any(ch in line for ch in "\r\x1b\x00\u202e"), repr(line)
+        _check(catalog, folder / "store", result.returncode)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("fmt", hostile.FORMATS)
+def test_each_format_with_every_kind_of_flaw(build, tmp_path, fmt):
+    """Not left to chance: one manifest per format holding one tool per flaw, and good tools."""
+    tools = [hostile._good(0)]
+    flaws = {
+        "bad name": hostile.ToolSpec("get\tweather", "d", {}, [], bad="bad name"),
+        "long name": hostile.ToolSpec("n" * 10_000, "d", {}, [], bad="bad name"),
+        "digits name": hostile.ToolSpec("2024", "only digits in the name", {"firstNumber": {"type": "number"}}, []),
+        "surrogate name": hostile.ToolSpec("s\ud800x", "lone \udc00 surrogate", {"x_2": {"type": "string"}}, []),
+        "iri name": hostile.ToolSpec('a <b> "c" {d}|^`#?%', "IRI-breaking", {"q": {"type": "string"}}, []),
+        "duplicate": hostile.ToolSpec("plain_tool_0", "again", {}, [], bad="duplicate name"),
+        "description": hostile.ToolSpec("typed", 5, {}, [], bad="description type"),
+        "deep": hostile.ToolSpec("deep", "d", {"p": hostile._nested(200)}, [], bad="nested past the depth limit"),
+        "nan": hostile.ToolSpec("nan_default", "d", {"p": {"type": "number", "default": float("nan")}}, [], bad="nan"),
+        "enum": hostile.ToolSpec(
+            "huge_enum", "d", {"p": {"type": "string", "enum": [str(i) for i in range(3000)]}}, []
+        ),
+        "long description": hostile.ToolSpec("long_text", "word " * 30_000, {}, []),
+    }
+    for index, spec in enumerate(flaws.values(), start=1):
+        spec.index = index
+        tools.append(spec)
+    catalog = hostile.Catalog([hostile.ManifestSpec(fmt, "", tools, title="Hostile API")])
+    stem_server = {
+        "mcp": "m0-Hostile-API",
+        "mcp-catalog": "srv0",
+        "openai": "m0",
+        "openapi": "m0-Hostile-API",
+        "toollinkos": "m0",
+    }
+    catalog.manifests[0].server = stem_server[fmt]
+    hostile.write(catalog, tmp_path / "catalog")
+    summary = build([tmp_path / "catalog"], tmp_path / "store", links=False)
+    _check(catalog, tmp_path / "store", summary.exit_code)
+    assert summary.exit_code == 3
+    trimmed = {n.what for n in summary.notices}
+    assert any("kept 256 of 3,000 enum values" in w for w in trimmed), trimmed
+    assert any("description trimmed" in w for w in trimmed), trimmed
+
+
+def test_an_unexpected_failure_is_one_line_and_v_shows_the_traceback(cli, tmp_path):
+    catalog = tmp_path / "one.json"
+    catalog.write_text(json.dumps({"tools": [{"name": "ping", "description": "Ping"}]}))
+    args = ("build", str(catalog), "--store", str(tmp_path / "store"), "--no-links")
+    plain = cli(*args, env={"TOOLKG_FAULT": "raise:ingest"})
+    assert plain.returncode == 1 and plain.stderr.count("\n") == 1, plain.stderr
+    assert plain.stderr.startswith("toolkg: error: internal error: InjectedFault: fault injected at ingest")
+    assert "rerun with -v" in plain.stderr and "Traceback" not in plain.stdout + plain.stderr
+    verbose = cli(*args, "-v", env={"TOOLKG_FAULT": "raise:ingest"})
+    assert verbose.returncode == 1 and "Traceback" in verbose.stderr
+    assert verbose.stderr.rstrip().splitlines()[-1].startswith("toolkg: error: internal error: InjectedFault")
