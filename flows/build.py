@@ -36,7 +36,7 @@ from toolkg.limits import Limits
 from toolkg.models import Manifest, ManifestFile, QuarantinedItem
 from toolkg.store import iris
 from toolkg.store.build_state import CATALOG_STAGES, mark_pending, pending_stages
-from toolkg.store.loading import BuildOptions, LoadResult, fingerprint, load_manifest, record_run
+from toolkg.store.loading import BuildOptions, LoadResult, ManifestParts, fingerprint, load_manifest, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.stats import totals
 from toolkg.store.validation import Validator
@@ -52,17 +52,39 @@ def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 
 
 def _tool_batches(results: Sequence[IngestResult], max_tools: int) -> Iterator[Sequence[IngestResult]]:
-    """Consecutive manifests holding about ``max_tools`` tools (a bigger manifest is a batch of its own)."""
+    """Consecutive manifests holding about ``max_tools`` tools; a bigger manifest is split into parts
+    of whole servers (``_parts``), so a batch never holds much more than ``max_tools`` tools."""
     batch: list[IngestResult] = []
     tools = 0
-    for result in results:
-        if batch and tools + result.manifest.tool_count > max_tools:
-            yield batch
-            batch, tools = [], 0
-        batch.append(result)
-        tools += result.manifest.tool_count
+    for whole in results:
+        for result in _parts(whole, max_tools):
+            if batch and tools + result.manifest.tool_count > max_tools:
+                yield batch
+                batch, tools = [], 0
+            batch.append(result)
+            tools += result.manifest.tool_count
     if batch:
         yield batch
+
+
+def _parts(result: IngestResult, max_tools: int) -> list[IngestResult]:
+    """``result`` itself, or for a manifest of more than ``max_tools`` tools, parts holding consecutive
+    whole servers of at most ``max_tools`` tools each (a server bigger than that is a part alone)."""
+    manifest = result.manifest
+    if manifest is None or manifest.tool_count <= max_tools:
+        return [result]
+    chunks: list[list] = [[]]
+    tools = 0
+    for server in manifest.servers:
+        if chunks[-1] and tools + len(server.tools) > max_tools:
+            chunks.append([])
+            tools = 0
+        chunks[-1].append(server)
+        tools += len(server.tools)
+    return [
+        result.model_copy(update={"manifest": manifest.model_copy(update={"servers": tuple(chunk)})})
+        for chunk in chunks
+    ]
 
 
 def _retry_on_io(task, task_run, state) -> bool:
@@ -114,7 +136,11 @@ def ingest_batch(
             out.skipped.append(file)
             continue
         result = ingest_manifest(
-            file, data, format=options.format, server=options.server, limits=options.limits  # type: ignore[arg-type]
+            file,
+            data,
+            format=options.format,
+            server=options.server,
+            limits=options.limits,  # type: ignore[arg-type]
         )
         if options.hide_declared and result.manifest is not None:
             result = result.model_copy(update={"manifest": _without_declared(result.manifest)})
@@ -196,8 +222,12 @@ def load_task(
     previous: ManifestRecord | None,
     graph_owners: dict[str, str],
     run_id: str,
+    parts: ManifestParts | None = None,
+    final: bool = True,
 ) -> LoadResult:
-    return load_manifest(store, extracted, file, options, previous, graph_owners, iris.run_iri(run_id))
+    return load_manifest(
+        store, extracted, file, options, previous, graph_owners, iris.run_iri(run_id), parts=parts, final=final
+    )
 
 
 @flow(name="toolkg-build", log_prints=True, validate_parameters=False)
@@ -269,15 +299,28 @@ def _load(
     records: dict[str, ManifestRecord],
     owners: dict[str, str],
     summary: BuildSummary,
+    parts: ManifestParts | None = None,
+    final: bool = True,
 ) -> bool:
-    """Load one manifest through the retrying task; a refusal quarantines it. True when loaded."""
+    """Load one manifest (or one part of a big one) through the retrying task; a refusal quarantines
+    it. True when loaded."""
     clock = time.perf_counter()
     try:
         result = load_task(
-            quote(store), quote(extracted), r.file, options, records.get(r.file.path), quote(owners), summary.run_id
+            quote(store),
+            quote(extracted),
+            r.file,
+            options,
+            records.get(r.file.path),
+            quote(owners),
+            summary.run_id,
+            quote(parts),
+            final,
         )
     except Exception as exc:  # the store refused this manifest even after retries
         summary.quarantined.append(quarantine(exc, source=r.file.path, item=r.file.path, stage="load"))
+        if parts is not None:
+            parts.incomplete = True
         return False
     finally:
         summary.add_time("load", time.perf_counter() - clock)
@@ -285,9 +328,16 @@ def _load(
     summary.loaded_servers += result.servers
     summary.loaded_tools += result.tools
     summary.loaded_triples += result.triples
-    if r.file.path not in summary.reprocessed:
+    if final and r.file.path not in summary.reprocessed:
         (summary.changed if r.file.path in records else summary.new).append(r.file.path)
     return True
+
+
+def _empty(manifest: Manifest):
+    """A part that loads nothing: lets the last part of a manifest write its record."""
+    from toolkg.extractors.structural import ExtractedManifest
+
+    return ExtractedManifest(manifest=manifest, graphs=())
 
 
 def _in_process(batches: list, index: NameIndex, extractor: SemanticExtractor, summary: BuildSummary):
@@ -379,20 +429,32 @@ def _run(
         size = max(1, min(size, sum(r.manifest.tool_count for r in manifests) // (2 * DEFAULT_WORKERS)))
     total_tools = sum(r.manifest.tool_count for r in manifests)
     batches = list(_tool_batches(manifests, size))
+    part_count = Counter(r.file.path for batch in batches for r in batch)
     del parsed, manifests  # from here each batch's models are released once it is loaded
     if stages.dask:  # batches fan out over the Dask cluster; each loads here as it comes back
         transformed_batches = fan_out(batches, index, summary, extractor)
     else:
         transformed_batches = _in_process(batches, index, extractor, summary)
     tools_done = 0
+    parts: dict[str, ManifestParts] = {}  # manifests loaded in several parts, until their last part
     for batch, transformed in transformed_batches:
         for r, (extracted, problems) in zip(batch, transformed, strict=True):
             summary.quarantined += problems
             tools_done += r.manifest.tool_count
+            count = part_count.get(r.file.path, 1)
+            mine = parts.setdefault(r.file.path, ManifestParts()) if count > 1 else None
+            final = mine is None or len(mine.seen) + 1 == count
+            if mine is not None:
+                mine.seen.append(r.manifest.tool_count)
             if extracted is None:  # quarantined whole (its reason is among the problems)
-                continue
+                if mine is None:
+                    continue
+                mine.incomplete = True  # earlier parts stay loaded; the record will say the manifest is owed
+                if not final or not mine.graphs:
+                    continue
+                extracted = _empty(r.manifest)  # the last part failed: still write the record
             before_write()
-            if _load(store, r, extracted, options, records, owners, summary):
+            if _load(store, r, extracted, options, records, owners, summary, mine, final):
                 loaded += 1
                 fault_point("load")  # after the first manifest's load: the catalog is half new
         del transformed, batch

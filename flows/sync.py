@@ -47,6 +47,7 @@ from toolkg.extractors.triples import ExtractionFailure
 from toolkg.models import Manifest, QuarantinedItem, Server, Tool
 from toolkg.ontology import TK
 from toolkg.store import iris
+from toolkg.store.build_state import clear_pending, mark_pending
 from toolkg.store.dependencies import (
     INFERRED_GRAPH,
     LINKS_GRAPH,
@@ -348,6 +349,9 @@ def sync_servers(paths: list[str], store_dir: str, servers: list[str], links: bo
         stored = {r["id"].value for r in store.select("SELECT ?id WHERE { ?s a tk:Server ; tk:identifier ?id }")}
         if unknown := [s for s in wanted if s not in found and s not in stored]:  # before anything is written
             raise UsageError(f"--only {', '.join(unknown)}: no manifest under the paths defines it, nor does the store")
+        run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-sync-") + uuid.uuid4().hex[:6]
+        if not store.remote:  # a sync killed before it publishes leaves the snapshot owed to the next build
+            mark_pending(store, ["snapshot"], run_id)
         with CatalogSync(store, links=links, warm=False) as sync:
             for server_id in wanted:
                 if server_id in found:
@@ -356,13 +360,17 @@ def sync_servers(paths: list[str], store_dir: str, servers: list[str], links: bo
                 else:
                     results.append(sync.remove_server(server_id))
         if not store.remote:
-            publish_snapshot(store, datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-sync-") + uuid.uuid4().hex[:6])
+            publish_snapshot(store, run_id)
+            clear_pending(store, "snapshot")
     return results
 
 
 def format_result(r: SyncResult) -> str:
+    from toolkg.display import one_line
+
     line = (
-        f"{r.operation} {r.target}: {len(r.tools_changed)} tool(s) changed, {r.neighbourhood} consumer(s) re-inferred, "
+        f"{r.operation} {one_line(r.target, 120)}: {len(r.tools_changed)} tool(s) changed, "
+        f"{r.neighbourhood} consumer(s) re-inferred, "
         f"{r.triples_deleted} triples deleted / {r.triples_inserted} inserted, dependency edges +{r.edges_added}"
         f"/-{r.edges_removed}, links +{r.links_added}/-{r.links_removed} in {r.seconds:.2f}s"
     )

@@ -48,6 +48,16 @@ class LoadResult(BaseModel):
     quarantined: tuple[QuarantinedItem, ...] = ()
 
 
+class ManifestParts(BaseModel):
+    """What the earlier batches of one big manifest loaded, until its last batch writes the record."""
+
+    graphs: list[str] = []
+    unresolved: set[str] = set()
+    pending: set[str] = set()
+    incomplete: bool = False  # a batch failed: the record is written without a fingerprint (rebuilt next run)
+    seen: list[int] = []  # the parts met so far (their tool counts), loaded or not
+
+
 def load_manifest(
     store: ToolStore,
     extracted: ExtractedManifest,
@@ -56,12 +66,20 @@ def load_manifest(
     previous: ManifestRecord | None,
     graph_owners: dict[str, str],
     run: NamedNode,
+    parts: ManifestParts | None = None,
+    final: bool = True,
 ) -> LoadResult:
     """Replace this manifest's graphs in one transaction.
 
     A server whose graph another manifest already owns is quarantined rather than
     overwritten: two files must not silently fight over one server id.
     ``graph_owners`` (graph IRI -> manifest path) is updated with what was loaded.
+
+    A manifest too big for one batch comes in parts (whole servers each): every part but the
+    last replaces its servers' graphs (each graph whole, in one transaction) and is noted in
+    ``parts``; the last one also drops what the previous version defined and no longer does and
+    writes the record. Until then the record still describes the previous version, so a build
+    killed between parts finds the manifest changed and loads it again.
     """
     quarantined = []
     refused: set[str] = set()
@@ -78,26 +96,42 @@ def load_manifest(
                 )
             )
     graphs = [g for g in extracted.graphs if g.server_id not in refused]  # with its tools' extraction graphs
-    record = ManifestRecord(
-        path=file.path,
-        sha256=file.sha256,
-        fingerprint=fingerprint(file, options),
-        format=extracted.manifest.format,
-        extractor=f"{options.extractor}/{options.extractor_version}",
-        graphs=tuple(g.graph.value for g in graphs),
-        unresolved=extracted.unresolved,
-        pending=extracted.pending,
-    )
+    parts = parts or ManifestParts()
+    parts.graphs += [g.graph.value for g in graphs]
+    parts.unresolved |= set(extracted.unresolved)
+    parts.pending |= set(extracted.pending)
+    record = None
+    keep_previous = final and parts.incomplete and previous is not None
+    if keep_previous:  # a part failed: nothing of the previous version is dropped, the next run redoes it
+        parts.graphs += [g for g in previous.graphs if g not in parts.graphs]
+    if final:
+        record = ManifestRecord(
+            path=file.path,
+            sha256=file.sha256,
+            fingerprint="" if parts.incomplete else fingerprint(file, options),
+            format=extracted.manifest.format,
+            extractor=f"{options.extractor}/{options.extractor_version}",
+            graphs=tuple(dict.fromkeys(parts.graphs)),
+            unresolved=tuple(sorted(parts.unresolved)),
+            pending=tuple(sorted(parts.pending)),
+        )
     store.replace_manifest(
-        record, [(g.graph, g.triples) for g in graphs], drop_graphs=previous.graphs if previous else (), run=run
+        record,
+        [(g.graph, g.triples) for g in graphs],
+        drop_graphs=previous.graphs if previous and final and not keep_previous else (),
+        run=run,
     )
-    for g in previous.graphs if previous else ():
-        graph_owners.pop(g, None)
-    for g in graphs:
-        graph_owners[g.graph.value] = file.path
+    if final:
+        for g in previous.graphs if previous else ():
+            graph_owners.pop(g, None)
+        for g in parts.graphs:
+            graph_owners[g] = file.path
+    else:
+        for g in graphs:
+            graph_owners[g.graph.value] = file.path
     return LoadResult(
         path=file.path,
-        graphs=record.graphs,
+        graphs=tuple(g.graph.value for g in graphs),
         servers=sum(not g.extraction_of for g in graphs),
         tools=sum(len(g.tool_ids) for g in graphs),
         triples=sum(len(g.triples) for g in graphs),

@@ -184,7 +184,7 @@ class ToolStore:
 
     def replace_manifest(
         self,
-        record: ManifestRecord,
+        record: ManifestRecord | None,
         graphs: Sequence[tuple[NamedNode, Sequence[Triple]]],
         *,
         drop_graphs: Iterable[str] = (),
@@ -192,14 +192,16 @@ class ToolStore:
     ) -> None:
         """Swap in a manifest's graphs and record in one transaction.
 
-        ``drop_graphs`` are graphs the previous version of this manifest defined; they are
-        dropped in the same update, so servers that left the manifest disappear with it.
+        ``drop_graphs`` are graphs the previous version of this manifest defined; those the
+        record no longer lists are dropped in the same update, so servers that left the manifest
+        disappear with it. Without a ``record`` (a part of a manifest loaded in several batches)
+        only ``graphs`` are replaced, each whole.
         """
-        manifest = iris.manifest_iri(record.path)
-        record_triples = _record_triples(manifest, record, graphs, run)
+        manifest = iris.manifest_iri(record.path) if record else None
+        record_triples = _record_triples(manifest, record, run) if record and manifest else []
         existing = self._existing_graphs()
-        if not ({*drop_graphs, *(g.value for g, _ in graphs)} & existing) and not self._has_subject(
-            iris.MANIFESTS_GRAPH, manifest
+        if not ({*drop_graphs, *(g.value for g, _ in graphs)} & existing) and not (
+            manifest and self._has_subject(iris.MANIFESTS_GRAPH, manifest)
         ):
             # Nothing to replace: Store.extend is one transaction, and much faster than INSERT DATA.
             quads = [Quad(t.subject, t.predicate, t.object, graph) for graph, triples in graphs for t in triples]
@@ -208,7 +210,7 @@ class ToolStore:
             return
         # Replacement: one update that drops graphs the manifest no longer defines and applies the
         # difference to the others, so a one-tool edit writes a handful of triples, not the whole server.
-        kept = {g.value for g, _ in graphs}
+        kept = {g.value for g, _ in graphs} | set(record.graphs if record else ())
         parts = [f"DROP SILENT GRAPH <{g}>" for g in sorted(set(drop_graphs) - kept)]
         deletions, insertions = [], []
         for graph, triples in graphs:
@@ -218,12 +220,16 @@ class ToolStore:
                 deletions.append(f"GRAPH {graph} {{\n{_ntriples(old - new)}\n}}")
             if new - old:
                 insertions.append(f"GRAPH {graph} {{\n{_ntriples(new - old)}\n}}")
-        parts.append(_delete_subject(iris.MANIFESTS_GRAPH, manifest))
+        if manifest:
+            parts.append(_delete_subject(iris.MANIFESTS_GRAPH, manifest))
         if deletions:
             parts.append("DELETE DATA {\n" + "\n".join(deletions) + "\n}")
-        insertions.append(f"GRAPH {iris.MANIFESTS_GRAPH} {{\n{_ntriples(record_triples)}\n}}")
-        parts.append("INSERT DATA {\n" + "\n".join(insertions) + "\n}")
-        self.update(" ;\n".join(parts))
+        if record_triples:
+            insertions.append(f"GRAPH {iris.MANIFESTS_GRAPH} {{\n{_ntriples(record_triples)}\n}}")
+        if insertions:
+            parts.append("INSERT DATA {\n" + "\n".join(insertions) + "\n}")
+        if parts:
+            self.update(" ;\n".join(parts))
 
     def _existing_graphs(self) -> set[str]:
         return {g.value for g in self._store.named_graphs() if isinstance(g, NamedNode)}
@@ -313,12 +319,7 @@ def _ntriples(triples: Iterable[Triple]) -> str:
     return "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in triples)
 
 
-def _record_triples(
-    manifest: NamedNode,
-    record: ManifestRecord,
-    graphs: Sequence[tuple[NamedNode, Sequence[Triple]]],
-    run: NamedNode | None,
-) -> list[Triple]:
+def _record_triples(manifest: NamedNode, record: ManifestRecord, run: NamedNode | None) -> list[Triple]:
     out = [
         Triple(manifest, RDF.type, TK.Manifest),
         Triple(manifest, TK.sourcePath, Literal(record.path)),
@@ -331,8 +332,8 @@ def _record_triples(
         out.append(Triple(manifest, TK.sourceFormat, Literal(record.format)))
     if record.extractor:
         out.append(Triple(manifest, TK.extractor, Literal(record.extractor)))
-    for graph, _ in graphs:
-        out.append(Triple(manifest, TK.definesGraph, graph))
+    for graph in record.graphs:
+        out.append(Triple(manifest, TK.definesGraph, NamedNode(graph)))
     for name in record.unresolved:
         out.append(Triple(manifest, TK.unresolvedReference, Literal(name)))
     for tool_id in record.pending:

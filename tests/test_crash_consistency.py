@@ -125,3 +125,44 @@ def test_a_manifest_that_fails_unexpectedly_loses_nothing_already_stored(build, 
     (entry,) = failed.quarantined
     assert entry.stage == "extract" and entry.item.endswith("openai_tools.json") and "InjectedFault" in entry.reason
     assert comparable(store) == before  # the old version of the manifest is still there, whole
+
+
+def _without_fingerprints(quads: set[str]) -> set[str]:
+    return {q for q in quads if "#fingerprint>" not in q}  # the limits are part of a manifest's fingerprint
+
+
+def test_a_big_file_loads_in_parts_and_equals_one_load(build, tmp_path, monkeypatch):
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    shutil.copy(Path(__file__).parents[1] / "data" / "livemcpbench" / "tools.json", catalog / "tools.json")
+    whole = build([catalog], tmp_path / "whole", links=False)
+    parted = build([catalog], tmp_path / "parted", links=False, limits={"max_tools_per_batch": 100})
+    assert whole.exit_code == parted.exit_code == 0 and parted.loaded_tools == whole.loaded_tools == 527
+    assert parted.new == whole.new  # one manifest, loaded in parts
+    assert _without_fingerprints(comparable(tmp_path / "parted")) == _without_fingerprints(
+        comparable(tmp_path / "whole")
+    )
+
+    # A part that fails keeps what the store had of the file, and the record says the file is owed.
+    (catalog / "tools.json").write_text((catalog / "tools.json").read_text().replace("weather", "climate"))
+    monkeypatch.setenv("TOOLKG_FAULT", "raise:transform")
+    failed = build([catalog], tmp_path / "parted", links=False, limits={"max_tools_per_batch": 100})
+    assert failed.exit_code == 3 and failed.loaded_tools == 0
+    monkeypatch.delenv("TOOLKG_FAULT")
+    again = build([catalog], tmp_path / "parted", links=False, limits={"max_tools_per_batch": 100})
+    assert again.loaded_tools == 527 and again.changed
+
+
+def test_a_build_killed_between_parts_is_repaired(cli, build, tmp_path):
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    shutil.copy(CASES / "mcp_catalog.json", catalog / "servers.json")
+    shutil.copy(CASES / "inference" / "shop.json", catalog / "shop.json")
+    clean = build([catalog], tmp_path / "clean", links=False, limits={"max_tools_per_batch": 2})
+    store = tmp_path / "store"
+    flags = ("--no-links", "--limit", "max_tools_per_batch=2")
+    killed = cli("build", str(catalog), "--store", str(store), *flags, env={"TOOLKG_FAULT": "kill:load"})
+    assert killed.returncode == -signal.SIGKILL
+    repaired = build([catalog], store, links=False, limits={"max_tools_per_batch": 2})
+    assert repaired.exit_code == clean.exit_code == 0
+    assert comparable(store) == comparable(tmp_path / "clean")

@@ -15,6 +15,7 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
+from toolkg.display import one_line
 from toolkg.errors import StoreError, UsageError
 from toolkg.store.dependencies import dependency_rows
 from toolkg.store.graph_svg import dependency_svg
@@ -30,12 +31,12 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1200px; color: #222; }
 h1 { color: #1f3a5f; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 32px; }
 table { border-collapse: collapse; margin: 8px 0; }
-td, th { border: 1px solid #ddd; padding: 4px 8px; text-align: left; }
+td, th { border: 1px solid #ddd; padding: 4px 8px; text-align: left; overflow-wrap: anywhere; unicode-bidi: isolate; }
 th { background: #f3f5f8; } .num { text-align: right; } .ok { color: #176a2b; } .bad { color: #a31515; }
 .cards { display: flex; flex-wrap: wrap; gap: 12px; }
 .card { border: 1px solid #ccd; border-radius: 6px; padding: 8px 14px; }
 .card b { display: block; font-size: 22px; } figure { margin: 12px 0 24px; overflow-x: auto; }
-figcaption { font-weight: 600; margin-bottom: 4px; } .legend { color: #555; font-size: 13px; }
+figcaption { font-weight: 600; margin-bottom: 4px; overflow-wrap: anywhere; } .legend { color: #555; font-size: 13px; }
 """
 
 
@@ -92,7 +93,8 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
     if not (folder / "summary.json").exists():
         raise UsageError(f"no run {run_id!r} in {store_dir}/runs")
     summary = BuildSummary.model_validate_json((folder / "summary.json").read_text(encoding="utf-8"))
-    quarantine = [json.loads(line) for line in (folder / "quarantine.jsonl").read_text().splitlines() if line]
+    lines = (folder / "quarantine.jsonl").read_text(encoding="utf-8").split("\n")
+    quarantine = [json.loads(line) for line in lines if line]
     if (store_dir / CONFIG_FILE).exists():
         raise StoreError(f"{store_dir} keeps its graph on a SPARQL server; reports read on-disk snapshots")
     snapshot = current_snapshot(store_dir)
@@ -110,11 +112,17 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
         f'<div class="card"><b>{totals.get(k, 0)}</b>{k}</div>'
         for k in ("servers", "tools", "parameters", "outputs", "dependencies", "quads")
     )
+
+    # Names come from manifests: escaped for HTML (_table), their control characters shown (one_line), and
+    # long ones cut, so a name can neither inject markup nor reorder or break the page's text.
+    def files(paths: list[str]) -> str:
+        return ", ".join(one_line(Path(p).name, 120) for p in paths[:20])
+
     changes = [
-        ["new", len(summary.new), ", ".join(Path(p).name for p in summary.new[:20])],
-        ["changed", len(summary.changed), ", ".join(Path(p).name for p in summary.changed[:20])],
-        ["removed", len(summary.removed), ", ".join(Path(p).name for p in summary.removed[:20])],
-        ["reprocessed", len(summary.reprocessed), ", ".join(Path(p).name for p in summary.reprocessed[:20])],
+        ["new", len(summary.new), files(summary.new)],
+        ["changed", len(summary.changed), files(summary.changed)],
+        ["removed", len(summary.removed), files(summary.removed)],
+        ["reprocessed", len(summary.reprocessed), files(summary.reprocessed)],
         ["unchanged (skipped)", len(summary.skipped), ""],
     ]
     loaded = (
@@ -125,7 +133,11 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
     quarantine_html = (
         _table(
             ["stage", "source", "item", "reason"],
-            [[q["stage"], Path(q["source"]).name, q["item"], q["reason"]] for q in quarantine],
+            [
+                [one_line(q["stage"]), one_line(Path(q["source"]).name, 120), one_line(q["item"], 200)]
+                + [one_line(q["reason"])]
+                for q in quarantine
+            ],
         )
         if quarantine
         else '<p class="ok">Nothing was quarantined.</p>'
@@ -140,7 +152,8 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
     if withheld:
         shacl_html += f"<p>This run withheld {len(withheld)} item(s) that failed validation (listed above).</p>"
     figures = "".join(
-        f'<figure id="server-{escape(server)}"><figcaption>{escape(server)} — {count} edge(s)</figcaption>'
+        f'<figure id="server-{escape(one_line(server))}"><figcaption>{escape(one_line(server, 120))} — {count} edge(s)'
+        "</figcaption>"
         f"{svg}</figure>"
         for server, count, svg in pictures
     )
