@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections import defaultdict
 from html import escape
 
+from toolkg.display import one_line
+
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 190, 26, 70, 14, 12
 
 
@@ -74,14 +76,16 @@ def dependency_svg(edges: list[tuple[str, str, str]], own: set[str], label=lambd
         dash = "" if basis == "declared" else ' stroke-dasharray="5 3"'
         parts.append(
             f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#555"{dash} marker-end="url(#arrow)">'
-            f"<title>{escape(consumer)} depends on {escape(producer)} ({escape(basis)})</title></line>"
+            f"<title>{escape(one_line(consumer))} depends on {escape(one_line(producer))} ({escape(basis)})"
+            "</title></line>"
         )
     for node in nodes:
         fill, stroke = ("#e8f0fb", "#1f3a5f") if node in own else ("#eeeeee", "#999999")
-        text = label(node)
+        text = one_line(label(node))  # names come from manifests: control and bidi characters shown as escapes
         shown = text if len(text) <= 28 else text[:27] + "…"
         parts.append(
-            f'<g><title>{escape(node)}</title><rect x="{x[node]}" y="{y[node]}" width="{NODE_W}" height="{NODE_H}" '
+            f"<g><title>{escape(one_line(node))}</title>"
+            f'<rect x="{x[node]}" y="{y[node]}" width="{NODE_W}" height="{NODE_H}" '
             f'rx="4" fill="{fill}" stroke="{stroke}"/>'
             f'<text x="{x[node] + 8}" y="{y[node] + 17}">{escape(shown)}</text></g>'
         )

@@ -6,6 +6,7 @@ from typing import IO
 
 from pyoxigraph import Literal, NamedNode, QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat, serialize
 
+from toolkg.display import clip, one_line, pad, width
 from toolkg.store.oxigraph_store import DISPLAY_PREFIXES
 
 MAX_CELL = 80
@@ -26,12 +27,19 @@ def compact(term) -> str:
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
-    cells = [
-        [c if len(c) <= MAX_CELL else c[: MAX_CELL - 1] + "…" for c in (x.replace("\n", " ") for x in row)]
-        for row in rows
-    ]
-    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()  # noqa: E731
+    """Columns aligned by terminal width (a CJK character takes two); every cell one line, at most
+    ``MAX_CELL`` columns, its control characters escaped (``display.one_line``).
+
+    >>> print(table(["tool", "n"], [["東京", "1"], ["a\\nb", "22"]]))
+    tool  n
+    ----  --
+    東京  1
+    a\\nb  22
+    """
+    headers = [clip(one_line(h), MAX_CELL) for h in headers]
+    cells = [[clip(one_line(c), MAX_CELL) for c in row] for row in rows]
+    widths = [max([width(h)] + [width(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    line = lambda values: "  ".join(pad(v, w) for v, w in zip(values, widths, strict=True)).rstrip()  # noqa: E731
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
 
 

@@ -21,6 +21,11 @@ MODULES = [
     "toolkg.store.graph_svg",
     "toolkg.retrieval",
     "toolkg.retrieval.metrics",
+    "toolkg.retrieval.queries",
+    "toolkg.display",
+    "toolkg.progress",
+    "toolkg.atomic",
+    "toolkg.store.render",
 ]
 
 

@@ -10,6 +10,7 @@ from toolkg.errors import UsageError
 from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, as_query, read_queries
 from toolkg.retrieval.baselines import BM25Retriever, DenseRetriever, HybridRetriever
 from toolkg.retrieval.graph import AgentGraphRetriever, EgoGraphRetriever, GraphFusionRetriever
+from toolkg.retrieval.queries import InvalidQueries, LabelledQuery, QueryLine, load_queries
 
 METHODS: dict[str, type[Retriever]] = {
     "bm25": BM25Retriever,
@@ -70,10 +71,14 @@ __all__ = [
     "METHODS",
     "Hit",
     "Index",
+    "InvalidQueries",
+    "LabelledQuery",
     "Query",
+    "QueryLine",
     "Ranking",
     "Retriever",
     "as_query",
+    "load_queries",
     "make_retriever",
     "parse_options",
     "read_queries",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -14,6 +13,7 @@ from toolkg.errors import UsageError
 from toolkg.retrieval.catalog import Catalog, ToolDoc
 from toolkg.retrieval.dense import make_embedder
 from toolkg.retrieval.lexical import BM25
+from toolkg.retrieval.queries import read_queries  # noqa: F401  (re-exported: the evaluation format)
 from toolkg.store.oxigraph_store import ToolStore
 
 RRF_K = 60
@@ -46,25 +46,8 @@ class Ranking:
         }
 
 
-def read_queries(path: str | Path) -> list[dict]:
-    """The evaluation format: one JSON object per line with ``id``, ``query`` and optional ``steps``."""
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UsageError(f"{path}:{number}: not JSON: {exc.msg}") from None
-            if not isinstance(row, dict) or not isinstance(row.get("query"), str):
-                raise UsageError(f"{path}:{number}: each line needs a string 'query'")
-            row.setdefault("id", str(number))
-            rows.append(row)
-    return rows
-
-
 def as_query(row: dict) -> Query:
+    """A row of ``read_queries`` as the ``Query`` a retriever takes (blank steps left out)."""
     steps = tuple(s for s in row.get("steps") or () if isinstance(s, str) and s.strip())
     return Query(id=str(row["id"]), text=row["query"], steps=steps)
 

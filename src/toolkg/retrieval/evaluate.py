@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from toolkg import progress
+from toolkg.atomic import atomic_output
+from toolkg.display import one_line, pad
 from toolkg.retrieval import Index, as_query, make_retriever
 from toolkg.retrieval.metrics import (
     average_precision_at,
@@ -81,13 +83,14 @@ def format_table(report: dict) -> str:
             f"{result['metrics'][m][k]:>{max(9, len(m) + 4)}.3f}" for m in metrics for k in ks if m in result["metrics"]
         )
         latency = result["latency_ms"]
-        lines.append(f"{name:<8}{cells}{latency['p50']:>9.1f}{latency['p95']:>9.1f}")
+        lines.append(f"{pad(one_line(name, 40), 8)}{cells}{latency['p50']:>9.1f}{latency['p95']:>9.1f}")
     return "\n".join(lines)
 
 
 def write_outputs(report: dict, json_path: Path, plot_path: Path | None) -> None:
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    with atomic_output(json_path) as out:  # whole or not at all, like the plot
+        out.write(json.dumps(report, indent=2))
     if plot_path is None:
         return
     import matplotlib
@@ -108,5 +111,6 @@ def write_outputs(report: dict, json_path: Path, plot_path: Path | None) -> None
         axis.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(plot_path, dpi=110)
+    with atomic_output(plot_path, "wb") as out:
+        figure.savefig(out, format="png", dpi=110)
     plt.close(figure)

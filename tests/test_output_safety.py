@@ -1,0 +1,211 @@
+"""Names from manifests never forge or break a terminal line: every printed item is one line.
+
+A catalog's tool, server and file names, descriptions and dependency reasons hold newlines, carriage
+returns, ESC[2J and U+202E; the build's summary, the quarantine listing, deps, query tables, stats,
+retrieve and the HTML report show them escaped (toolkg.display.one_line), one line each.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from toolkg.display import one_line, pad, width
+from toolkg.models import QuarantinedItem
+from toolkg.store.render import table
+from toolkg.summary import BuildSummary
+
+ESC, RLO = "\x1b[2J", "\u202e"
+FORGED = "quarantined: none"
+# Raw control characters a terminal acts on (the newline ending each line is the only one allowed),
+# line separators, and the bidirectional controls that reorder what follows.
+RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def assert_one_line_each(text: str, what: str, genuine: int = 0) -> None:
+    """No raw control character on any line; ``genuine`` lines saying 'quarantined: none' (the summary's own)."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        assert not RAW.search(line), f"{what} line {number} holds a raw control character: {line!r}"
+    claims = [line for line in text.split("\n") if line.strip().lstrip("- ").startswith(FORGED)]
+    assert len(claims) == genuine, f"{what}: forged lines {claims}"
+
+
+def write_catalog(folder: Path) -> None:
+    folder.mkdir()
+    mcp = {
+        "server_name": f"evil\nserver{ESC}{RLO}\rname",
+        "tools": [
+            {  # a name with line breaks: quarantined (or loaded) under that name
+                "name": f"x\n{FORGED}",
+                "description": f"Reads\r\nthe {ESC} secret{RLO} file.\n{FORGED}",
+                "inputSchema": {"type": "object", "properties": {f"path{ESC}": {"type": "string"}}},
+            },
+            {"name": f"bad\n{FORGED}{ESC}{RLO}", "inputSchema": 5},  # malformed: quarantined
+            {"name": f"x\n{FORGED}", "description": "the same name again", "inputSchema": {"type": "object"}},
+            {"name": f"東京_weather\r{ESC}", "description": "天気\n", "inputSchema": {"type": "object"}},
+        ],
+    }
+    (folder / "evil.json").write_text(json.dumps(mcp), encoding="utf-8")
+    shop = {  # names a strict reader still accepts (bidi controls), descriptions with line breaks
+        "server_name": f"shop{RLO}",
+        "tools": [
+            {
+                "name": f"get_order{RLO}",
+                "description": f"Gets an order by its order id.\n{FORGED} {ESC}",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"order_id": {"type": "string", "description": f"The id{ESC}\nof the order"}},
+                    "required": ["order_id"],
+                },
+            },
+            {
+                "name": "create_order",
+                "description": f"Creates an order and returns the order id {RLO}.\r\n{FORGED}",
+                "inputSchema": {"type": "object", "properties": {"item": {"type": "string"}}},
+                "outputSchema": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+            },
+            {"name": "東京_weather", "description": "天気 forecast for 東京", "inputSchema": {"type": "object"}},
+        ],
+    }
+    (folder / "shop.json").write_text(json.dumps(shop), encoding="utf-8")
+    toollinkos = [  # declared dependencies whose reasons (the evidence deps prints) break lines
+        {"name": f"pay{RLO}", "description": "Pays an order.", "parameters": [], "func_type": "regular",
+         "depends_on": [{"name": "login", "dependence_type": "TOOL_DIRECTLY_DEPENDS_ON", "parameter_name": "",
+                         "reason": f"needs a session\n{FORGED}{ESC}"}]},
+        {"name": "login", "description": "Logs in.", "parameters": [], "func_type": "core", "depends_on": []},
+    ]  # fmt: skip
+    (folder / "links.json").write_text(json.dumps(toollinkos), encoding="utf-8")
+    (folder / f"broken\n{FORGED}{ESC}.json").write_text("{not json", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def evil_store(tmp_path_factory, prefect_api):
+    """The build of the hostile catalog, and its store."""
+    import os
+    import subprocess
+
+    from tests.conftest import TOOLKG
+
+    root = tmp_path_factory.mktemp("evil")
+    write_catalog(root / "catalog")
+    env = {**os.environ, "PREFECT_API_URL": prefect_api}
+    result = subprocess.run(
+        [str(TOOLKG), "build", str(root / "catalog"), "--store", str(root / "store")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    return root, result
+
+
+# -- one_line and the printed models -----------------------------------------------------------------
+
+
+def test_one_line_escapes_every_line_breaking_or_reordering_character():
+    text = f"a\nb\rc\td{ESC}\x00\x7f\x85\u2028{RLO}\u2066\ud800 東京"
+    shown = one_line(text)
+    assert shown == "a\\nb\\rc\\td\\x1b[2J\\x00\\x7f\\u0085\\u2028\\u202e\\u2066\\ud800 東京"
+    assert not RAW.search(shown) and shown.encode("utf-8")  # a lone surrogate no longer breaks the encoder
+    assert one_line("plain text, 東京, ✓") == "plain text, 東京, ✓"
+    cut = one_line("x" * 1000, limit=50)
+    assert cut == "x" * 49 + "… (1000 chars)"
+
+
+def test_quarantined_item_prints_as_one_line_and_saves_exactly(tmp_path):
+    item = QuarantinedItem(source=f"/c/broken\n{FORGED}.json", item=f"s::x\n{FORGED}{ESC}", stage="parse", reason="r")
+    assert str(item) == f"/c/broken\\n{FORGED}.json: s::x\\n{FORGED}\\x1b[2J: [parse] r"
+    summary = BuildSummary(run_id="r1", store="s", started="now", quarantined=[item])
+    assert_one_line_each(str(summary), "summary")
+    assert len(str(summary).splitlines()) == 1 + len(summary._lines("  - "))
+    folder = summary.save(tmp_path)
+    saved = json.loads((folder / "quarantine.jsonl").read_text(encoding="utf-8"))
+    assert saved["source"] == item.source and saved["item"] == item.item  # JSON keeps the exact names
+
+
+def test_summary_names_entities_and_paths_on_one_line():
+    summary = BuildSummary(
+        run_id="r1",
+        store="s",
+        started="now",
+        new=[f"/c/a\n{FORGED}.json"],
+        canonical={"entities": 2, "clusters": 1, "merged": 1, "largest": [[f"order\n{FORGED}{ESC}", 2, []]]},
+    )
+    text = str(summary)
+    assert_one_line_each(text, "summary", genuine=1)  # nothing was quarantined: the last line says so
+    assert text.split("\n")[-1] == "  quarantined: none"
+    assert "new: a\\nquarantined: none.json" in text and "largest: order\\nquarantined: none\\x1b[2J (2)" in text
+
+
+def test_tables_align_wide_characters_and_escape_cells():
+    text = table(["tool", "server"], [["東京_weather", "s"], ["get_order", f"x\n{FORGED}"]])
+    lines = text.split("\n")
+    assert len(lines) == 4
+    assert_one_line_each(text, "table")
+
+    def second_column(line: str) -> int:  # where the second cell starts, in terminal columns
+        first = line[: line.index("  ")]
+        return width(first) + len(line[len(first) :]) - len(line[len(first) :].lstrip(" "))
+
+    assert {second_column(line) for line in lines} == {width("東京_weather") + 2} == {width(pad("東京", 12)) + 2}
+    assert lines[3].endswith("x\\nquarantined: none")
+
+
+# -- the real commands on a hostile catalog ----------------------------------------------------------
+
+
+def test_build_summary_and_quarantine_are_one_line_per_item(evil_store):
+    root, result = evil_store
+    assert result.returncode == 3, result.stderr  # finished, with quarantined inputs
+    assert "Traceback" not in result.stderr
+    assert_one_line_each(result.stdout, "stdout")
+    assert_one_line_each(result.stderr, "stderr")
+    (run,) = (root / "store" / "runs").iterdir()
+    summary = BuildSummary.model_validate_json((run / "summary.json").read_text(encoding="utf-8"))
+    lines = result.stdout.rstrip("\n").split("\n")
+    assert len(lines) == 1 + len(summary._lines("  - ")) + 1  # title, the summary's lines, the wall time
+    listed = lines.index(f"  quarantined: {len(summary.quarantined)} item(s)")
+    assert lines[listed + 1 : -1] == [f"    - {item}" for item in summary.quarantined]
+    assert len(summary.quarantined) >= 3  # the broken file, the malformed tool, the duplicate (or bad) names
+    records = [json.loads(line) for line in (run / "quarantine.jsonl").read_text(encoding="utf-8").splitlines()]
+    broken = str(root / "catalog" / f"broken\n{FORGED}{ESC}.json")
+    assert any(r["source"] == broken for r in records)  # the file keeps its exact name in the JSON
+
+
+def test_read_commands_print_one_line_per_item(evil_store, cli):
+    root, _ = evil_store
+    store = str(root / "store")
+    outputs = {
+        "deps": cli("deps", "--store", store, "--links"),
+        "query": cli(
+            "query", "--store", store, "SELECT ?id ?d WHERE { ?t tk:identifier ?id ; dcterms:description ?d }"
+        ),
+        "stats": cli("stats", "--store", store),
+        "retrieve": cli("retrieve", "--store", store, "--method", "bm25", "-k", "5", "order"),
+    }
+    for name, result in outputs.items():
+        assert result.returncode == 0 and "Traceback" not in result.stderr, (name, result.stderr)
+        assert_one_line_each(result.stdout, name)
+        assert_one_line_each(result.stderr, name)
+    assert "get_order\\u202e" in outputs["retrieve"].stdout
+    assert f"needs a session\\n{FORGED}\\x1b[2J" in outputs["deps"].stdout  # the declared edge's evidence
+    rows = outputs["query"].stdout.split("\n")  # header, rule, one line per tool, '(N rows)', ''
+    assert rows[-2] == f"({len(rows) - 4} rows)" and len(rows) - 4 >= 3
+    starts = set()
+    for row in rows[:-2]:  # the second column starts at the same terminal column on every line
+        first = row[: row.index("  ")]
+        starts.add(width(first) + len(row[len(first) :]) - len(row[len(first) :].lstrip(" ")))
+    assert len(starts) == 1
+
+
+def test_report_escapes_names_and_keeps_them_on_their_line(evil_store, cli):
+    root, _ = evil_store
+    result = cli("report", "--store", str(root / "store"))
+    assert result.returncode == 0, result.stderr
+    html = (Path(result.stdout.split()[1])).read_text(encoding="utf-8")
+    assert ESC not in html and RLO not in html and "\x00" not in html
+    assert "<script" not in html.lower()
+    assert f"broken\\n{FORGED}\\x1b[2J.json" in html  # shown escaped, as in the terminal
