@@ -46,7 +46,7 @@ def test_build_exit_code_3_lists_quarantined_inputs(cli, built):
     (folder / "bad.json").write_text("{not json")
     result = cli("build", str(folder), "--store", str(store))
     assert result.returncode == 3
-    assert "bad.json: [ingest] invalid JSON at line 1, column 2" in result.stdout
+    assert "bad.json: [parse] invalid JSON at line 1, column 2" in result.stdout
     assert "3 unchanged (skipped)" in result.stdout
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from toolkg.models import QuarantinedItem
+from toolkg.display import one_line
+from toolkg.models import Notice, QuarantinedItem
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -32,8 +33,21 @@ def _extraction_line(usage: dict[str, object]) -> str:
     mapped, unmapped = usage.get("predicates_mapped") or {}, usage.get("predicates_unmapped") or {}
     line += f"; predicates mapped onto the ontology {sum(mapped.values())}, unmapped {sum(unmapped.values())}"  # type: ignore[union-attr]
     if unmapped:
-        line += " (" + ", ".join(sorted(unmapped)[:5]) + ")"  # type: ignore[arg-type]
+        line += " (" + ", ".join(one_line(p, 60) for p in sorted(unmapped)[:5]) + ")"  # type: ignore[arg-type]
     return line
+
+
+# JSON leaves these raw inside strings, but Python's str.splitlines() and some editors break lines at them.
+_LINE_BREAKING = {c: f"\\u{c:04x}" for c in (*range(0x7F, 0xA0), 0x2028, 0x2029)}
+
+
+def jsonl_line(value: object) -> str:
+    """One JSON Lines record: readable UTF-8, with every character that could split a line escaped.
+
+    >>> jsonl_line({"item": "a\u2028b\x85c"})
+    '{"item": "a\\\\u2028b\\\\u0085c"}\\n'
+    """
+    return json.dumps(value, ensure_ascii=False).translate(_LINE_BREAKING) + "\n"
 
 
 class BuildSummary(BaseModel):
@@ -52,6 +66,7 @@ class BuildSummary(BaseModel):
     loaded_triples: int = 0
     totals: dict[str, int] = Field(default_factory=dict)  # whole store after the run
     quarantined: list[QuarantinedItem] = Field(default_factory=list)
+    notices: list[Notice] = Field(default_factory=list)  # inputs kept but trimmed to fit a limit
     stage_seconds: dict[str, float] = Field(default_factory=dict)  # seconds per stage
     pipeline_seconds: float = 0.0  # wall time of the flow body (Prefect start-up excluded)
     extraction: dict[str, object] = Field(default_factory=dict)  # extractor, model, prompt, calls, tokens, cost
@@ -71,12 +86,12 @@ class BuildSummary(BaseModel):
 
     def _lines(self, bullet: str) -> list[str]:
         def names(paths: list[str]) -> str:
-            shown = ", ".join(Path(p).name for p in paths[:5])
+            shown = ", ".join(one_line(Path(p).name, 120) for p in paths[:5])
             return shown + (f" (+{len(paths) - 5} more)" if len(paths) > 5 else "")
 
         totals = self.totals
         lines = [
-            f"store: {self.store}",
+            f"store: {one_line(self.store)}",
             "graph: "
             + ", ".join(
                 f"{totals.get(k, 0)} {k}"
@@ -98,7 +113,7 @@ class BuildSummary(BaseModel):
             lines.append("extraction: " + _extraction_line(self.extraction))
         if self.canonical:
             c = self.canonical
-            largest = "; ".join(f"{label} ({size})" for label, size, _ in c.get("largest", [])[:3])  # type: ignore[union-attr]
+            largest = "; ".join(f"{one_line(label, 80)} ({size})" for label, size, _ in c.get("largest", [])[:3])  # type: ignore[union-attr]
             lines.append(
                 f"entities: {c['entities']}, {c['clusters']} fuzzy clusters merging {c['merged']}"
                 + (f" (largest: {largest})" if largest else "")
@@ -125,6 +140,9 @@ class BuildSummary(BaseModel):
             lines.append(f"extraction fanned out over {len(self.workers)} Dask worker process(es)")
         if self.snapshot:
             lines.append(f"snapshot for 'toolkg serve': snapshots/{self.snapshot}")
+        if self.notices:
+            first = one_line(str(self.notices[0]), 160)
+            lines.append(f"trimmed to fit the limits: {len(self.notices)} value(s) (first: {first})")
         timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items())
         lines.append(f"timings: {timing} (pipeline wall {self.pipeline_seconds:.2f}s)")
         if self.quarantined:
@@ -152,5 +170,5 @@ class BuildSummary(BaseModel):
         (folder / "summary.json").write_text(self.model_dump_json(indent=2), encoding="utf-8")
         with (folder / "quarantine.jsonl").open("w", encoding="utf-8") as out:
             for item in self.quarantined:
-                out.write(json.dumps(item.model_dump(), ensure_ascii=False) + "\n")
+                out.write(jsonl_line(item.model_dump()))
         return folder

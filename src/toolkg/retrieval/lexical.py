@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
-from spacy.lang.en.stop_words import STOP_WORDS
 
+from toolkg.extractors.lexicon import STOP_WORDS
 from toolkg.extractors.text import lemma, split_identifier
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
