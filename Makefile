@@ -31,7 +31,7 @@ test: $(STAMP) browser  ## lint, then the whole test suite
 	$(BIN)/python -m pytest
 
 fuzz: $(STAMP)  ## the hostile-catalog property tests with many more random examples (a new seed each run)
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_hostile_manifests.py -k "any_catalog" -x -q
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_hostile_manifests.py -k "any_catalog" -x -q --timeout=0
 
 bench: $(STAMP)  ## build (sample catalogs, synthetic 10k and 100k tools), extraction, inference and retrieval benchmarks
 	$(BIN)/python benchmarks/build_bench.py

@@ -111,13 +111,27 @@ def canonicalize_task(store: ToolStore, summary: BuildSummary) -> None:
     summary.canonical = canonicalize_store(store)
 
 
-def guarded(store: ToolStore, summary: BuildSummary, stage: str, work: Callable[[], object]) -> bool:
+def guarded(
+    store: ToolStore,
+    summary: BuildSummary,
+    stage: str,
+    work: Callable[[], object],
+    size: Callable[[], int] | None = None,
+    unit: str = "tools",
+) -> bool:
     """Run one catalog-wide stage; on success clear its pending mark (last), on failure quarantine
-    it for the catalog and leave the mark, so the next build redoes it. True when it succeeded."""
+    it for the catalog and leave the mark, so the next build redoes it. True when it succeeded.
+
+    ``size`` (what the stage went over, read once it ran) makes its progress line: "infer: 1100 tools
+    in 3s"."""
     clock = time.perf_counter()
+    progress.start(stage, None, unit)
     try:
         fault_point(f"before-{stage}")  # test hook: a failure here keeps the stage's previous graph
         work()
+        if size is not None:
+            count = size()
+            progress.report(stage, count, count, unit)
         fault_point(stage)  # test hook: a kill here leaves the stage marked, so the next build redoes it
         clear_pending(store, stage)
         return True
@@ -126,7 +140,7 @@ def guarded(store: ToolStore, summary: BuildSummary, stage: str, work: Callable[
         return False
     finally:
         summary.add_time(stage, time.perf_counter() - clock)
-        progress.report(f"catalog: {stage}", 1, 1, "stage")
+        progress.done(stage)
 
 
 def run_catalog_stages(
@@ -140,7 +154,14 @@ def run_catalog_stages(
 
     wrote = False
     if due("canonicalize", CANONICAL_GRAPH):
-        wrote |= guarded(store, summary, "canonicalize", lambda: canonicalize_task(quote(store), quote(summary)))
+        wrote |= guarded(
+            store,
+            summary,
+            "canonicalize",
+            lambda: canonicalize_task(quote(store), quote(summary)),
+            lambda: int(summary.canonical.get("entities", 0)),  # type: ignore[call-overload]
+            "entities",
+        )
     infer = stages.infer and (due("infer", INFERRED_GRAPH) or stages.confirmer is not None)
     link = stages.links and due("link", LINKS_GRAPH)
     # A stage switched off leaves no stale graph behind: "declared edges only" means that.
@@ -160,10 +181,16 @@ def run_catalog_stages(
     if infer:
         confirmer = stages.confirmer
         wrote |= guarded(
-            store, summary, "infer", lambda: infer_task(quote(store), quote(tools), quote(summary), quote(confirmer))
+            store,
+            summary,
+            "infer",
+            lambda: infer_task(quote(store), quote(tools), quote(summary), quote(confirmer)),
+            lambda: len(tools),
         )
     if link:
-        wrote |= guarded(store, summary, "link", lambda: link_task(quote(store), quote(tools), quote(summary)))
+        wrote |= guarded(
+            store, summary, "link", lambda: link_task(quote(store), quote(tools), quote(summary)), lambda: len(tools)
+        )
     return wrote
 
 
