@@ -1,0 +1,501 @@
+"""One local Prefect API server shared by every toolkg command, when no PREFECT_API_URL is configured.
+
+Without an API URL Prefect starts a temporary server inside each process (10-15 s, and a process
+killed with -9 leaves it running). Instead, ``use_shared_server()`` points the process at one server
+under ``$PREFECT_HOME`` that outlives a single command and stops by itself once nobody uses it:
+
+- ``toolkg-local-server.json`` names it (pid, port, url, started, idle period, log); a client trusts it
+  only after ``GET /api/health`` answers.
+- When none answers, the client starts one, detached (its own session), logging to
+  ``toolkg-local-server.log``, on 127.0.0.1 and a port the kernel picked: the client binds the socket and
+  hands it to the server, so no other process can take the port in between. ``toolkg-local-server.lock``
+  (an exclusive ``flock``) makes discovery and start-up one step, so concurrent commands start one server.
+- Every client holds a shared ``flock`` on ``toolkg-local-server.lease`` while it runs; the kernel drops it
+  when the client exits, even on ``kill -9``. The server checks the lease every second and stops after
+  ``TOOLKG_PREFECT_IDLE_SECONDS`` (default 600) with nobody holding it. It stops under the lock, after
+  removing the state file, so a client either holds a lease on a live server or starts a new one.
+- Start-up waits ``TOOLKG_PREFECT_STARTUP_SECONDS`` (default 60), then tries once more for three times as
+  long; if that fails too the command ends with one line saying to run ``prefect server start`` and set
+  PREFECT_API_URL.
+
+The server is Prefect's API app under uvicorn with the UI and the scheduling services off, as Prefect's
+own temporary server runs it, in this module's process (``python -m toolkg.flows.local_server serve``),
+which also runs the idle watchdog: one process, so stopping it stops everything. ``prefect server start``
+answers no sooner (both about 5 s with an existing database, 10-14 s creating it, on 2 CPUs; see
+benchmarks/startup_bench.py), uses about twice the CPU while idle, runs the scheduler and the other services
+against the user's database (it would fire deployments registered there), and has no idle stop: it would
+need a watchdog process beside it, and a ``kill -9`` of either leaves the other behind.
+
+A configured API (the PREFECT_API_URL variable, or the active Prefect profile) always wins: then nothing
+is started. ``toolkg prefect-server status|stop`` shows and stops the shared server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from toolkg.errors import ToolkgError
+
+STATE_FILE = "toolkg-local-server.json"
+LOCK_FILE = "toolkg-local-server.lock"
+LEASE_FILE = "toolkg-local-server.lease"
+LOG_FILE = "toolkg-local-server.log"
+IDLE_ENV = "TOOLKG_PREFECT_IDLE_SECONDS"
+STARTUP_ENV = "TOOLKG_PREFECT_STARTUP_SECONDS"
+DEFAULT_IDLE = 600.0
+DEFAULT_STARTUP = 60.0
+RETRY_FACTOR = 3  # the second start-up attempt waits this many times longer
+HINT = "start one yourself with 'prefect server start' and set PREFECT_API_URL=http://127.0.0.1:4200/api"
+SERVER_MODULE = "toolkg.flows.local_server"
+
+_lease: int | None = None  # this process's lease on the shared server (a file descriptor, held until exit)
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback never goes via a proxy
+
+
+class LocalServerError(ToolkgError):
+    """The shared local Prefect server could not be started."""
+
+
+def use_shared_server(say: Callable[[str], None] | None = None) -> str | None:
+    """Point this process and its children at the shared local server, starting it when none answers.
+
+    Returns the API URL, or None when an API is configured (then nothing changes). Call it before the
+    first flow run; ``say`` gets a line when a server is being started.
+    """
+    if os.environ.get("PREFECT_API_URL"):
+        return None
+    from prefect.settings import get_current_settings
+
+    settings = get_current_settings()
+    if settings.api.url:  # from the active profile, prefect.toml or .env
+        return None
+    url = acquire(Path(settings.home).expanduser(), say=say)
+    os.environ["PREFECT_API_URL"] = url  # children (Dask workers, subprocesses) inherit it
+    import prefect.context
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY
+
+    prefect.context.refresh_global_settings_context()  # Prefect read its settings at import: read them again
+    # Flow-run heartbeats serve a full server's crash detection, which this server does not run; and each
+    # flow run ends by waiting up to 1 s for the heartbeat thread's sleep (Prefect 3.8.8). Off, in-process.
+    root = prefect.context.GLOBAL_SETTINGS_CONTEXT
+    settings = root.settings.copy_with_update(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
+    prefect.context.GLOBAL_SETTINGS_CONTEXT = prefect.context.SettingsContext(profile=root.profile, settings=settings)
+    return url
+
+
+def prefect_home() -> Path:
+    """PREFECT_HOME as Prefect resolves it (the variable, the profile, or ~/.prefect)."""
+    if home := os.environ.get("PREFECT_HOME"):  # the variable wins over every other source: skip Prefect's import
+        return Path(home).expanduser()
+    from prefect.settings import get_current_settings
+
+    return Path(get_current_settings().home).expanduser()
+
+
+def idle_seconds() -> float:
+    return _seconds(IDLE_ENV, DEFAULT_IDLE)
+
+
+def startup_seconds() -> float:
+    return _seconds(STARTUP_ENV, DEFAULT_STARTUP)
+
+
+def _seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise LocalServerError(f"{name} takes a number of seconds, not {raw!r}") from None
+    if value < 0:
+        raise LocalServerError(f"{name} must not be negative, not {raw!r}")
+    return value
+
+
+# -- the client side -------------------------------------------------------------------------------
+
+
+def acquire(home: Path, say: Callable[[str], None] | None = None) -> str:
+    """Hold a lease on the shared server under ``home`` (starting it if needed); its API URL."""
+    home.mkdir(parents=True, exist_ok=True)
+    idle, startup = idle_seconds(), startup_seconds()  # bad values fail before anything starts
+    take_lease(home)  # first: a server never stops while a client is looking for it
+    try:
+        return _find_or_start(home, idle, startup, say)
+    except BaseException:
+        release_lease()
+        raise
+
+
+def _find_or_start(home: Path, idle: float, startup: float, say: Callable[[str], None] | None) -> str:
+    with _locked(home / LOCK_FILE):
+        state = read_state(home)
+        if state and _reusable(home, state, startup):
+            return state["url"]
+        log = home / LOG_FILE
+        waits = (startup, startup * RETRY_FACTOR)
+        for attempt, wait in enumerate(waits, start=1):
+            if say:
+                first = "" if (home / "prefect.db").exists() else ", first start: creating its database"
+                again = f" (attempt {attempt}, waiting up to {wait:g} s)" if attempt > 1 else ""
+                say(f"starting the shared local Prefect server{first}{again}; it stops after {idle:g} s idle")
+            state = _start(home, idle, log)
+            if _wait_healthy(state["url"], state["pid"], wait):
+                return state["url"]
+            _kill(state["pid"])
+            clear_state(home, state["pid"])
+        raise LocalServerError(
+            f"the local Prefect server did not start (waited {waits[0]:g} s, then {waits[1]:g} s; "
+            f"its log: {log}); {HINT}"
+        )
+
+
+def take_lease(home: Path) -> None:
+    """A shared lock on the lease file, held until this process exits (the kernel drops it, even on -9)."""
+    global _lease
+    if _lease is not None:
+        return
+    fd = os.open(home / LEASE_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    _lease = fd
+
+
+def release_lease() -> None:
+    global _lease
+    if _lease is not None:
+        os.close(_lease)
+        _lease = None
+
+
+def _reusable(home: Path, state: dict, startup: float) -> bool:
+    """The server the state names runs and answers; otherwise it is stopped and its state cleared."""
+    import prefect
+
+    pid, url = state.get("pid"), state.get("url")
+    if not isinstance(pid, int) or not isinstance(url, str) or not (_alive(pid) and _is_server(pid)):
+        clear_state(home, None)  # gone (a pid in an old state file may belong to anything by now)
+        return False
+    # Not answering yet: still starting (its client was killed while waiting) or busy; give it the start-up time.
+    if _healthy(url) or _wait_healthy(url, pid, startup):
+        if state.get("prefect") == prefect.__version__ or in_use(home, besides_me=True):
+            return True
+        # Another Prefect version started it and nobody uses it: replace it with ours.
+    _kill(pid)
+    clear_state(home, pid)
+    return False
+
+
+def _start(home: Path, idle: float, log: Path) -> dict:
+    import prefect
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))  # the server listens on it once Prefect's app is ready
+    port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(
+        PREFECT_HOME=str(home),
+        PREFECT_UI_ENABLED="0",  # what Prefect's own temporary server sets: no UI, no scheduling services
+        PREFECT__SERVER_EPHEMERAL="1",
+        PREFECT__SERVER_FINAL="1",
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_LOGGING_LEVEL="WARNING",
+        PREFECT_SERVER_LOGGING_LEVEL="WARNING",
+    )
+    command = [sys.executable, "-m", SERVER_MODULE, "serve", "--fd", str(sock.fileno())]
+    command += ["--home", str(home), "--idle", str(idle)]
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            command,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            pass_fds=(sock.fileno(),),
+            start_new_session=True,  # no terminal signals (Ctrl-C), not killed with the client
+        )
+    sock.close()
+    process.returncode = 0  # detached on purpose: no "still running" warning when this process exits
+    url = f"http://127.0.0.1:{port}/api"
+    state = {
+        "pid": process.pid,
+        "port": port,
+        "url": url,
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "idle_seconds": idle,
+        "log": str(log),
+        "prefect": prefect.__version__,
+    }
+    _write_state(home, state)  # written now: a client killed while waiting leaves a server others reuse
+    return state
+
+
+def _healthy(url: str, timeout: float = 2.0) -> bool:
+    try:
+        with _NO_PROXY.open(url + "/health", timeout=timeout) as response:
+            return response.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+def _wait_healthy(url: str, pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while True:
+        if _healthy(url, timeout=max(0.1, min(2.0, deadline - time.monotonic()))):
+            return True
+        if not _alive(pid) or time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+# -- state, locks, processes -----------------------------------------------------------------------
+
+
+def read_state(home: Path) -> dict | None:
+    try:
+        state = json.loads((home / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def _write_state(home: Path, state: dict) -> None:
+    tmp = home / f".{STATE_FILE}.{os.getpid()}"
+    tmp.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, home / STATE_FILE)
+
+
+def clear_state(home: Path, pid: int | None) -> None:
+    """Remove the state file if it names ``pid`` (any server when None)."""
+    state = read_state(home)
+    if pid is None or (state and state.get("pid") == pid):
+        with contextlib.suppress(FileNotFoundError):
+            (home / STATE_FILE).unlink()
+
+
+@contextlib.contextmanager
+def _locked(path: Path, blocking: bool = True) -> Iterator[bool]:
+    """An exclusive flock on ``path``; yields False when ``blocking`` is off and someone else holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def in_use(home: Path, besides_me: bool = False) -> bool:
+    """Whether some client holds a lease (with ``besides_me``, some client other than this process)."""
+    held = _lease is not None
+    if besides_me and held:
+        release_lease()
+    try:
+        with _locked(home / LEASE_FILE, blocking=False) as free:
+            return not free
+    finally:
+        if besides_me and held:
+            take_lease(home)
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie nobody reaped yet counts as gone)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child: reap it
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        out = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout
+        return bool(out.strip()) and not out.strip().startswith("Z")
+
+
+def _is_server(pid: int) -> bool:
+    """The process is one of ours (a pid in an old state file may belong to anything by now)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        command = subprocess.run(["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True).stdout
+    return SERVER_MODULE in command
+
+
+def _kill(pid: int, grace: float = 10.0) -> bool:
+    """Stop our server process ``pid``: SIGTERM, then SIGKILL after ``grace`` seconds. False if it was gone."""
+    if not _alive(pid) or not _is_server(pid):
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while _alive(pid):
+        if time.monotonic() >= deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + grace
+        time.sleep(0.05)
+    return True
+
+
+# -- status and stop (toolkg prefect-server) -------------------------------------------------------
+
+
+def status(home: Path) -> dict | None:
+    """The running server's state plus ``in_use`` (a client holds a lease), or None when none answers."""
+    state = read_state(home)
+    if not state or not isinstance(state.get("url"), str) or not _healthy(state["url"]):
+        return None
+    return {**state, "in_use": in_use(home)}
+
+
+def stop(home: Path) -> dict | None:
+    """Stop the shared server (running commands lose it); its state, or None when there was none."""
+    with _locked(home / LOCK_FILE):
+        state = read_state(home)
+        if not state:
+            return None
+        clear_state(home, state.get("pid"))
+    pid = state.get("pid")
+    if not isinstance(pid, int) or not _kill(pid):
+        return None
+    return state
+
+
+def command(action: str) -> int:
+    """``toolkg prefect-server status|stop``: one line on stdout (and a note when an API is configured)."""
+    home = prefect_home()
+    if configured := os.environ.get("PREFECT_API_URL"):
+        note = f"note: PREFECT_API_URL is set ({configured}): toolkg commands use it, not the shared local server"
+        print(note, file=sys.stderr)
+    if action == "stop":
+        busy = in_use(home)
+        state = stop(home)
+        if state is None:
+            print(f"no shared local Prefect server running (PREFECT_HOME {home})")
+        else:
+            note = "; toolkg commands were still using it" if busy else ""
+            print(f"stopped the shared local Prefect server at {state['url']} (pid {state['pid']}){note}")
+        return 0
+    state = status(home)
+    if state is None:
+        print(f"no shared local Prefect server running (PREFECT_HOME {home})")
+        return 0
+    idle = state.get("idle_seconds", DEFAULT_IDLE)
+    use = "in use" if state["in_use"] else f"idle, stops {idle:g} s after its last client"
+    print(
+        f"shared local Prefect server at {state['url']}: pid {state['pid']}, started {state.get('started')}, "
+        f"{use}; log {state.get('log')}; stop it with 'toolkg prefect-server stop'"
+    )
+    return 0
+
+
+# -- the server process ----------------------------------------------------------------------------
+
+
+def serve(fd: int, home: Path, idle: float) -> int:
+    """Prefect's API on the inherited socket ``fd`` until idle for ``idle`` seconds or sent SIGTERM."""
+    server = None
+
+    def on_signal(signum: int, frame) -> None:
+        # Before it serves, SIGTERM/SIGINT end the process at once (a client gave up waiting). While it
+        # serves uvicorn's own handlers take them; it raises them again once it has shut down, and then
+        # this only asks for the shutdown already done, so the cleanup below runs.
+        if server is None:
+            raise SystemExit(128 + signum)
+        server.should_exit = True
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    sock = socket.socket(fileno=fd)
+    try:
+        import asyncio
+
+        import uvicorn
+
+        config = uvicorn.Config(
+            "prefect.server.api.server:create_app",
+            factory=True,
+            lifespan="on",
+            log_level="warning",
+            timeout_graceful_shutdown=5,
+        )
+        config.load()  # Prefect's app, imported here rather than in serve(), where uvicorn defers signals
+        server = uvicorn.Server(config)  # from here SIGTERM/SIGINT mean a graceful shutdown
+
+        async def main() -> None:
+            watchdog = asyncio.create_task(_watch_idle(server, home, idle))
+            try:
+                await server.serve(sockets=[sock])
+            finally:
+                watchdog.cancel()
+
+        asyncio.run(main())
+        return 0 if server.started else 3
+    finally:
+        with _locked(home / LOCK_FILE, blocking=False) as mine:
+            if mine:
+                clear_state(home, os.getpid())
+        print(f"{_now()} stopped", flush=True)
+
+
+async def _watch_idle(server, home: Path, idle: float) -> None:
+    """Stop the server once no client has held a lease for ``idle`` seconds."""
+    import asyncio
+
+    while not server.started:
+        await asyncio.sleep(0.1)
+    print(f"{_now()} serving on {server.servers[0].sockets[0].getsockname()}, idle stop after {idle:g} s", flush=True)
+    interval = min(1.0, max(0.1, idle / 10))
+    last_busy = time.monotonic()
+    while not server.should_exit:
+        await asyncio.sleep(interval)
+        if in_use(home):
+            last_busy = time.monotonic()
+            continue
+        if time.monotonic() - last_busy < idle:
+            continue
+        with _locked(home / LOCK_FILE, blocking=False) as mine:  # busy: a client is looking for a server
+            if mine and not in_use(home):
+                clear_state(home, os.getpid())  # from now on clients start a new server
+                print(f"{_now()} idle for {idle:g} s: stopping", flush=True)
+                server.should_exit = True
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {SERVER_MODULE}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("serve", help="run the server (toolkg starts it; not meant to be run by hand)")
+    run.add_argument("--fd", type=int, required=True, help="a bound loopback socket to listen on")
+    run.add_argument("--home", type=Path, required=True, help="PREFECT_HOME: the state, lock and lease files")
+    run.add_argument("--idle", type=float, default=DEFAULT_IDLE, help="seconds without clients before stopping")
+    args = parser.parse_args(argv)
+    return serve(args.fd, args.home, args.idle)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
