@@ -15,11 +15,14 @@ import time
 from pathlib import Path
 
 from toolkg import __version__, cli_ops
+from toolkg.display import one_line
 from toolkg.errors import ConfigError, StoreError, ToolkgError, UsageError
+from toolkg.limits import Limits, parse_limits
 from toolkg.models import MANIFEST_FORMATS
 from toolkg.summary import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 
 DEFAULT_STORE = ".toolkg"
+MAX_PROBLEMS = 100  # malformed query lines listed before the rest are counted
 EXPORT_FORMATS = {"ttl": "TURTLE", "nq": "N_QUADS", "trig": "TRIG", "jsonld": "JSON_LD", "nt": "N_TRIPLES"}
 
 
@@ -101,8 +104,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="local[:N]|tcp://HOST:PORT",
         help="fan extraction out over a Dask cluster: a local one of N workers (default 2) or a running scheduler",
     )
+    build.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="change an input limit (repeatable); the limits and their defaults: "
+        + "; ".join(f"{name}={value} ({what})" for name, value, what in Limits().describe()),
+    )
     build.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    build.add_argument("-v", "--verbose", action="store_true", help="show Prefect's logs")
+    build.add_argument(
+        "-v", "--verbose", action="store_true", help="show Prefect's logs and the traceback of any unexpected failure"
+    )
 
     query = sub.add_parser(
         "query",
@@ -156,7 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Rank tools for a query with one method: bm25, dense, hybrid (baselines), grtf (Graph "
         "RAG-Tool Fusion: hybrid top-3 + dependencies depth-first), ego (ensemble of ego graphs), agent "
         "(Agent-as-a-Graph: servers and tools, type-weighted RRF). With --queries, every line of a JSONL file "
-        "(id, query, steps) is ranked and written to --out, one JSON line per query.",
+        "(id, query, steps) is ranked and written to --out, one JSON line per query. Every line is checked first: "
+        "a malformed one (not UTF-8, not JSON, wrong types) is reported as FILE:LINE: what is wrong, and nothing "
+        "is ranked or written (exit 2) unless --skip-invalid. --out appears whole or not at all.",
     )
     retrieve.add_argument("query", nargs="?", help="the query (or use --queries)")
     _add_store(retrieve)
@@ -165,6 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
     retrieve.add_argument("--step", action="append", default=[], help="a sub-step of the query (repeatable)")
     retrieve.add_argument("--queries", metavar="IN.jsonl", help="rank every query of this file")
     retrieve.add_argument("--out", metavar="OUT.jsonl", help="where --queries results go (default: standard output)")
+    retrieve.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip malformed lines of --queries (counted on stderr) instead of stopping before any output",
+    )
     retrieve.add_argument("--json", action="store_true", help="print JSON (one query)")
     retrieve.add_argument(
         "-o",
@@ -180,13 +200,20 @@ def build_parser() -> argparse.ArgumentParser:
         "eval",
         help="score retrieval methods side by side on labelled queries",
         description="Recall@K, mAP@K, nDCG@K and CompleteRecall@K over tools and Recall@K over servers, for every "
-        "method in one run; printed as a table and written as JSON and a PNG plot.",
+        "method in one run; printed as a table and written as JSON and a PNG plot. Every line of --queries is "
+        "checked first (gold_tools required): a malformed one is reported as FILE:LINE: what is wrong, and nothing "
+        "is evaluated or written (exit 2) unless --skip-invalid.",
     )
     _add_store(evaluation)
     evaluation.add_argument("--queries", required=True, metavar="Q.jsonl", help="labelled queries (gold_tools, ...)")
     evaluation.add_argument("--methods", default="bm25,dense,hybrid,grtf,ego,agent", help="comma-separated methods")
     evaluation.add_argument("--k", default="3,5,10,20", help="comma-separated cut-offs (default 3,5,10,20)")
     evaluation.add_argument("--limit", type=int, help="only the first N queries")
+    evaluation.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip malformed lines of --queries (counted on stderr) instead of stopping before any output",
+    )
     evaluation.add_argument("--out", metavar="DIR", help="where eval.json and eval.png go (default <store>/eval)")
     evaluation.add_argument(
         "-o", "--option", action="append", default=[], metavar="METHOD.KEY=VALUE", help="a method option (repeatable)"
@@ -213,6 +240,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     if not discover(args.paths):  # fail fast, before Prefect starts
         raise UsageError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(args.paths)}")
+    limits = parse_limits(args.limit)  # a bad --limit fails here, before Prefect starts
     if args.confirm_deps and not args.infer:
         raise UsageError("--confirm-deps reviews inferred dependencies: it cannot go with --no-infer")
     if args.extractor == "llm" or args.confirm_deps:  # fail fast, before Prefect starts
@@ -225,12 +253,17 @@ def cmd_build(args: argparse.Namespace) -> int:
         logging.getLogger("instructor").setLevel(logging.CRITICAL)
     progress.enable(not args.quiet)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    # The temporary server migrates a new database on first start: give slow machines time.
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if args.verbose else "CRITICAL")
+    if not args.verbose:  # Prefect's event and log senders say "Still processing items" as they flush at exit
+        for name in ("EventsWorker", "APILogWorker"):
+            logging.getLogger(name).setLevel(logging.ERROR)
     started = time.perf_counter()
     if args.only:
         return cli_ops.build_only(args, started)
+    from toolkg.flows.local_server import use_shared_server
+
+    # No PREFECT_API_URL: the shared local server (started on demand, stops when idle), not a temporary one.
+    use_shared_server(say=None if args.quiet else lambda line: print(f"[toolkg] {line}", file=sys.stderr))
     from toolkg.flows.build import build_catalog
 
     if args.dask:
@@ -253,6 +286,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         links=args.links,
         confirm_deps=args.confirm_deps,
         dask=bool(args.dask),
+        limits=limits.model_dump(exclude_defaults=True),
     )
     wall = time.perf_counter() - started
     pipeline = summary.pipeline_seconds
@@ -353,16 +387,39 @@ def _open_index(directory: str):
     return Index(directory)
 
 
+def _checked_queries(path: str, labelled: bool, skip_invalid: bool) -> list[dict]:
+    """The queries of ``path``, every line checked (retrieval/queries.py): a malformed line is one line on
+    stderr (FILE:LINE: what is wrong) and stops the command before any output, unless ``skip_invalid``."""
+    from toolkg.display import one_line
+    from toolkg.retrieval import InvalidQueries, load_queries
+
+    rows, problems = load_queries(path, labelled=labelled)
+    if problems and not skip_invalid:
+        for problem in problems[:MAX_PROBLEMS]:
+            print(problem, file=sys.stderr)
+        if len(problems) > MAX_PROBLEMS:
+            print(f"... and {len(problems) - MAX_PROBLEMS} more malformed line(s)", file=sys.stderr)
+        raise InvalidQueries(path, problems)
+    if problems:
+        lines = ", ".join(str(p.line) for p in problems[:10]) + (", ..." if len(problems) > 10 else "")
+        print(f"toolkg: skipped {len(problems)} malformed line(s) of {one_line(path)} (line {lines})", file=sys.stderr)
+    return rows
+
+
 def cmd_retrieve(args: argparse.Namespace) -> int:
     import json
 
-    from toolkg.retrieval import Query, as_query, make_retriever, parse_options, read_queries
+    from toolkg.atomic import atomic_output
+    from toolkg.display import one_line
+    from toolkg.retrieval import Query, as_query, make_retriever, parse_options
 
     if bool(args.query) == bool(args.queries):
         raise UsageError("give a query or --queries FILE (one of them)")
     if args.k < 1:
         raise UsageError("-k must be at least 1")
-    rows = read_queries(args.queries) if args.queries else None
+    if args.skip_invalid and not args.queries:
+        raise UsageError("--skip-invalid goes with --queries FILE")
+    rows = _checked_queries(args.queries, labelled=False, skip_invalid=args.skip_invalid) if args.queries else None
     options = parse_options(args.option)
     if others := sorted(set(options) - {args.method}):
         raise UsageError(f"--option names {', '.join(others)}, not the --method {args.method}")
@@ -375,19 +432,24 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
                 print(json.dumps(ranking.as_json("query"), indent=2, ensure_ascii=False))
                 return EXIT_OK
             for rank, hit in enumerate(ranking.tools, start=1):
-                print(f"{rank:>3}. {hit.tool.server}  {hit.tool.name}  {hit.score:.4f}  {hit.why}")
-            print("servers: " + ", ".join(s for s, _ in ranking.servers))
+                print(
+                    f"{rank:>3}. {one_line(hit.tool.server, 80)}  {one_line(hit.tool.name, 120)}  "
+                    f"{hit.score:.4f}  {one_line(hit.why, 200)}"
+                )
+            print("servers: " + ", ".join(one_line(s, 80) for s, _ in ranking.servers))
             return EXIT_OK
-        out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
-        try:
+
+        def rank_all(out) -> None:
             for row in rows:
                 ranking = retriever.retrieve(as_query(row), args.k)
-                out.write(json.dumps(ranking.as_json(str(row["id"])), ensure_ascii=False) + "\n")
-        finally:
-            if args.out:
-                out.close()
-        if args.out:
-            print(f"{len(rows)} queries ranked by {args.method} -> {args.out}", file=sys.stderr)
+                out.write(json.dumps(ranking.as_json(row["id"]), ensure_ascii=False) + "\n")
+
+        if not args.out:
+            rank_all(sys.stdout)
+            return EXIT_OK
+        with atomic_output(args.out) as out:  # a failure never leaves a partial file
+            rank_all(out)
+        print(f"{len(rows)} queries ranked by {args.method} -> {one_line(args.out)}", file=sys.stderr)
         return EXIT_OK
     finally:
         index.close()
@@ -395,7 +457,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from toolkg import progress
-    from toolkg.retrieval import METHODS, parse_options, read_queries
+    from toolkg.retrieval import METHODS, parse_options
     from toolkg.retrieval.evaluate import evaluate, format_table, write_outputs
 
     try:
@@ -408,7 +470,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise UsageError(f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(METHODS)}")
-    rows = read_queries(args.queries)[: args.limit]
+    rows = _checked_queries(args.queries, labelled=True, skip_invalid=args.skip_invalid)[: args.limit]
+    if not rows:
+        raise UsageError(f"no queries to evaluate in {args.queries}")
     options = parse_options(args.option)
     progress.enable(True)
     index = _open_index(args.store)
@@ -436,25 +500,48 @@ COMMANDS = {
 }
 
 
+def _show_tracebacks(verbose: bool) -> None:
+    """With -v, the traceback of every unexpected failure (logged by toolkg.failures) goes to stderr."""
+    log = logging.getLogger("toolkg")
+    if verbose and not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("toolkg: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.DEBUG)
+        log.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    verbose = bool(getattr(args, "verbose", False))
+    _show_tracebacks(verbose)
     try:
         return COMMANDS[args.command](args)
     except (UsageError, ConfigError) as exc:
-        print(f"toolkg: error: {exc}", file=sys.stderr)
+        print(f"toolkg: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except ToolkgError as exc:
-        print(f"toolkg: error: {exc}", file=sys.stderr)
+        print(f"toolkg: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE
     except BrokenPipeError:  # output piped into `head`: not an error
         sys.stderr.close()
         return EXIT_OK
     except OSError as exc:
-        print(f"toolkg: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        print(one_line(f"toolkg: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")), file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
         print("toolkg: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a failure nobody foresaw: still one line (and the traceback with -v)
+        from toolkg.failures import reason_of
+
+        if verbose:
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+        hint = "" if verbose else " (rerun with -v for the traceback)"
+        print(f"toolkg: error: {one_line(reason_of(exc))}{hint}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ def add_parsers(sub, add_store: Callable[[argparse.ArgumentParser], None]) -> di
         description="Register the build of PATH... as a Prefect deployment 'toolkg-build/NAME' with a cron schedule "
         "and serve it: this process runs each scheduled run (and each manual one: prefect deployment run "
         "'toolkg-build/NAME') until stopped. Needs a real Prefect server (prefect server start) and "
-        "PREFECT_API_URL pointing at it; the temporary server 'toolkg build' uses cannot keep schedules.",
+        "PREFECT_API_URL pointing at it; the local server 'toolkg build' starts runs no scheduler.",
     )
     schedule.add_argument("paths", nargs="+", metavar="PATH", help="catalog files or folders to build")
     add_store(schedule)
@@ -47,7 +47,23 @@ def add_parsers(sub, add_store: Callable[[argparse.ArgumentParser], None]) -> di
     schedule.add_argument("--name", default="catalog", help="deployment name (default: catalog)")
     schedule.add_argument("--prune", action="store_true", help="retract manifests no longer under PATHs on each run")
     schedule.add_argument("--no-links", dest="links", action="store_false", help="skip the structural links")
-    return {"serve": cmd_serve, "report": cmd_report, "schedule": cmd_schedule}
+    prefect_server = sub.add_parser(
+        "prefect-server",
+        help="show or stop the shared local Prefect server builds use when PREFECT_API_URL is not set",
+        description="Without PREFECT_API_URL, 'toolkg build' starts one local Prefect API server (under "
+        "PREFECT_HOME, UI and scheduling off) and later commands reuse it. It stops by itself after "
+        "TOOLKG_PREFECT_IDLE_SECONDS (default 600) with no toolkg command using it; 'stop' stops it now.",
+    )
+    prefect_server.add_argument(
+        "action", nargs="?", choices=("status", "stop"), default="status", help="status (default) or stop"
+    )
+    return {"serve": cmd_serve, "report": cmd_report, "schedule": cmd_schedule, "prefect-server": cmd_prefect_server}
+
+
+def cmd_prefect_server(args: argparse.Namespace) -> int:
+    from toolkg.flows.local_server import command
+
+    return command(args.action)
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
@@ -175,7 +191,9 @@ def _resolve_tool(store, name: str) -> str:
     )
     ids = sorted({r["id"].value for r in rows})
     if len(ids) != 1:
-        found = ", ".join(ids) if ids else "none"
+        from toolkg.display import one_line
+
+        found = ", ".join(one_line(i) for i in ids[:20]) if ids else "none"
         raise UsageError(f"--tool {name!r} must name exactly one tool (found: {found}); use server::tool")
     return ids[0]
 
@@ -184,6 +202,7 @@ def cmd_deps(args: argparse.Namespace) -> int:
     import json
 
     from toolkg.cli import _open_store
+    from toolkg.display import one_line as o
     from toolkg.store.dependencies import dependency_rows, link_rows, transitive_dependencies
 
     store = _open_store(args.store)
@@ -195,18 +214,25 @@ def cmd_deps(args: argparse.Namespace) -> int:
         extra = ({"transitive": closure} if tool else {}) | ({"links": links} if args.links else {})
         print(json.dumps({"edges": rows, **extra}, indent=2, ensure_ascii=False))
         return EXIT_OK
+    # Every name and evidence comes from manifests: one terminal line each (display.one_line).
     if tool and not rows:
-        print(f"{tool}: no dependency edges")
+        print(f"{o(tool)}: no dependency edges")
     for r in rows:
-        via = f" via {r['parameter']}" if r["parameter"] else ""
+        via = f" via {o(r['parameter'])}" if r["parameter"] else ""
         confidence = f"{r['confidence']:.2f}" if r["confidence"] is not None else "-"
-        print(f"{r['consumer']} -> {r['producer']}  {r['kind']}{via}  [{r['basis']} {confidence}]  {r['evidence']}")
+        print(
+            f"{o(r['consumer'])} -> {o(r['producer'])}  {o(r['kind'])}{via}  [{o(r['basis'])} {confidence}]  "
+            f"{o(r['evidence'], 300)}"
+        )
     if tool:
-        print(f"{tool} depends transitively on {len(closure)} tool(s): {', '.join(closure) or '-'}")
+        print(f"{o(tool)} depends transitively on {len(closure)} tool(s): {', '.join(map(o, closure)) or '-'}")
     else:
         print(f"{len(rows)} edge(s)", file=sys.stderr)
     for link in links or ():
-        print(f"{link['source']} ~ {link['target']}  {link['kind']}  [{link['score']:.2f}]  {link['evidence']}")
+        print(
+            f"{o(link['source'])} ~ {o(link['target'])}  {o(link['kind'])}  [{link['score']:.2f}]  "
+            f"{o(link['evidence'], 300)}"
+        )
     if links is not None and not tool:
         print(f"{len(links)} link(s)", file=sys.stderr)
     return EXIT_OK

@@ -132,10 +132,10 @@ class InjectedFault(RuntimeError):
 def fault_point(name: str) -> None:
     """A test hook for failure handling: ``TOOLKG_FAULT=kill:<name>`` makes the process kill itself
     with SIGKILL right here, as ``kill -9`` or a power cut would (no cleanup runs);
-    ``TOOLKG_FAULT=raise:<name>`` raises an unexpected error here. The build passes a point at
-    every stage boundary (ingest, load, loaded, canonicalize, infer, link, snapshot, and before-<stage>
-    ahead of each catalog-wide stage) and one per manifest it transforms (transform); tests/test_crash_consistency.py and
-    tests/test_hostile_manifests.py use them. Unset, it costs one dictionary lookup."""
+    ``TOOLKG_FAULT=raise:<name>`` raises an unexpected error here. The build passes a point at every
+    stage boundary (ingest, load, loaded, canonicalize, infer, link, snapshot, and before-<stage> ahead
+    of each catalog-wide stage) and one per manifest it transforms (transform). Used by
+    tests/test_crash_consistency.py and tests/test_hostile_manifests.py; unset, it costs one lookup."""
     import os
 
     fault = os.environ.get(FAULT_ENV)
