@@ -318,7 +318,8 @@ def _load(
             final,
         )
     except Exception as exc:  # the store refused this manifest even after retries
-        summary.quarantined.append(quarantine(exc, source=r.file.path, item=r.file.path, stage="load"))
+        entry = quarantine(exc, source=r.file.path, item=r.file.path, stage="load", context="store write failed")
+        summary.quarantined.append(entry)
         if parts is not None:
             parts.incomplete = True
         return False

@@ -253,7 +253,9 @@ def cmd_build(args: argparse.Namespace) -> int:
         logging.getLogger("instructor").setLevel(logging.CRITICAL)
     progress.enable(not args.quiet)
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "INFO" if args.verbose else "CRITICAL")
+    # Prefect's console logs only with -v: without it every failure is toolkg's one line, whatever the
+    # environment asks of Prefect (its flow-run error log repeats the failure with a traceback).
+    os.environ["PREFECT_LOGGING_LEVEL"] = "INFO" if args.verbose else "CRITICAL"
     if not args.verbose:  # Prefect's event and log senders say "Still processing items" as they flush at exit
         for name in ("EventsWorker", "APILogWorker"):
             logging.getLogger(name).setLevel(logging.ERROR)

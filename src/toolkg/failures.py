@@ -26,8 +26,9 @@ from toolkg.models import MAX_REASON_CHARS, QuarantinedItem, one_line_text
 log = logging.getLogger("toolkg")
 
 
-def reason_of(exc: BaseException) -> str:
-    """One readable line saying why ``exc`` happened."""
+def reason_of(exc: BaseException, context: str = "internal error") -> str:
+    """One readable line saying why ``exc`` happened (``context`` says what failed, for an exception
+    toolkg did not raise itself)."""
     if isinstance(exc, ItemError | ManifestError):
         text = exc.reason
     elif isinstance(exc, ToolkgError):
@@ -37,15 +38,18 @@ def reason_of(exc: BaseException) -> str:
     elif isinstance(exc, MemoryError):
         text = "ran out of memory (see the limits in 'toolkg build --help')"
     else:
-        text = f"internal error: {type(exc).__name__}: {exc}"
+        text = f"{context}: {type(exc).__name__}: {exc}"
     return one_line_text(text, MAX_REASON_CHARS)
 
 
-def quarantine(exc: BaseException, *, source: str, item: str, stage: str, raw: Any = None) -> QuarantinedItem:
+def quarantine(
+    exc: BaseException, *, source: str, item: str, stage: str, raw: Any = None, context: str = "internal error"
+) -> QuarantinedItem:
     """The quarantine entry for ``exc``; an unexpected one also logs its traceback (``-v`` shows it)."""
     if not isinstance(exc, ToolkgError):
         log.debug("%s: %s: [%s] unexpected failure", source, item, stage, exc_info=exc)
-    return QuarantinedItem(source=source, item=item, stage=stage, reason=reason_of(exc), raw=raw_text(raw))
+    reason = reason_of(exc, context)
+    return QuarantinedItem(source=source, item=item, stage=stage, reason=reason, raw=raw_text(raw))
 
 
 def raw_text(raw: Any, limit: int = 2000) -> str:
