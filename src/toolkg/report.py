@@ -31,7 +31,8 @@ STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1200px; color: #222; }
 h1 { color: #1f3a5f; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 32px; }
 table { border-collapse: collapse; margin: 8px 0; }
-td, th { border: 1px solid #ddd; padding: 4px 8px; text-align: left; overflow-wrap: anywhere; unicode-bidi: isolate; }
+td, th { border: 1px solid #ddd; padding: 4px 8px; text-align: left; overflow-wrap: break-word; unicode-bidi: isolate; }
+th { white-space: nowrap; }
 th { background: #f3f5f8; } .num { text-align: right; } .ok { color: #176a2b; } .bad { color: #a31515; }
 .cards { display: flex; flex-wrap: wrap; gap: 12px; }
 .card { border: 1px solid #ccd; border-radius: 6px; padding: 8px 14px; }
