@@ -485,7 +485,6 @@ def _run(
                 summary.removed,
                 options,
             )
-        store.flush()
         summary.totals = totals(store)
     except Exception as exc:
         summary.quarantined.append(quarantine(exc, source=summary.store, item="catalog", stage="load"))

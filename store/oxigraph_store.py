@@ -19,6 +19,7 @@ version intact.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -68,8 +69,11 @@ class ToolStore:
             self._store = Store.read_only(str(self.database))
             return
         self.database.mkdir(parents=True, exist_ok=True)
+        self._store = self._open_writable()
+
+    def _open_writable(self) -> Store:
         try:
-            self._store = Store(str(self.database))
+            return Store(str(self.database))
         except OSError as exc:
             if "lock" in str(exc).lower():
                 raise StoreLockedError(
@@ -91,10 +95,11 @@ class ToolStore:
         return store
 
     def close(self) -> None:
-        """Release the database (and its lock) even if this object stays referenced."""
+        """Release the database (and its lock) even if this object stays referenced.
+
+        No flush first: every committed transaction is already in RocksDB's write-ahead log (replayed
+        on the next open), and a manual flush can wait forever (see ``backup``)."""
         store = self.__dict__.pop("_store", None)
-        if store is not None and not self.read_only:
-            store.flush()
         del store
 
     def __enter__(self) -> ToolStore:
@@ -292,11 +297,18 @@ class ToolStore:
         """One SPARQL update = one transaction; OSError from storage is let through."""
         self._store.update(sparql_update)
 
-    def flush(self) -> None:
-        self._store.flush()
-
     def backup(self, target: Path) -> None:
-        """A consistent copy in ``target`` (a RocksDB checkpoint: hard links where possible)."""
+        """A consistent copy in ``target`` (a RocksDB checkpoint: hard links where possible).
+
+        RocksDB flushes its memtables before a checkpoint, and with the write buffers Oxigraph sets up
+        (``optimize_level_style_compaction``: at least two memtables merged per flush) a manual flush can
+        wait forever for a second memtable that never comes (RocksDB issue #13280; seen here at the end of
+        a 10k-tool build, all threads idle, three runs in four). So the database is closed and opened again
+        first: opening replays the write-ahead log into table files, which leaves nothing to flush."""
+        if not self.read_only and not self.remote:
+            self.__dict__.pop("_store", None)
+            gc.collect()  # a query result still holding the database would keep it, and its lock, open
+            self._store = self._open_writable()
         self._store.backup(str(target))
 
     # --- export -----------------------------------------------------------------------------

@@ -52,7 +52,6 @@ def publish_snapshot(store: ToolStore, name: str) -> Path:
     target = root / name
     if target.exists():
         shutil.rmtree(target)
-    store.flush()
     store.backup(target)
     pointer = root / "CURRENT"
     scratch = root / f".CURRENT.{os.getpid()}"
