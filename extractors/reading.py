@@ -188,7 +188,7 @@ def _checked(path: str, document: Any, max_alias_nodes: int) -> Any:
 
     Iterative, with each container visited once: an alias bomb of 9^9 nodes costs 81 visits."""
     expanded: dict[int, int] = {}  # id(container) -> nodes it stands for, aliases expanded
-    unique = 0
+    unique = 0  # nodes written in the file: each container once, with its direct scalar children
     stack: list[tuple[Any, bool]] = [(document, False)]
     on_path: set[int] = set()
     while stack:
@@ -205,12 +205,13 @@ def _checked(path: str, document: Any, max_alias_nodes: int) -> Any:
             raise ManifestError(path, "a YAML alias refers to a node that contains it (a cycle)")
         if key in expanded:
             continue
-        unique += 1
+        children = node.values() if isinstance(node, dict) else node
+        unique += 1 + sum(not isinstance(c, dict | list) for c in children)  # it and the scalars written in it
         on_path.add(key)
         _repair_strings(node)
         stack.append((node, True))
         stack.extend((child, False) for child in (node.values() if isinstance(node, dict) else node))
-    extra = expanded.get(id(document), 1) - unique - _scalars(document, expanded)
+    extra = expanded.get(id(document), 1) - unique
     if extra > max_alias_nodes:
         raise ManifestError(
             path,
@@ -218,22 +219,6 @@ def _checked(path: str, document: Any, max_alias_nodes: int) -> Any:
             f"{max_alias_nodes:,} (--limit max_yaml_alias_nodes=N)",
         )
     return _repair(document) if isinstance(document, str) else document
-
-
-def _scalars(document: Any, expanded: dict[int, int]) -> int:
-    """Scalar nodes written in the file (each container's direct scalar children, counted once)."""
-    seen: set[int] = set()
-    count = 0
-    stack = [document]
-    while stack:
-        node = stack.pop()
-        if not isinstance(node, dict | list) or id(node) in seen:
-            continue
-        seen.add(id(node))
-        children = list(node.values() if isinstance(node, dict) else node)
-        count += sum(not isinstance(c, dict | list) for c in children)
-        stack.extend(c for c in children if isinstance(c, dict | list))
-    return count
 
 
 def _repair(text: str) -> str:
