@@ -26,11 +26,11 @@ sys.path.insert(0, str(ROOT))  # the fake server lives with the tests
 
 from tests.fake_openai import FakeOpenAI  # noqa: E402
 from toolkg.extractors.ingest import ingest_manifest  # noqa: E402
-from toolkg.extractors.llm import LLMExtractor  # noqa: E402
-from toolkg.extractors.llm_config import LLMConfig  # noqa: E402
+from toolkg.extractors.llm_extractor import LLMExtractor  # noqa: E402
 from toolkg.extractors.offline import OfflineExtractor  # noqa: E402
 from toolkg.extractors.reading import fingerprint_file  # noqa: E402
-from toolkg.extractors.text import entity_name  # noqa: E402
+from toolkg.llm.config import LLMConfig  # noqa: E402
+from toolkg.text.words import entity_name  # noqa: E402
 
 CATALOGS = {
     "LiveMCPBench": [ROOT / "data" / "livemcpbench" / "tools.json"],

@@ -16,7 +16,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from toolkg.extractors.inference import infer_dependencies
+from toolkg.canonicalize.inference import infer_dependencies
 from toolkg.extractors.ingest import ingest_manifest
 from toolkg.extractors.reading import fingerprint_file
 

@@ -9,7 +9,7 @@ Store-wide fuzzy clustering of near-identical entities runs after loading:
 
 from __future__ import annotations
 
-from toolkg.extractors.structural import ExtractedManifest
+from toolkg.extractors.manifest_triples import ExtractedManifest
 
 
 def canonicalize_manifest(extracted: ExtractedManifest) -> ExtractedManifest:

@@ -27,9 +27,8 @@ from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Triple
 from rapidfuzz import fuzz, process
 
-from toolkg.extractors.lexicon import GENERIC_NOUNS
-from toolkg.ontology import RDF, SKOS, TK, XSD
-from toolkg.store import iris
+from toolkg.ontology import RDF, SKOS, TK, XSD, iris
+from toolkg.text.lexicon import GENERIC_NOUNS
 
 CANONICAL_GRAPH = NamedNode(iris.BASE + "graph/canonical-entities")
 ENTITY_TYPES = ("BusinessObject", "Capability", "LineOfBusiness", "Department")

@@ -259,9 +259,7 @@ def str_or_none(value: Any, limit: int = 1000) -> str | None:
     return " ".join(value.split())
 
 
-def parse_mcp_catalog(
-    path: str, document: Any, server: str | None, limits: Limits | None = None
-) -> ParsedServers:
+def parse_mcp_catalog(path: str, document: Any, server: str | None, limits: Limits | None = None) -> ParsedServers:
     """A list of MCP server entries: ``name``, ``description``, ``category``, ``tools.<key>.tools``."""
     if server:
         raise ManifestError(path, "--server cannot be used with a catalog of several servers")

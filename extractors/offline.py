@@ -30,26 +30,6 @@ from __future__ import annotations
 
 import re
 
-from toolkg.extractors.lexicon import (
-    DETERMINERS,
-    GENERIC_NOUNS,
-    GENERIC_PARAMETERS,
-    OTHER_VERBS,
-    PARAMETER_SUFFIXES,
-    PHRASAL_VERBS,
-    STOP_WORDS,
-    VERB_CAPABILITY,
-)
-from toolkg.extractors.text import (
-    clean_label,
-    dominant_script,
-    entity_name,
-    has_letter,
-    is_english_script,
-    lemma,
-    nlp,
-    split_identifier,
-)
 from toolkg.extractors.triples import (
     MAX_TRIPLES,
     ExtractionProvenance,
@@ -62,6 +42,26 @@ from toolkg.extractors.triples import (
     tool_document,
 )
 from toolkg.models import Server, Tool
+from toolkg.text.lexicon import (
+    DETERMINERS,
+    GENERIC_NOUNS,
+    GENERIC_PARAMETERS,
+    OTHER_VERBS,
+    PARAMETER_SUFFIXES,
+    PHRASAL_VERBS,
+    STOP_WORDS,
+    VERB_CAPABILITY,
+)
+from toolkg.text.words import (
+    clean_label,
+    dominant_script,
+    entity_name,
+    has_letter,
+    is_english_script,
+    lemma,
+    nlp,
+    split_identifier,
+)
 
 NAME = "offline"
 VERSION = "1"

@@ -15,13 +15,12 @@ from typing import Protocol
 
 from pyoxigraph import Literal, NamedNode, Triple
 
+from toolkg.extractors.manifest_triples import ExtractedManifest, ServerGraph, entity_node
 from toolkg.extractors.offline import OfflineExtractor
-from toolkg.extractors.structural import ExtractedManifest, ServerGraph, entity_node
 from toolkg.extractors.triples import ExtractionFailure, ToolExtraction
 from toolkg.failures import quarantine
 from toolkg.models import QuarantinedItem, Server, Tool
-from toolkg.ontology import PROV, RDF, TK
-from toolkg.store import iris
+from toolkg.ontology import PROV, RDF, TK, iris
 
 EXTRACTORS: tuple[str, ...] = ("offline", "llm")
 
@@ -78,8 +77,8 @@ def make_extractor(name: str, store_dir: str | Path, llm_config: str | None = No
     if name == "offline":
         return OfflineBatch()
     if name == "llm":
-        from toolkg.extractors.llm import LLMExtractor  # openai + instructor load only when used
-        from toolkg.extractors.llm_config import load_llm_config
+        from toolkg.extractors.llm_extractor import LLMExtractor  # openai + instructor load only when used
+        from toolkg.llm.config import load_llm_config
 
         config = load_llm_config(llm_config).require_endpoint()
         return LLMExtractor(config, Path(store_dir) / "cache" / "llm.sqlite")

@@ -33,10 +33,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator, model_validator
 
-from toolkg.canonicalize.predicates import map_predicate
-from toolkg.extractors.text import MAX_ENTITY_CHARS
 from toolkg.models import Server, Tool
+from toolkg.ontology.predicates import map_predicate
 from toolkg.ontology.schema import extraction_schema
+from toolkg.text.words import MAX_ENTITY_CHARS
 
 MAX_TRIPLES = 60
 MAX_NAME = MAX_ENTITY_CHARS  # an entity's name; a Tool or Parameter end names an existing thing instead

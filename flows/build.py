@@ -25,16 +25,16 @@ from toolkg import progress
 from toolkg.canonicalize import canonicalize_manifest
 from toolkg.errors import ToolkgError, UsageError
 from toolkg.extractors.ingest import IngestResult, ingest_manifest
+from toolkg.extractors.manifest_triples import NameIndex, extract_structure
 from toolkg.extractors.reading import discover_all, fingerprint_file
 from toolkg.extractors.semantic import SemanticExtractor, make_extractor, with_extractions
-from toolkg.extractors.structural import NameIndex, extract_structure
 from toolkg.extractors.triples import ExtractionFailure
 from toolkg.failures import fault_point, quarantine
 from toolkg.flows.catalog_stages import CatalogStages, make_confirmer, publish_if_due, run_catalog_stages
 from toolkg.flows.scale import DEFAULT_WORKERS, fan_out
 from toolkg.limits import Limits
 from toolkg.models import Manifest, ManifestFile, QuarantinedItem
-from toolkg.store import iris
+from toolkg.ontology import iris
 from toolkg.store.build_state import CATALOG_STAGES, mark_pending, pending_stages
 from toolkg.store.loading import BuildOptions, LoadResult, ManifestParts, fingerprint, load_manifest, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
@@ -336,7 +336,7 @@ def _load(
 
 def _empty(manifest: Manifest):
     """A part that loads nothing: lets the last part of a manifest write its record."""
-    from toolkg.extractors.structural import ExtractedManifest
+    from toolkg.extractors.manifest_triples import ExtractedManifest
 
     return ExtractedManifest(manifest=manifest, graphs=())
 

@@ -21,9 +21,9 @@ from prefect.utilities.annotations import quote
 
 from toolkg import progress
 from toolkg.canonicalize.entities import CANONICAL_GRAPH, canonicalize_store
+from toolkg.canonicalize.inference import infer_dependencies
+from toolkg.canonicalize.links import structural_links, tool_text
 from toolkg.embeddings import Embedder
-from toolkg.extractors.inference import infer_dependencies
-from toolkg.extractors.links import structural_links, tool_text
 from toolkg.failures import fault_point, quarantine
 from toolkg.models import QuarantinedItem, Tool
 from toolkg.store.build_state import clear_pending
@@ -40,7 +40,7 @@ from toolkg.store.snapshots import current_snapshot, publish_snapshot
 from toolkg.summary import BuildSummary
 
 if TYPE_CHECKING:
-    from toolkg.extractors.llm_confirm import DependencyConfirmer
+    from toolkg.canonicalize.confirm import DependencyConfirmer
 
 CATALOG = "catalog"  # the item a catalog-wide stage's quarantine entry names
 
@@ -56,11 +56,11 @@ class CatalogStages:
 
 
 def make_confirmer(store_dir: str, llm_config: str | None) -> DependencyConfirmer:
-    from toolkg.extractors.llm_config import load_llm_config
+    from toolkg.llm.config import load_llm_config
 
     config = load_llm_config(llm_config)
     config.require_endpoint()
-    from toolkg.extractors.llm_confirm import DependencyConfirmer  # openai + instructor load only when used
+    from toolkg.canonicalize.confirm import DependencyConfirmer  # openai + instructor load only when used
 
     return DependencyConfirmer(config, Path(store_dir) / "cache" / "llm.sqlite")
 

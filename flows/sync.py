@@ -33,20 +33,18 @@ import numpy as np
 from prefect import flow
 from pyoxigraph import Literal, NamedNode, Triple
 
+from toolkg.canonicalize.incremental_links import IncrementalLinks
+from toolkg.canonicalize.inference import InferredEdge, infer_dependencies
+from toolkg.canonicalize.links import LinkIndex, ToolLink, tool_text
 from toolkg.embeddings import Embedder
 from toolkg.errors import UsageError
-from toolkg.extractors.incremental_links import IncrementalLinks
-from toolkg.extractors.inference import InferredEdge, infer_dependencies
 from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.links import LinkIndex, ToolLink, tool_text
+from toolkg.extractors.manifest_triples import NameIndex, extract_structure
 from toolkg.extractors.reading import discover, fingerprint_file
 from toolkg.extractors.semantic import extraction_triples, make_extractor
-from toolkg.extractors.structural import NameIndex, extract_structure
-from toolkg.extractors.text import lemma
 from toolkg.extractors.triples import ExtractionFailure
 from toolkg.models import Manifest, QuarantinedItem, Server, Tool
-from toolkg.ontology import TK
-from toolkg.store import iris
+from toolkg.ontology import TK, iris
 from toolkg.store.build_state import clear_pending, mark_pending
 from toolkg.store.dependencies import (
     INFERRED_GRAPH,
@@ -61,6 +59,7 @@ from toolkg.store.dependencies import (
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.snapshots import publish_snapshot
 from toolkg.store.validation import Validator, tool_key
+from toolkg.text.words import lemma
 
 
 @dataclass

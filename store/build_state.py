@@ -23,8 +23,7 @@ from collections.abc import Iterable
 
 from pyoxigraph import Literal, NamedNode
 
-from toolkg.ontology import RDF, TK
-from toolkg.store import iris
+from toolkg.ontology import RDF, TK, iris
 from toolkg.store.oxigraph_store import ToolStore
 
 STATE_GRAPH = NamedNode(iris.BASE + "graph/build-state")

@@ -13,11 +13,10 @@ from collections import defaultdict
 
 from pyoxigraph import Literal, NamedNode, Triple
 
-from toolkg.extractors.inference import InferredEdge
-from toolkg.extractors.links import ToolLink
+from toolkg.canonicalize.inference import InferredEdge
+from toolkg.canonicalize.links import ToolLink
 from toolkg.models import OutputField, Parameter, Tool
-from toolkg.ontology import RDF, TK, XSD
-from toolkg.store import iris
+from toolkg.ontology import RDF, TK, XSD, iris
 from toolkg.store.oxigraph_store import ToolStore
 
 INFERRED_GRAPH = NamedNode(iris.BASE + "graph/inferred-dependencies")

@@ -28,8 +28,7 @@ from pyoxigraph import Literal, NamedNode, Quad, QuerySolutions, RdfFormat, Stor
 
 from toolkg import PIPELINE_VERSION
 from toolkg.errors import StoreError, StoreLockedError
-from toolkg.ontology import PREFIXES, PROV, RDF, SPARQL_PREFIXES, TK, ontology_version
-from toolkg.store import iris
+from toolkg.ontology import PREFIXES, PROV, RDF, SPARQL_PREFIXES, TK, iris, ontology_version
 from toolkg.store.remote import CONFIG_FILE, RemoteBackend, remote_config
 
 # Prefixes for output meant for people (exports, tables): the vocabularies plus toolkg's own ids.

@@ -17,10 +17,9 @@ from multiprocessing import get_context
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import NamedNode, Triple
 
-from toolkg.extractors.structural import ExtractedManifest
+from toolkg.extractors.manifest_triples import ExtractedManifest
 from toolkg.models import QuarantinedItem
-from toolkg.ontology import SHAPES_FILE
-from toolkg.store import iris
+from toolkg.ontology import SHAPES_FILE, iris
 from toolkg.store.shacl_worker import Row, shape_predicates, validate_rows
 
 _TOOL_PREFIX = iris.BASE + "tool/"

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import CASES, DATA
 from toolkg.extractors.formats import DEPENDENCE_KINDS
-from toolkg.store import iris
+from toolkg.ontology import iris
 from toolkg.store.oxigraph_store import ToolStore
 
 

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from toolkg.canonicalize.entities import CANONICAL_GRAPH, Entity, EntityOptions, cluster
-from toolkg.extractors.text import entity_name
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.text.words import entity_name
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CASES
-from toolkg.store import iris
+from toolkg.ontology import iris
 from toolkg.store.build_state import pending_stages
 from toolkg.store.dependencies import INFERRED_GRAPH
 from toolkg.store.oxigraph_store import ToolStore

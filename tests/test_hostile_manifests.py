@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import hostile
-from toolkg.store import iris
+from toolkg.ontology import iris
 from toolkg.store.oxigraph_store import ToolStore
 
 settings.register_profile(

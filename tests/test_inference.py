@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tests.conftest import CASES
-from toolkg.extractors.inference import InferenceOptions, infer_dependencies
+from toolkg.canonicalize.inference import InferenceOptions, infer_dependencies
 from toolkg.extractors.ingest import ingest_manifest
 from toolkg.extractors.reading import fingerprint_file
 from toolkg.models import Parameter, Tool

@@ -11,9 +11,9 @@ from tests.conftest import DATA
 from toolkg.extractors.ingest import ingest_manifest
 from toolkg.extractors.offline import OfflineExtractor
 from toolkg.extractors.reading import fingerprint_file
-from toolkg.extractors.text import dominant_script
 from toolkg.extractors.triples import response_model
 from toolkg.models import Server, Tool
+from toolkg.text.words import dominant_script
 
 CATALOGS = (
     DATA / "livemcpbench" / "tools.json",

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from toolkg.cli.render import table
 from toolkg.display import one_line, pad, width
 from toolkg.models import QuarantinedItem
-from toolkg.store.render import table
 from toolkg.summary import BuildSummary
 
 ESC, RLO = "\x1b[2J", "\u202e"

@@ -7,7 +7,7 @@ import shutil
 
 from tests.conftest import CASES
 from toolkg.flows.sync import CatalogSync, read_manifest
-from toolkg.store import iris
+from toolkg.ontology import iris
 from toolkg.store.dependencies import dependency_rows, link_rows
 from toolkg.store.oxigraph_store import ToolStore
 

@@ -42,7 +42,7 @@ def tool_text(name: str, description: str, parameters: Sequence[str]) -> str:
 
     The build's structural links and the retrievers use this same text, so the vectors a build
     computes are the ones retrieval reads from the cache."""
-    from toolkg.extractors.text import split_identifier
+    from toolkg.text.words import split_identifier
 
     text = f"{' '.join(split_identifier(name))}: {description}".strip()
     return text + (f" Parameters: {', '.join(parameters)}." if parameters else "")

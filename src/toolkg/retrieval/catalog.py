@@ -10,8 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from toolkg.embeddings import tool_text
-from toolkg.extractors.text import split_identifier
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.text.words import split_identifier
 
 
 @dataclass(frozen=True)

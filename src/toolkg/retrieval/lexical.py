@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from toolkg.extractors.lexicon import STOP_WORDS
-from toolkg.extractors.text import lemma, split_identifier
+from toolkg.text.lexicon import STOP_WORDS
+from toolkg.text.words import lemma, split_identifier
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 

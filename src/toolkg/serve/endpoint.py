@@ -232,7 +232,7 @@ class Endpoint:
 
 
 def _page() -> bytes:
-    return (resources.files("toolkg") / "ui" / "index.html").read_bytes()
+    return (resources.files("toolkg.serve") / "ui" / "index.html").read_bytes()
 
 
 class Handler(BaseHTTPRequestHandler):

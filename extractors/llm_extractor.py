@@ -14,9 +14,6 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from toolkg.extractors.llm_cache import ExtractionCache, cache_key
-from toolkg.extractors.llm_client import LLMClient, LLMFailure
-from toolkg.extractors.llm_config import LLMConfig
 from toolkg.extractors.triples import (
     ExtractionFailure,
     ExtractionProvenance,
@@ -28,6 +25,9 @@ from toolkg.extractors.triples import (
     to_extracted,
     tool_document,
 )
+from toolkg.llm.cache import ExtractionCache, cache_key
+from toolkg.llm.client import LLMClient, LLMFailure
+from toolkg.llm.config import LLMConfig
 from toolkg.models import Server, Tool
 from toolkg.ontology import ontology_version
 from toolkg.ontology.schema import extraction_schema

@@ -16,8 +16,8 @@ from functools import cache
 
 from rapidfuzz import fuzz, process
 
-from toolkg.extractors.text import split_identifier
 from toolkg.ontology.schema import extraction_schema
+from toolkg.text.words import split_identifier
 
 FUZZY_CUTOFF = 88.0
 

@@ -22,7 +22,7 @@ import unicodedata
 from collections import Counter
 from functools import lru_cache
 
-from toolkg.extractors.lexicon import KEEP_AS_IS
+from toolkg.text.lexicon import KEEP_AS_IS
 
 # An acronym before a capitalised word, a word with a version suffix (v2, sha256), a word, an
 # acronym, a number, any other letters (other scripts).

@@ -14,11 +14,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Triple
 
-from toolkg.extractors.text import clean_label, entity_name
 from toolkg.failures import quarantine
 from toolkg.models import Manifest, QuarantinedItem, Server, Tool
-from toolkg.ontology import DCTERMS, RDF, RDFS, SKOS, TK, XSD
-from toolkg.store import iris
+from toolkg.ontology import DCTERMS, RDF, RDFS, SKOS, TK, XSD, iris
+from toolkg.text.words import clean_label, entity_name
 
 _TRUE = Literal("true", datatype=XSD.boolean)
 _FALSE = Literal("false", datatype=XSD.boolean)

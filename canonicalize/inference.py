@@ -39,10 +39,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from toolkg.extractors.lexicon import GENERIC_NOUNS, GENERIC_PARAMETERS, STOP_WORDS, VERB_CAPABILITY
 from toolkg.extractors.offline import name_action, name_object_words
-from toolkg.extractors.text import lemma, split_identifier
 from toolkg.models import Tool
+from toolkg.text.lexicon import GENERIC_NOUNS, GENERIC_PARAMETERS, STOP_WORDS, VERB_CAPABILITY
+from toolkg.text.words import lemma, split_identifier
 
 # Words that make a parameter an identifier *of* something: 'email_address' is an email.
 IDENTIFIER_SUFFIXES = frozenset("id ids uuid code codes key name names number address token handle ref".split())
@@ -198,7 +198,7 @@ def infer_dependencies(
     re-infers a neighbourhood; the catalog still decides namespaces and candidates). Without
     ``sparsify`` every candidate edge is returned, which is how sync finds that neighbourhood.
     """
-    from toolkg.extractors.mentions import mention_edges  # that rule module builds on this one's profiles
+    from toolkg.canonicalize.mentions import mention_edges  # that rule module builds on this one's profiles
 
     options = options or InferenceOptions()
     profiles = [profile(t) for t in tools]

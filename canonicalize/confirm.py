@@ -21,10 +21,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from toolkg.extractors.inference import InferredEdge
-from toolkg.extractors.llm_cache import ExtractionCache
-from toolkg.extractors.llm_client import LLMClient, LLMFailure
-from toolkg.extractors.llm_config import LLMConfig
+from toolkg.canonicalize.inference import InferredEdge
+from toolkg.llm.cache import ExtractionCache
+from toolkg.llm.client import LLMClient, LLMFailure
+from toolkg.llm.config import LLMConfig
 from toolkg.models import Tool
 from toolkg.prompts import PROMPTS_DIR, load_prompt
 

@@ -110,7 +110,7 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from toolkg.report import write_report
+    from toolkg.serve.report import write_report
 
     path = write_report(args.store, args.run, args.output)
     print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
@@ -118,7 +118,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from toolkg.endpoint import make_server
+    from toolkg.serve.endpoint import make_server
 
     if args.timeout < 1:
         from toolkg.errors import UsageError

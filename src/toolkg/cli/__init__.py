@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from toolkg import __version__, cli_ops
+from toolkg import __version__
+from toolkg.cli import ops as cli_ops
 from toolkg.display import one_line
 from toolkg.errors import ConfigError, StoreError, ToolkgError, UsageError
 from toolkg.limits import Limits, parse_limits
@@ -244,7 +245,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     if args.confirm_deps and not args.infer:
         raise UsageError("--confirm-deps reviews inferred dependencies: it cannot go with --no-infer")
     if args.extractor == "llm" or args.confirm_deps:  # fail fast, before Prefect starts
-        from toolkg.extractors.llm_config import load_llm_config
+        from toolkg.llm.config import load_llm_config
 
         load_llm_config(args.llm_config).require_endpoint()
     elif args.llm_config:
@@ -338,7 +339,7 @@ def _list_saved() -> int:
 
 
 def cmd_query(args: argparse.Namespace) -> int:
-    from toolkg.store.render import print_result
+    from toolkg.cli.render import print_result
 
     if args.list_saved:
         return _list_saved()
@@ -374,7 +375,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     import json
 
-    from toolkg.store.render import format_stats
+    from toolkg.cli.render import format_stats
     from toolkg.store.stats import stats
 
     data = stats(_open_store(args.store))

@@ -32,7 +32,7 @@ from instructor.core.exceptions import InstructorRetryException
 
 from toolkg import progress
 from toolkg.errors import ConfigError
-from toolkg.extractors.llm_config import LLMConfig
+from toolkg.llm.config import LLMConfig
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from toolkg.display import one_line
 from toolkg.errors import StoreError, UsageError
+from toolkg.ontology.iris import SERVER_GRAPH_PREFIX
+from toolkg.serve.graph_svg import dependency_svg
 from toolkg.store.dependencies import dependency_rows
-from toolkg.store.graph_svg import dependency_svg
-from toolkg.store.iris import SERVER_GRAPH_PREFIX
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.remote import CONFIG_FILE
 from toolkg.store.snapshots import current_snapshot

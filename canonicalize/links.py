@@ -24,10 +24,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from toolkg.canonicalize.inference import canonical_key, is_informative
 from toolkg.embeddings import tool_text as embedded_text
-from toolkg.extractors.inference import canonical_key, is_informative
-from toolkg.extractors.text import split_identifier
 from toolkg.models import Tool
+from toolkg.text.words import split_identifier
 
 CO_INVOKED = "coInvokedWith"
 SCHEMA_COMPATIBLE = "schemaCompatibleWith"
