@@ -21,11 +21,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from toolkg.canonicalize.inference import InferredEdge
 from toolkg.llm.cache import ExtractionCache
 from toolkg.llm.client import LLMClient, LLMFailure
 from toolkg.llm.config import LLMConfig
-from toolkg.models import Tool
+from toolkg.models import InferredEdge, Tool
 from toolkg.prompts import PROMPTS_DIR, load_prompt
 
 PROMPT = PROMPTS_DIR / "confirm_dependency.md"

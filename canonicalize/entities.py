@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Triple
 from rapidfuzz import fuzz, process
 
+from toolkg.config import EntityOptions
 from toolkg.ontology import RDF, SKOS, TK, XSD, iris
 from toolkg.text.lexicon import GENERIC_NOUNS
 
@@ -34,15 +35,6 @@ CANONICAL_GRAPH = NamedNode(iris.BASE + "graph/canonical-entities")
 ENTITY_TYPES = ("BusinessObject", "Capability", "LineOfBusiness", "Department")
 _DIGITS = re.compile(r"\d+")
 _NEGATIONS = ("un", "de", "dis", "non", "in", "re")
-
-
-class EntityOptions(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    threshold: float = 92.0  # rapidfuzz token_sort_ratio, 0-100
-    single_word_threshold: float = 95.0  # two one-word labels need a closer match
-    min_length: int = 5  # letters; shorter labels are never fuzzy-merged ("lead" / "load")
-    max_block: int = 2000  # a word shared by more labels is too common to block on
 
 
 class Entity(BaseModel):

@@ -28,12 +28,11 @@ from toolkg.canonicalize.links import (
     SHARES_PARAMETERS,
     SYMMETRIC,
     LinkIndex,
-    LinkOptions,
-    ToolLink,
     _cap,
     _names,
 )
-from toolkg.models import Tool
+from toolkg.config import LinkOptions
+from toolkg.models import Tool, ToolLink
 
 LinkKey = tuple[str, str, str]  # source, target, kind
 

@@ -33,154 +33,37 @@ exceeds a cap keeps only its strongest edges.
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 
-from toolkg.extractors.offline import name_action, name_object_words
-from toolkg.models import Tool
-from toolkg.text.lexicon import GENERIC_NOUNS, GENERIC_PARAMETERS, STOP_WORDS, VERB_CAPABILITY
+from toolkg.canonicalize.mentions import mention_edges
+from toolkg.canonicalize.profiles import (
+    _DERIVERS,
+    CONNECTIVITY_WORDS,
+    CONTEXT_WORDS,
+    GENERIC_KEYS,
+    IDENTIFIER_SUFFIXES,
+    LOCAL_CAPABILITIES,
+    PARAMETER_DIRECT,
+    PARAMETER_INDIRECT,
+    SESSION_WORDS,
+    STATUS_WORDS,
+    TOOL_DIRECT,
+    TOOL_INDIRECT,
+    Offer,
+    Profile,
+    canonical_key,
+    is_informative,
+    is_near,
+    offers,
+    parameter_match,
+    profile,
+)
+from toolkg.config import InferenceOptions
+from toolkg.models import InferredEdge, Tool
+from toolkg.text.lexicon import STOP_WORDS, VERB_CAPABILITY
 from toolkg.text.words import lemma, split_identifier
-
-# Words that make a parameter an identifier *of* something: 'email_address' is an email.
-IDENTIFIER_SUFFIXES = frozenset("id ids uuid code codes key name names number address token handle ref".split())
-# Adjectives that make a producer's object contextual ('current location' is the location).
-CONTEXT_WORDS = frozenset("current system user device my local default active present today latest".split())
-# Values derivable from another (a date gives its year): general knowledge of common types.
-DERIVABLE = {
-    "date": {"year", "month", "day", "weekday", "week"},
-    "time": {"hour", "minute"},
-    "location": {"latitude", "longitude", "lat", "lon", "lng", "coordinate", "region", "place"},
-}
-_DERIVERS = {child: parent for parent, children in DERIVABLE.items() for child in children}
-# What authenticating produces, whatever the service.
-SESSION_WORDS = frozenset({"session", "token", "auth", "credential", "cookie"})
-GENERIC_KEYS = GENERIC_NOUNS | GENERIC_PARAMETERS | IDENTIFIER_SUFFIXES | CONTEXT_WORDS
-STATUS_WORDS = frozenset({"status", "state", "availability", "enabled", "mode"})
-# A status check whose text says it is about one of these is a connectivity check.
-CONNECTIVITY_WORDS = frozenset({"connectivity", "internet", "network", "online", "connection"})
-# Capabilities that work on what the tool is given, with no outside service to reach.
-LOCAL_CAPABILITIES = frozenset({"compute", "convert", "analyze"})
-
-# "<value> obtained after logging into Acme": where a description says a value comes from.
-
-PARAMETER_DIRECT = "parameterDirectlyDependsOn"
-PARAMETER_INDIRECT = "parameterIndirectlyDependsOn"
-TOOL_DIRECT = "toolDirectlyDependsOn"
-TOOL_INDIRECT = "toolIndirectlyDependsOn"
-
-
-@dataclass(frozen=True)
-class InferredEdge:
-    consumer: str  # tool id
-    producer: str  # tool id
-    kind: str  # one of the four ToolLinkOS sub-properties of tk:dependsOn
-    parameter: str | None
-    confidence: float
-    rule: str
-    evidence: str
-    basis: str = "inferred"  # "llm" once a language model confirmed it
-
-
-@dataclass
-class InferenceOptions:
-    max_producers_per_parameter: int = 1
-    weak_fanout_cap: int = 40  # a weak rule reaching more consumers keeps only its strongest edges
-    rare_token_share: float = 0.05  # a namespace token must name at most this share of the catalog
-    min_confidence: float = 0.5
-
-
-@dataclass
-class _Offer:
-    key: tuple[str, ...]  # canonical words
-    how: str
-    contextual: bool  # a context getter: no required input
-
-
-@dataclass
-class _Profile:
-    tool: Tool
-    words: list[str]
-    action: str
-    capability: str
-    object_words: list[str]
-    text_lemmas: set[str] = field(default_factory=set)
-    namespace: set[str] = field(default_factory=set)  # rare name tokens: the service a tool belongs to
-    offered: list[_Offer] | None = None  # what ``offers`` found (profiles are memoised, so is this)
-
-    @property
-    def needs_input(self) -> bool:
-        return any(q.required for q in self.tool.parameters)
-
-    @property
-    def is_status_check(self) -> bool:
-        """Reads the status of something and needs no input: get_bluetooth_status."""
-        return self.capability == "read" and not self.needs_input and bool(STATUS_WORDS & set(self.object_words))
-
-
-def canonical_key(words: Iterable[str]) -> tuple[str, ...]:
-    out = [w for w in words if w and not w.isdigit()]
-    if out:
-        out[-1] = lemma(out[-1])
-    return tuple(out)
-
-
-def is_informative(key: tuple[str, ...]) -> bool:
-    return any(w not in GENERIC_KEYS and len(w) > 2 for w in key)
-
-
-def _lemmas(text: str) -> set[str]:
-    return {lemma(w) for w in re.findall(r"[a-z]+", text.lower())}
-
-
-@lru_cache(maxsize=250_000)
-def profile(tool: Tool) -> _Profile:
-    """What the rules read of a tool (memoised: incremental sync re-infers over an unchanged catalog;
-    the rules reassign only ``namespace``, and do so on every call)."""
-    words = split_identifier(tool.name)
-    at, action = name_action(words)
-    obj = name_object_words(words, at) if words else []
-    text = " ".join(
-        [tool.name.replace("_", " "), tool.description, *(p.name.replace("_", " ") for p in tool.parameters)]
-    )
-    return _Profile(tool, words, action, VERB_CAPABILITY.get(action, ""), obj, _lemmas(text))
-
-
-def offers(p: _Profile) -> list[_Offer]:
-    """What a tool produces that another tool's parameter could take."""
-    if p.offered is None:
-        p.offered = _offers(p)
-    return p.offered
-
-
-def _offers(p: _Profile) -> list[_Offer]:
-    contextual = not p.needs_input
-    found: list[_Offer] = []
-    obj = [w for w in p.object_words if w not in CONTEXT_WORDS]
-    if p.capability in ("read", "search", "create", "generate", "compute", "convert", "analyze") and obj:
-        found.append(_Offer(canonical_key(obj), f"name object of {p.tool.name}", contextual))
-    for output in p.tool.outputs:
-        found.append(_Offer(canonical_key(split_identifier(output.name)), f"output {output.name}", contextual))
-    return [o for o in found if is_informative(o.key)]
-
-
-def parameter_match(offer: _Offer, param_words: list[str]) -> tuple[float, str] | None:
-    """(score, how) when the offer can fill a parameter with these words."""
-    full = canonical_key(param_words)
-    if not full:
-        return None
-    core = canonical_key(param_words[:-1]) if len(param_words) > 1 and param_words[-1] in IDENTIFIER_SUFFIXES else ()
-    if offer.key == full:
-        return 1.0, "same name"
-    if core and offer.key == core:
-        return 0.9, f"{'_'.join(param_words)} identifies a {' '.join(core)}"
-    if len(full) > len(offer.key) and full[-len(offer.key) :] == offer.key and is_informative(offer.key):
-        return 0.75, f"a specific {' '.join(offer.key)}"
-    if len(offer.key) == 1 and full[-1] in DERIVABLE.get(offer.key[0], ()):
-        return 0.7, f"{full[-1]} derives from {offer.key[0]}"
-    return None
 
 
 def infer_dependencies(
@@ -198,8 +81,6 @@ def infer_dependencies(
     re-infers a neighbourhood; the catalog still decides namespaces and candidates). Without
     ``sparsify`` every candidate edge is returned, which is how sync finds that neighbourhood.
     """
-    from toolkg.canonicalize.mentions import mention_edges  # that rule module builds on this one's profiles
-
     options = options or InferenceOptions()
     profiles = [profile(t) for t in tools]
     _assign_namespaces(profiles, options)
@@ -223,7 +104,7 @@ def infer_dependencies(
 
 
 def _parameter_edges(
-    profiles: list[_Profile], options: InferenceOptions, consumers: set[str] | None, producers: set[str] | None
+    profiles: list[Profile], options: InferenceOptions, consumers: set[str] | None, producers: set[str] | None
 ) -> list[InferredEdge]:
     # Candidates are looked up, never scanned: an offer fills a parameter only when its key is the
     # parameter's key, that key minus an identifier suffix, a proper suffix of it, or the value it
@@ -231,7 +112,7 @@ def _parameter_edges(
     # bucket scores the same against a parameter, so a bucket kept in tie-break order (fewest
     # parameters, then id) gives its best producers first: the cost no longer grows with how many
     # tools return an 'invoice_id' (100k tools: 1.2 billion comparisons before, a few lookups now).
-    by_key: dict[tuple[str, ...], list[tuple[_Profile, _Offer]]] = defaultdict(list)
+    by_key: dict[tuple[str, ...], list[tuple[Profile, Offer]]] = defaultdict(list)
     for p in profiles:
         if producers is not None and p.tool.id not in producers:
             continue
@@ -292,7 +173,7 @@ def _candidate_keys(name: str) -> tuple[list[str], tuple[tuple[str, ...], ...]]:
     return words, tuple(dict.fromkeys(k for k in keys if k))
 
 
-def _assign_namespaces(profiles: list[_Profile], options: InferenceOptions) -> None:
+def _assign_namespaces(profiles: list[Profile], options: InferenceOptions) -> None:
     """A tool's namespace: the service it belongs to, known from that service's login tool.
 
     The rare, non-generic, non-verb tokens of an authenticating tool's name (``acme_user_login`` ->
@@ -319,7 +200,7 @@ def _assign_namespaces(profiles: list[_Profile], options: InferenceOptions) -> N
         p.namespace = services & set(p.words)
 
 
-def _namespace_auth_edges(profiles: list[_Profile]) -> list[InferredEdge]:
+def _namespace_auth_edges(profiles: list[Profile]) -> list[InferredEdge]:
     members_of: dict[str, set[str]] = defaultdict(set)
     for p in profiles:
         for w in p.namespace:
@@ -349,7 +230,7 @@ def _namespace_auth_edges(profiles: list[_Profile]) -> list[InferredEdge]:
 
 
 def _tool_edge(
-    consumer: _Profile, producer: _Profile, confidence: float, rule: str, evidence: str, kind: str = TOOL_DIRECT
+    consumer: Profile, producer: Profile, confidence: float, rule: str, evidence: str, kind: str = TOOL_DIRECT
 ) -> InferredEdge:
     """A tool-level edge (no parameter): preconditions, read-before-write, enable-if-off."""
     return InferredEdge(
@@ -363,7 +244,7 @@ def _tool_edge(
     )
 
 
-def _precondition_edges(profiles: list[_Profile]) -> list[InferredEdge]:
+def _precondition_edges(profiles: list[Profile]) -> list[InferredEdge]:
     """A status check precedes the tools whose text mentions the resource it checks."""
     edges = []
     for check in (p for p in profiles if p.is_status_check):
@@ -379,7 +260,7 @@ def _precondition_edges(profiles: list[_Profile]) -> list[InferredEdge]:
     return edges
 
 
-def _connectivity_edges(profiles: list[_Profile]) -> list[InferredEdge]:
+def _connectivity_edges(profiles: list[Profile]) -> list[InferredEdge]:
     """A connectivity check (a status check whose text is about connectivity) is a precondition of
     every tool that reaches an outside service: one that takes input and is not a local
     computation. Weak evidence (one rule for a whole class), hence a low confidence."""
@@ -401,24 +282,19 @@ def _connectivity_edges(profiles: list[_Profile]) -> list[InferredEdge]:
     ]
 
 
-def _state_key(p: _Profile) -> tuple[str, ...]:
+def _state_key(p: Profile) -> tuple[str, ...]:
     return canonical_key(w for w in p.object_words if w not in STATUS_WORDS and w not in CONTEXT_WORDS)
 
 
-def _near(p: _Profile, q: _Profile) -> bool:
-    """Same server, or the same service namespace: where a description's words are meant."""
-    return p.tool.server_id == q.tool.server_id or bool(p.namespace & q.namespace)
-
-
-def _read_before_write_edges(profiles: list[_Profile]) -> list[InferredEdge]:
-    getters: dict[tuple[str, ...], list[_Profile]] = defaultdict(list)
+def _read_before_write_edges(profiles: list[Profile]) -> list[InferredEdge]:
+    getters: dict[tuple[str, ...], list[Profile]] = defaultdict(list)
     for p in profiles:
         if p.capability == "read" and not p.needs_input and is_informative(_state_key(p)):
             getters[_state_key(p)].append(p)
     edges = []
     for setter in (p for p in profiles if p.capability in ("update", "manage")):
         found = getters.get(_state_key(setter), [])
-        near = [g for g in found if _near(g, setter)] or found
+        near = [g for g in found if is_near(g, setter)] or found
         if len(near) == 1:  # one getter of that state, or none to choose
             (getter,) = near
             state = " ".join(_state_key(setter))

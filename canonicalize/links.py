@@ -19,38 +19,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-from toolkg.canonicalize.inference import canonical_key, is_informative
+from toolkg.canonicalize.profiles import canonical_key, is_informative
+from toolkg.config import LinkOptions
 from toolkg.embeddings import tool_text as embedded_text
-from toolkg.models import Tool
+from toolkg.models import Tool, ToolLink
+from toolkg.ontology.vocabulary import SYMMETRIC_LINK_TYPES, link_type
 from toolkg.text.words import split_identifier
 
-CO_INVOKED = "coInvokedWith"
-SCHEMA_COMPATIBLE = "schemaCompatibleWith"
-SHARES_PARAMETERS = "sharesParametersWith"
-SYMMETRIC = frozenset({CO_INVOKED, SHARES_PARAMETERS})
+CO_INVOKED = link_type("coInvokedWith")
+SCHEMA_COMPATIBLE = link_type("schemaCompatibleWith")
+SHARES_PARAMETERS = link_type("sharesParametersWith")
+SYMMETRIC = SYMMETRIC_LINK_TYPES  # owl:SymmetricProperty in the ontology: stored once, read both ways
 MAX_HOLDERS = 200  # a parameter name more tools than this share links nobody (pairs would go quadratic)
-
-
-@dataclass(frozen=True)
-class ToolLink:
-    source: str  # tool id
-    target: str  # tool id
-    kind: str  # CO_INVOKED | SCHEMA_COMPATIBLE | SHARES_PARAMETERS
-    score: float
-    evidence: str
-
-
-@dataclass
-class LinkOptions:
-    co_invoke: float = 0.6
-    schema_overlap: float = 0.7
-    parameter_jaccard: float = 0.3
-    per_tool: int = 5
 
 
 def tool_text(tool: Tool) -> str:

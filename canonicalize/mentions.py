@@ -11,16 +11,15 @@ import re
 from collections import defaultdict
 from functools import lru_cache
 
-from toolkg.canonicalize.inference import (
+from toolkg.canonicalize.profiles import (
     GENERIC_KEYS,
     PARAMETER_DIRECT,
     PARAMETER_INDIRECT,
     TOOL_DIRECT,
-    InferredEdge,
-    _near,
-    _Profile,
+    Profile,
+    is_near,
 )
-from toolkg.models import Parameter, Tool
+from toolkg.models import InferredEdge, Parameter, Tool
 from toolkg.text.lexicon import PHRASAL_VERBS, STOP_WORDS, VERB_CAPABILITY
 from toolkg.text.words import lemma
 
@@ -33,7 +32,7 @@ MENTION = re.compile(
 MENTION_NOISE = frozenset("user users caller client you human customer input default setting".split())
 
 
-def _resolve_mention(ref: str, consumer: _Profile, by_name: dict[str, list[_Profile]], nearby: _Nearby) -> tuple:
+def _resolve_mention(ref: str, consumer: Profile, by_name: dict[str, list[Profile]], nearby: _Nearby) -> tuple:
     """(producer, how) for the tool a mention's words name, or (None, "")."""
     tokens = re.findall(r"[A-Za-z][\w-]*", ref)
     if not tokens or tokens[0].lower() in MENTION_NOISE:
@@ -42,7 +41,7 @@ def _resolve_mention(ref: str, consumer: _Profile, by_name: dict[str, list[_Prof
     for token in tokens[:4]:  # a tool named outright: hash_string, `generate_unique_ID`
         named = [p for p in by_name.get(token.lower(), ()) if p is not consumer]
         if named:
-            local = [p for p in named if _near(p, consumer)] or named
+            local = [p for p in named if is_near(p, consumer)] or named
             return (local[0], f"names {local[0].tool.name}") if len(local) == 1 else (None, "")
     words = [w.lower() for w in tokens]
     verb = lemma(words[0])
@@ -75,19 +74,19 @@ def _mentions(tool: Tool) -> tuple[tuple[Parameter | None, re.Match], ...]:
 
 
 class _Nearby:
-    """The tools near a consumer (same server or service namespace, see ``_near``), found through
+    """The tools near a consumer (same server or service namespace, see ``is_near``), found through
     indexes rather than a scan of the catalog per mention."""
 
-    def __init__(self, profiles: list[_Profile]) -> None:
+    def __init__(self, profiles: list[Profile]) -> None:
         self.order = {id(p): i for i, p in enumerate(profiles)}
-        self.by_server: dict[str, list[_Profile]] = defaultdict(list)
-        self.by_namespace: dict[str, list[_Profile]] = defaultdict(list)
+        self.by_server: dict[str, list[Profile]] = defaultdict(list)
+        self.by_namespace: dict[str, list[Profile]] = defaultdict(list)
         for p in profiles:
             self.by_server[p.tool.server_id].append(p)
             for w in p.namespace:
                 self.by_namespace[w].append(p)
 
-    def __call__(self, consumer: _Profile) -> list[_Profile]:
+    def __call__(self, consumer: Profile) -> list[Profile]:
         found = {id(p): p for p in self.by_server[consumer.tool.server_id]}
         for w in consumer.namespace:
             found.update((id(p), p) for p in self.by_namespace[w])
@@ -95,8 +94,8 @@ class _Nearby:
         return sorted(found.values(), key=lambda p: self.order[id(p)])
 
 
-def mention_edges(profiles: list[_Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
-    by_name: dict[str, list[_Profile]] = defaultdict(list)
+def mention_edges(profiles: list[Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
+    by_name: dict[str, list[Profile]] = defaultdict(list)
     for p in profiles:
         by_name[p.tool.name.lower()].append(p)
     nearby = _Nearby(profiles)

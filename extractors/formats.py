@@ -37,20 +37,13 @@ from toolkg.models import (
     Server,
     Tool,
 )
+from toolkg.ontology.vocabulary import DEPENDENCY_KINDS, upper_snake
 
 _SERVER_ID_RE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_SERVER_ID = 100  # longer ids are cut and given a hash of the whole, so they stay unique
 
 # ToolLinkOS dependence_type -> ontology sub-property of tk:dependsOn.
-DEPENDENCE_KINDS = {
-    "TOOL_DIRECTLY_DEPENDS_ON": "toolDirectlyDependsOn",
-    "TOOL_INDIRECTLY_DEPENDS_ON": "toolIndirectlyDependsOn",
-    "PARAMETER_DIRECTLY_DEPENDS_ON": "parameterDirectlyDependsOn",
-    "PARAMETER_INDIRECTLY_DEPENDS_ON": "parameterIndirectlyDependsOn",
-    "PARAMETER_DEPENDS_ON": "parameterDependsOn",
-    "TOOL_DEPENDS_ON": "toolDependsOn",
-    "DEPENDS_ON": "dependsOn",
-}
+DEPENDENCE_KINDS = {upper_snake(kind): kind for kind in DEPENDENCY_KINDS}
 
 
 @dataclass

@@ -11,11 +11,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg.failures import quarantine
-from toolkg.models import Manifest, QuarantinedItem, Server, Tool
+from toolkg.models import ExtractedManifest, Manifest, QuarantinedItem, Server, ServerGraph, Tool
 from toolkg.ontology import DCTERMS, RDF, RDFS, SKOS, TK, XSD, iris
 from toolkg.text.words import clean_label, entity_name
 
@@ -58,33 +57,6 @@ class NameIndex:
             if len(level) > 1:
                 return None, f"declared dependency on {name!r} is ambiguous: {', '.join(sorted(level))}"
         return None, f"declared dependency on {name!r}: no loaded manifest defines a tool of that name"
-
-
-class ServerGraph(BaseModel):
-    """Triples of one server destined for one named graph: the server's own graph, or (with
-    ``extraction_of`` set) the extraction graph of one of its tools."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    server_id: str
-    graph: NamedNode
-    triples: tuple[Triple, ...]
-    tool_ids: tuple[str, ...] = ()
-    extraction_of: str = ""  # tool id, for a tool's extraction graph
-
-
-class ExtractedManifest(BaseModel):
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    manifest: Manifest
-    graphs: tuple[ServerGraph, ...]
-    unresolved: tuple[str, ...] = ()  # dependency target names nobody defines yet
-    pending: tuple[str, ...] = ()  # tools whose semantic extraction failed: retried next run
-    quarantined: tuple[QuarantinedItem, ...] = ()
-
-    @property
-    def triple_count(self) -> int:
-        return sum(len(g.triples) for g in self.graphs)
 
 
 def entity_node(entity_type: str, surface: str, out: list[Triple]) -> NamedNode:

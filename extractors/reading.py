@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from toolkg.errors import ManifestError, UsageError
+from toolkg.errors import ManifestError, NotFoundError
 from toolkg.limits import Limits
 from toolkg.models import ManifestFile
 
@@ -89,7 +89,7 @@ def discover_all(paths: Iterable[str | Path]) -> Discovered:
                     elif target.is_file():
                         found.add(target)
         else:
-            raise UsageError(f"no such file or directory: {raw}")
+            raise NotFoundError(f"no such file or directory: {raw}")
     return Discovered(sorted(found), skipped)
 
 

@@ -15,11 +15,11 @@ from typing import Protocol
 
 from pyoxigraph import Literal, NamedNode, Triple
 
-from toolkg.extractors.manifest_triples import ExtractedManifest, ServerGraph, entity_node
+from toolkg.extractors.manifest_triples import entity_node
 from toolkg.extractors.offline import OfflineExtractor
 from toolkg.extractors.triples import ExtractionFailure, ToolExtraction
 from toolkg.failures import quarantine
-from toolkg.models import QuarantinedItem, Server, Tool
+from toolkg.models import ExtractedManifest, QuarantinedItem, Server, ServerGraph, Tool
 from toolkg.ontology import PROV, RDF, TK, iris
 
 EXTRACTORS: tuple[str, ...] = ("offline", "llm")

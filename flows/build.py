@@ -23,7 +23,7 @@ from prefect.utilities.annotations import quote
 
 from toolkg import progress
 from toolkg.canonicalize import canonicalize_manifest
-from toolkg.errors import ToolkgError, UsageError
+from toolkg.errors import ConfigError, NotFoundError, ToolkgError
 from toolkg.extractors.ingest import IngestResult, ingest_manifest
 from toolkg.extractors.manifest_triples import NameIndex, extract_structure
 from toolkg.extractors.reading import discover_all, fingerprint_file
@@ -33,7 +33,7 @@ from toolkg.failures import fault_point, quarantine
 from toolkg.flows.catalog_stages import CatalogStages, make_confirmer, publish_if_due, run_catalog_stages
 from toolkg.flows.scale import DEFAULT_WORKERS, fan_out
 from toolkg.limits import Limits
-from toolkg.models import Manifest, ManifestFile, QuarantinedItem
+from toolkg.models import ExtractedManifest, Manifest, ManifestFile, QuarantinedItem
 from toolkg.ontology import iris
 from toolkg.store.build_state import CATALOG_STAGES, mark_pending, pending_stages
 from toolkg.store.loading import BuildOptions, LoadResult, ManifestParts, fingerprint, load_manifest, record_run
@@ -273,7 +273,7 @@ def build_catalog(
     clock = time.perf_counter()
     try:
         if dask and semantic.name != "offline":
-            raise UsageError("--dask fans out the offline extractor; the LLM extractor is concurrent in-process")
+            raise ConfigError("--dask fans out the offline extractor; the LLM extractor is concurrent in-process")
         stages = CatalogStages(infer=infer, links=links, confirmer=confirmer, dask=dask)
         _run(store, paths, options, semantic, prune, force, batch_size, summary, stages)
     finally:
@@ -336,8 +336,6 @@ def _load(
 
 def _empty(manifest: Manifest):
     """A part that loads nothing: lets the last part of a manifest write its record."""
-    from toolkg.extractors.manifest_triples import ExtractedManifest
-
     return ExtractedManifest(manifest=manifest, graphs=())
 
 
@@ -370,7 +368,7 @@ def _run(
     for path, why in found.skipped:
         summary.quarantined.append(QuarantinedItem(source=path, item=path, stage="read", reason=why))
     if not files:
-        raise UsageError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(paths)}")
+        raise NotFoundError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(paths)}")
     summary.manifests_seen = len(files)
     records = store.manifest_records()
     owed = pending_stages(store)  # catalog-wide stages an earlier build did not finish

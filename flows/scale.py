@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from toolkg.errors import UsageError
+from toolkg.errors import ConfigError
 
 DEFAULT_WORKERS = 2
 
@@ -33,11 +33,11 @@ def dask_task_runner(spec: str):
     if spec == "local" or spec.startswith("local:"):
         count = spec.partition(":")[2] or str(DEFAULT_WORKERS)
         if not count.isdigit() or int(count) < 1:
-            raise UsageError(f"--dask local:N needs a positive worker count, not {spec!r}")
+            raise ConfigError(f"--dask local:N needs a positive worker count, not {spec!r}")
         kwargs = {"n_workers": int(count), "threads_per_worker": 1, "processes": True, "dashboard_address": ":0"}
         return DaskTaskRunner(cluster_kwargs=kwargs)
     if "://" not in spec:
-        raise UsageError(f"--dask takes local, local:N or a scheduler address such as tcp://host:8786, not {spec!r}")
+        raise ConfigError(f"--dask takes local, local:N or a scheduler address such as tcp://host:8786, not {spec!r}")
     return DaskTaskRunner(address=spec)
 
 

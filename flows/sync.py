@@ -34,16 +34,16 @@ from prefect import flow
 from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg.canonicalize.incremental_links import IncrementalLinks
-from toolkg.canonicalize.inference import InferredEdge, infer_dependencies
-from toolkg.canonicalize.links import LinkIndex, ToolLink, tool_text
+from toolkg.canonicalize.inference import infer_dependencies
+from toolkg.canonicalize.links import LinkIndex, tool_text
 from toolkg.embeddings import Embedder
-from toolkg.errors import UsageError
+from toolkg.errors import NotFoundError, RequestError
 from toolkg.extractors.ingest import ingest_manifest
 from toolkg.extractors.manifest_triples import NameIndex, extract_structure
 from toolkg.extractors.reading import discover, fingerprint_file
 from toolkg.extractors.semantic import extraction_triples, make_extractor
 from toolkg.extractors.triples import ExtractionFailure
-from toolkg.models import Manifest, QuarantinedItem, Server, Tool
+from toolkg.models import InferredEdge, Manifest, QuarantinedItem, Server, Tool, ToolLink
 from toolkg.ontology import TK, iris
 from toolkg.store.build_state import clear_pending, mark_pending
 from toolkg.store.dependencies import (
@@ -176,7 +176,7 @@ class CatalogSync:
 
     def remove_server(self, server_id: str) -> SyncResult:
         if not any(t.server_id == server_id for t in self.tools.values()):
-            raise KeyError(f"no server {server_id!r} in the store")
+            raise NotFoundError(f"no server {server_id!r} in the store")
         return self._apply("remove-server", server_id, None, "sync", "", server_id=server_id)
 
     # --- the one mechanism -----------------------------------------------------------------
@@ -328,7 +328,7 @@ def read_manifest(path: str | Path, format: str | None = None, server: str | Non
     result = ingest_manifest(file, data, format=format, server=server)  # type: ignore[arg-type]
     if result.manifest is None:
         reasons = "; ".join(q.reason for q in result.quarantined) or "unreadable"
-        raise UsageError(f"{path}: {reasons}")
+        raise RequestError(f"{path}: {reasons}")
     return result.manifest
 
 
@@ -347,7 +347,7 @@ def sync_servers(paths: list[str], store_dir: str, servers: list[str], links: bo
     with ToolStore(store_dir) as store:
         stored = {r["id"].value for r in store.select("SELECT ?id WHERE { ?s a tk:Server ; tk:identifier ?id }")}
         if unknown := [s for s in wanted if s not in found and s not in stored]:  # before anything is written
-            raise UsageError(f"--only {', '.join(unknown)}: no manifest under the paths defines it, nor does the store")
+            raise NotFoundError(f"--only {', '.join(unknown)}: no manifest under the paths defines it, nor the store")
         run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-sync-") + uuid.uuid4().hex[:6]
         if not store.remote:  # a sync killed before it publishes leaves the snapshot owed to the next build
             mark_pending(store, ["snapshot"], run_id)

@@ -13,9 +13,7 @@ from collections import defaultdict
 
 from pyoxigraph import Literal, NamedNode, Triple
 
-from toolkg.canonicalize.inference import InferredEdge
-from toolkg.canonicalize.links import ToolLink
-from toolkg.models import OutputField, Parameter, Tool
+from toolkg.models import InferredEdge, OutputField, Parameter, Tool, ToolLink
 from toolkg.ontology import RDF, TK, XSD, iris
 from toolkg.store.oxigraph_store import ToolStore
 

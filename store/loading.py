@@ -10,9 +10,8 @@ from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg import PIPELINE_VERSION, __version__
-from toolkg.extractors.manifest_triples import ExtractedManifest
 from toolkg.limits import Limits
-from toolkg.models import ManifestFile, QuarantinedItem
+from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem
 from toolkg.ontology import PROV, RDF, RDFS, TK, XSD, iris, ontology_version
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 

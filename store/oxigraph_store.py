@@ -352,3 +352,17 @@ def _record_triples(manifest: NamedNode, record: ManifestRecord, run: NamedNode 
     if run is not None:
         out.append(Triple(manifest, PROV.wasGeneratedBy, run))
     return out
+
+
+def compact(term) -> str:
+    """A term as a short string: prefixed name for known IRIs, the lexical form for literals."""
+    if term is None:
+        return ""
+    if isinstance(term, NamedNode):
+        for prefix, base in DISPLAY_PREFIXES.items():
+            if term.value.startswith(base):
+                return f"{prefix}:{term.value[len(base) :]}"
+        return term.value
+    if isinstance(term, Literal):
+        return term.value
+    return str(term)

@@ -29,7 +29,7 @@ from importlib import resources
 
 from pyoxigraph import Literal
 
-from toolkg.errors import UsageError
+from toolkg.errors import ConfigError, NotFoundError
 from toolkg.ontology import SPARQL_PREFIXES
 
 _PARAM = re.compile(r"#\s*param\s+(\w+)\s*:\s*(.*)")
@@ -55,7 +55,7 @@ class SavedQuery:
         known = {p.name for p in self.params}
         if unknown := sorted(set(values) - known):
             offered = ", ".join(sorted(known)) or "none"
-            raise UsageError(f"saved query {self.name!r} has no parameter {', '.join(unknown)} (it takes: {offered})")
+            raise ConfigError(f"saved query {self.name!r} has no parameter {', '.join(unknown)} (it takes: {offered})")
         body = self.body
         if values:
             clause = " ".join(f"VALUES ?{name} {{ {Literal(value)} }}" for name, value in sorted(values.items()))
@@ -104,5 +104,5 @@ def saved_queries() -> dict[str, SavedQuery]:
 def saved_query(name: str) -> SavedQuery:
     queries = saved_queries()
     if name not in queries:
-        raise UsageError(f"no saved query {name!r}; choose from: {', '.join(queries)}")
+        raise NotFoundError(f"no saved query {name!r}; choose from: {', '.join(queries)}")
     return queries[name]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from toolkg.cli.render import compact
 from toolkg.ontology import TK_NS
-from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.oxigraph_store import ToolStore, compact
 
 _CLASS_TOTALS = {
     "servers": "Server",

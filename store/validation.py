@@ -17,8 +17,7 @@ from multiprocessing import get_context
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import NamedNode, Triple
 
-from toolkg.extractors.manifest_triples import ExtractedManifest
-from toolkg.models import QuarantinedItem
+from toolkg.models import ExtractedManifest, QuarantinedItem
 from toolkg.ontology import SHAPES_FILE, iris
 from toolkg.store.shacl_worker import Row, shape_predicates, validate_rows
 

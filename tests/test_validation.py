@@ -6,8 +6,9 @@ from pyoxigraph import Literal, Triple
 
 from tests.conftest import CASES
 from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.manifest_triples import NameIndex, ServerGraph, extract_structure
+from toolkg.extractors.manifest_triples import NameIndex, extract_structure
 from toolkg.extractors.reading import fingerprint_file
+from toolkg.models import ServerGraph
 from toolkg.ontology import DCTERMS, TK, iris
 from toolkg.store.validation import Validator
 

@@ -13,12 +13,21 @@ class ToolkgError(Exception):
     transient = False
 
 
-class UsageError(ToolkgError):
-    """The user asked for something impossible (bad flag combination, missing file)."""
+class RequestError(ToolkgError):
+    """What was asked for cannot be done as asked; the caller must change the request (the CLI
+    exits with its usage code, 2)."""
 
 
-class ConfigError(ToolkgError):
-    """Configuration is missing or invalid."""
+class ConfigError(RequestError):
+    """An option, setting or configuration file is missing or invalid."""
+
+
+class NotFoundError(RequestError):
+    """A path, run, saved query, server or tool that was named does not exist."""
+
+
+class UsageError(RequestError):
+    """A command line that cannot work (the CLI's own; the library raises the classes above)."""
 
 
 class ManifestError(ToolkgError):

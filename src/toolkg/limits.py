@@ -13,7 +13,7 @@ manifest's fingerprint: changing one rebuilds what it affects.
 >>> parse_limits(["depth=3"])
 Traceback (most recent call last):
 ...
-toolkg.errors.UsageError: unknown limit 'depth'; limits are: max_file_mb, max_depth, max_yaml_alias_nodes, \
+toolkg.errors.ConfigError: unknown limit 'depth'; limits are: max_file_mb, max_depth, max_yaml_alias_nodes, \
 max_name_chars, max_description_chars, max_enum_values, max_tools_per_batch
 """
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkg.errors import UsageError
+from toolkg.errors import ConfigError
 
 
 class Limits(BaseModel):
@@ -66,16 +66,16 @@ def parse_limits(pairs: list[str] | None) -> Limits:
         name, equals, raw = pair.partition("=")
         name = name.strip().replace("-", "_")
         if not equals:
-            raise UsageError(f"--limit takes NAME=VALUE (e.g. max_file_mb=1024), not {pair!r}")
+            raise ConfigError(f"--limit takes NAME=VALUE (e.g. max_file_mb=1024), not {pair!r}")
         if name not in names:
-            raise UsageError(f"unknown limit {name!r}; limits are: {', '.join(names)}")
+            raise ConfigError(f"unknown limit {name!r}; limits are: {', '.join(names)}")
         try:
             values[name] = int(raw.replace("_", "").replace(",", ""))
         except ValueError:
-            raise UsageError(f"--limit {name} takes a whole number, not {raw!r}") from None
+            raise ConfigError(f"--limit {name} takes a whole number, not {raw!r}") from None
     try:
         return Limits(**values)
     except ValueError as exc:
         first = exc.errors()[0] if hasattr(exc, "errors") else {}  # type: ignore[attr-defined]
         where = first.get("loc", ("?",))[0]
-        raise UsageError(f"--limit {where}: {first.get('msg', exc)}") from None
+        raise ConfigError(f"--limit {where}: {first.get('msg', exc)}") from None

@@ -8,23 +8,20 @@ annotations) are kept as canonical JSON text so the models stay hashable and com
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
+from pyoxigraph import NamedNode, Triple
+
+from toolkg.ontology.vocabulary import DEPENDENCY_KINDS, LINK_TYPES
 
 ManifestFormat = Literal["mcp", "mcp-catalog", "openai", "openapi", "toollinkos"]
 MANIFEST_FORMATS: tuple[str, ...] = ManifestFormat.__args__  # type: ignore[attr-defined]
 
-# The ToolLinkOS dependency kinds, named after the ontology's sub-properties of tk:dependsOn.
-DependencyKind = Literal[
-    "toolDirectlyDependsOn",
-    "toolIndirectlyDependsOn",
-    "parameterDirectlyDependsOn",
-    "parameterIndirectlyDependsOn",
-    "parameterDependsOn",
-    "toolDependsOn",
-    "dependsOn",
-]
+# Closed vocabularies come from the ontology (ontology/vocabulary.py), never a list written here.
+DependencyKind = Literal[DEPENDENCY_KINDS]  # type: ignore[valid-type]  # tk:dependsOn and its sub-properties
+LinkType = Literal[LINK_TYPES]  # type: ignore[valid-type]  # the sub-properties of tk:linkedTo
 
 ParameterLocation = Literal["argument", "path", "query", "header", "cookie", "body"]
 
@@ -163,3 +160,58 @@ class Manifest(Frozen):
     @property
     def tool_count(self) -> int:
         return sum(len(s.tools) for s in self.servers)
+
+
+class ServerGraph(BaseModel):
+    """Triples of one server destined for one named graph: the server's own graph, or (with
+    ``extraction_of`` set) the extraction graph of one of its tools."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    server_id: str
+    graph: NamedNode
+    triples: tuple[Triple, ...]
+    tool_ids: tuple[str, ...] = ()
+    extraction_of: str = ""  # tool id, for a tool's extraction graph
+
+
+class ExtractedManifest(BaseModel):
+    """A manifest as triples, per named graph: what extraction hands to validation and loading."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    manifest: Manifest
+    graphs: tuple[ServerGraph, ...]
+    unresolved: tuple[str, ...] = ()  # dependency target names nobody defines yet
+    pending: tuple[str, ...] = ()  # tools whose semantic extraction failed: retried next run
+    quarantined: tuple[QuarantinedItem, ...] = ()
+
+    @property
+    def triple_count(self) -> int:
+        return sum(len(g.triples) for g in self.graphs)
+
+
+# Edges and links are made by the hundred thousand: plain frozen dataclasses, not validated models.
+@dataclass(frozen=True)
+class InferredEdge:
+    """A dependency inferred across the catalog: ``consumer`` needs ``producer`` (tool ids)."""
+
+    consumer: str
+    producer: str
+    kind: str  # a DependencyKind: one of the sub-properties of tk:dependsOn
+    parameter: str | None
+    confidence: float
+    rule: str
+    evidence: str
+    basis: str = "inferred"  # "llm" once a language model confirmed it
+
+
+@dataclass(frozen=True)
+class ToolLink:
+    """A structural link between two tools (a LinkType), with its strength and why."""
+
+    source: str  # tool id
+    target: str  # tool id
+    kind: str  # a LinkType
+    score: float
+    evidence: str

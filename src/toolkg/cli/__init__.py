@@ -17,7 +17,7 @@ from pathlib import Path
 from toolkg import __version__
 from toolkg.cli import ops as cli_ops
 from toolkg.display import one_line
-from toolkg.errors import ConfigError, StoreError, ToolkgError, UsageError
+from toolkg.errors import RequestError, StoreError, ToolkgError, UsageError
 from toolkg.limits import Limits, parse_limits
 from toolkg.models import MANIFEST_FORMATS
 from toolkg.summary import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
@@ -520,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     _show_tracebacks(verbose)
     try:
         return COMMANDS[args.command](args)
-    except (UsageError, ConfigError) as exc:
+    except RequestError as exc:
         print(f"toolkg: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except ToolkgError as exc:

@@ -4,26 +4,12 @@ from __future__ import annotations
 
 from typing import IO
 
-from pyoxigraph import Literal, NamedNode, QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat, serialize
+from pyoxigraph import QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat, serialize
 
 from toolkg.display import clip, one_line, pad, width
-from toolkg.store.oxigraph_store import DISPLAY_PREFIXES
+from toolkg.store.oxigraph_store import compact
 
 MAX_CELL = 80
-
-
-def compact(term) -> str:
-    """A term as a short string: prefixed name for known IRIs, the lexical form for literals."""
-    if term is None:
-        return ""
-    if isinstance(term, NamedNode):
-        for prefix, base in DISPLAY_PREFIXES.items():
-            if term.value.startswith(base):
-                return f"{prefix}:{term.value[len(base) :]}"
-        return term.value
-    if isinstance(term, Literal):
-        return term.value
-    return str(term)
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:

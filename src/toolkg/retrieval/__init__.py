@@ -6,16 +6,14 @@
 
 from __future__ import annotations
 
-from toolkg.errors import UsageError
+from toolkg.errors import ConfigError
 from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, as_query, read_queries
-from toolkg.retrieval.baselines import BM25Retriever, DenseRetriever, HybridRetriever
+from toolkg.retrieval.baselines import BASELINES
 from toolkg.retrieval.graph import AgentGraphRetriever, EgoGraphRetriever, GraphFusionRetriever
 from toolkg.retrieval.queries import InvalidQueries, LabelledQuery, QueryLine, load_queries
 
 METHODS: dict[str, type[Retriever]] = {
-    "bm25": BM25Retriever,
-    "dense": DenseRetriever,
-    "hybrid": HybridRetriever,
+    **BASELINES,
     "grtf": GraphFusionRetriever,
     "ego": EgoGraphRetriever,
     "agent": AgentGraphRetriever,
@@ -34,11 +32,11 @@ def make_retriever(name: str, index: Index, **options) -> Retriever:
     try:
         cls = METHODS[name]
     except KeyError:
-        raise UsageError(f"unknown method {name!r}; choose from {', '.join(METHODS)}") from None
+        raise ConfigError(f"unknown method {name!r}; choose from {', '.join(METHODS)}") from None
     try:
         return cls(index, **options)
     except (TypeError, ValueError) as exc:
-        raise UsageError(f"method {name}: {exc}") from None
+        raise ConfigError(f"method {name}: {exc}") from None
 
 
 def parse_options(pairs: list[str]) -> dict[str, dict[str, object]]:
@@ -52,7 +50,7 @@ def parse_options(pairs: list[str]) -> dict[str, dict[str, object]]:
         target, equals, raw = pair.partition("=")
         method, dot, key = target.partition(".")
         if not (equals and dot and method and key):
-            raise UsageError(f"--option takes METHOD.KEY=VALUE (e.g. grtf.seeds=1), not {pair!r}")
+            raise ConfigError(f"--option takes METHOD.KEY=VALUE (e.g. grtf.seeds=1), not {pair!r}")
         value: object = raw
         for kind in (int, float):
             try:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolkg.errors import UsageError
+from toolkg.errors import NotFoundError
 from toolkg.retrieval.catalog import Catalog, ToolDoc
 from toolkg.retrieval.dense import make_embedder
 from toolkg.retrieval.lexical import BM25
@@ -59,7 +59,7 @@ class Index:
         self.store = ToolStore(store_dir, read_only=True)
         self.catalog = Catalog.load(self.store)
         if not self.catalog.tools:
-            raise UsageError(f"store {store_dir} has no tools: build it first")
+            raise NotFoundError(f"store {store_dir} has no tools: build it first")
         self._embedder = make_embedder(Path(store_dir) / "cache" / "embeddings.sqlite")
 
     def close(self) -> None:

@@ -48,3 +48,13 @@ class HybridRetriever(Retriever):
     def search(self, text: str, k: int) -> Ranking:
         hits = [Hit(self.catalog.tools[i], score, "hybrid") for i, score in self.ranked(text, max(k, self.depth))[:k]]
         return Ranking(hits, servers_of(self.catalog, hits, k))
+
+
+BASELINES: dict[str, type[Retriever]] = {"bm25": BM25Retriever, "dense": DenseRetriever, "hybrid": HybridRetriever}
+
+
+def first_stage(index, name: str) -> Retriever:
+    """The baseline a graph method starts from."""
+    if name not in BASELINES:
+        raise ValueError(f"first_stage is one of {', '.join(BASELINES)}, not {name!r}")
+    return BASELINES[name](index)

@@ -15,25 +15,13 @@ from functools import lru_cache
 import numpy as np
 from pyoxigraph import NamedNode
 
+from toolkg.ontology.vocabulary import DEPENDENCY_KINDS
 from toolkg.retrieval.base import RRF_K, Hit, Index, Ranking, Retriever, rrf, servers_of, top
+from toolkg.retrieval.baselines import first_stage as first_stage_retriever
 from toolkg.retrieval.lexical import tokenize
 
-ALL_KINDS = (
-    "toolDirectlyDependsOn",
-    "parameterDirectlyDependsOn",
-    "parameterIndirectlyDependsOn",
-    "toolIndirectlyDependsOn",
-    "parameterDependsOn",
-    "toolDependsOn",
-    "dependsOn",
-)
-_KIND_ORDER = {kind: i for i, kind in enumerate(ALL_KINDS)}  # direct before indirect when confidence ties
-
-
-def _first_stage(index: Index, name: str):
-    from toolkg.retrieval import make_retriever
-
-    return make_retriever(name, index)
+ALL_KINDS = DEPENDENCY_KINDS  # the ontology's order: what must run first before what helps
+_KIND_ORDER = {kind: i for i, kind in enumerate(ALL_KINDS)}  # the earlier kind wins when confidence ties
 
 
 class GraphFusionRetriever(Retriever):
@@ -57,7 +45,7 @@ class GraphFusionRetriever(Retriever):
         super().__init__(index)
         if order not in ("dfs", "best-first"):
             raise ValueError(f"order must be dfs or best-first, not {order!r}")
-        self.first = _first_stage(index, first_stage)
+        self.first = first_stage_retriever(index, first_stage)
         self.seeds, self.depth, self.kinds, self.order = seeds, depth, set(kinds), order
         self.links = set(links)  # structural link types to follow as well (coInvokedWith, ...)
         self._edges = lru_cache(maxsize=None)(self._edges_of)

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from toolkg.display import one_line
-from toolkg.errors import UsageError
+from toolkg.errors import ConfigError, NotFoundError
 
 
 class QueryLine(BaseModel):
@@ -149,7 +149,7 @@ class Problem:
         return f"{one_line(self.path)}:{self.line}: {one_line(self.message, 300)}"
 
 
-class InvalidQueries(UsageError):
+class InvalidQueries(ConfigError):
     """Malformed lines in a queries file; ``problems`` has one per line."""
 
     def __init__(self, path: str, problems: list[Problem]) -> None:
@@ -170,7 +170,7 @@ def load_queries(path: str | Path, labelled: bool = False) -> tuple[list[dict], 
     try:
         handle = open(path, "rb")  # noqa: SIM115
     except OSError as exc:
-        raise UsageError(f"cannot read {one_line(str(path))}: {exc.strerror}") from None
+        raise NotFoundError(f"cannot read {one_line(str(path))}: {exc.strerror}") from None
     with handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():

@@ -16,7 +16,7 @@ from html import escape
 from pathlib import Path
 
 from toolkg.display import one_line
-from toolkg.errors import StoreError, UsageError
+from toolkg.errors import NotFoundError, StoreError
 from toolkg.ontology.iris import SERVER_GRAPH_PREFIX
 from toolkg.serve.graph_svg import dependency_svg
 from toolkg.store.dependencies import dependency_rows
@@ -92,7 +92,7 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
     run_id = run_id or latest_run(store_dir)
     folder = store_dir / "runs" / run_id
     if not (folder / "summary.json").exists():
-        raise UsageError(f"no run {run_id!r} in {store_dir}/runs")
+        raise NotFoundError(f"no run {run_id!r} in {store_dir}/runs")
     summary = BuildSummary.model_validate_json((folder / "summary.json").read_text(encoding="utf-8"))
     lines = (folder / "quarantine.jsonl").read_text(encoding="utf-8").split("\n")
     quarantine = [json.loads(line) for line in lines if line]

@@ -1,0 +1,138 @@
+"""What dependency inference reads of a tool: its profile (name action and object, lemmas, namespace)
+and what it offers other tools' parameters. Shared by the rules (inference.py) and the mention rule
+(mentions.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from toolkg.extractors.offline import name_action, name_object_words
+from toolkg.models import Tool
+from toolkg.ontology.vocabulary import kind
+from toolkg.text.lexicon import GENERIC_NOUNS, GENERIC_PARAMETERS, VERB_CAPABILITY
+from toolkg.text.words import lemma, split_identifier
+
+# Words that make a parameter an identifier *of* something: 'email_address' is an email.
+IDENTIFIER_SUFFIXES = frozenset("id ids uuid code codes key name names number address token handle ref".split())
+# Adjectives that make a producer's object contextual ('current location' is the location).
+CONTEXT_WORDS = frozenset("current system user device my local default active present today latest".split())
+# Values derivable from another (a date gives its year): general knowledge of common types.
+DERIVABLE = {
+    "date": {"year", "month", "day", "weekday", "week"},
+    "time": {"hour", "minute"},
+    "location": {"latitude", "longitude", "lat", "lon", "lng", "coordinate", "region", "place"},
+}
+_DERIVERS = {child: parent for parent, children in DERIVABLE.items() for child in children}
+# What authenticating produces, whatever the service.
+SESSION_WORDS = frozenset({"session", "token", "auth", "credential", "cookie"})
+GENERIC_KEYS = GENERIC_NOUNS | GENERIC_PARAMETERS | IDENTIFIER_SUFFIXES | CONTEXT_WORDS
+STATUS_WORDS = frozenset({"status", "state", "availability", "enabled", "mode"})
+# A status check whose text says it is about one of these is a connectivity check.
+CONNECTIVITY_WORDS = frozenset({"connectivity", "internet", "network", "online", "connection"})
+# Capabilities that work on what the tool is given, with no outside service to reach.
+LOCAL_CAPABILITIES = frozenset({"compute", "convert", "analyze"})
+
+PARAMETER_DIRECT = kind("parameterDirectlyDependsOn")
+PARAMETER_INDIRECT = kind("parameterIndirectlyDependsOn")
+TOOL_DIRECT = kind("toolDirectlyDependsOn")
+TOOL_INDIRECT = kind("toolIndirectlyDependsOn")
+
+
+@dataclass
+class Offer:
+    key: tuple[str, ...]  # canonical words
+    how: str
+    contextual: bool  # a context getter: no required input
+
+
+@dataclass
+class Profile:
+    tool: Tool
+    words: list[str]
+    action: str
+    capability: str
+    object_words: list[str]
+    text_lemmas: set[str] = field(default_factory=set)
+    namespace: set[str] = field(default_factory=set)  # rare name tokens: the service a tool belongs to
+    offered: list[Offer] | None = None  # what ``offers`` found (profiles are memoised, so is this)
+
+    @property
+    def needs_input(self) -> bool:
+        return any(q.required for q in self.tool.parameters)
+
+    @property
+    def is_status_check(self) -> bool:
+        """Reads the status of something and needs no input: get_bluetooth_status."""
+        return self.capability == "read" and not self.needs_input and bool(STATUS_WORDS & set(self.object_words))
+
+
+def canonical_key(words: Iterable[str]) -> tuple[str, ...]:
+    out = [w for w in words if w and not w.isdigit()]
+    if out:
+        out[-1] = lemma(out[-1])
+    return tuple(out)
+
+
+def is_informative(key: tuple[str, ...]) -> bool:
+    return any(w not in GENERIC_KEYS and len(w) > 2 for w in key)
+
+
+def _lemmas(text: str) -> set[str]:
+    return {lemma(w) for w in re.findall(r"[a-z]+", text.lower())}
+
+
+@lru_cache(maxsize=250_000)
+def profile(tool: Tool) -> Profile:
+    """What the rules read of a tool (memoised: incremental sync re-infers over an unchanged catalog;
+    the rules reassign only ``namespace``, and do so on every call)."""
+    words = split_identifier(tool.name)
+    at, action = name_action(words)
+    obj = name_object_words(words, at) if words else []
+    text = " ".join(
+        [tool.name.replace("_", " "), tool.description, *(p.name.replace("_", " ") for p in tool.parameters)]
+    )
+    return Profile(tool, words, action, VERB_CAPABILITY.get(action, ""), obj, _lemmas(text))
+
+
+def offers(p: Profile) -> list[Offer]:
+    """What a tool produces that another tool's parameter could take."""
+    if p.offered is None:
+        p.offered = _offers(p)
+    return p.offered
+
+
+def _offers(p: Profile) -> list[Offer]:
+    contextual = not p.needs_input
+    found: list[Offer] = []
+    obj = [w for w in p.object_words if w not in CONTEXT_WORDS]
+    if p.capability in ("read", "search", "create", "generate", "compute", "convert", "analyze") and obj:
+        found.append(Offer(canonical_key(obj), f"name object of {p.tool.name}", contextual))
+    for output in p.tool.outputs:
+        found.append(Offer(canonical_key(split_identifier(output.name)), f"output {output.name}", contextual))
+    return [o for o in found if is_informative(o.key)]
+
+
+def parameter_match(offer: Offer, param_words: list[str]) -> tuple[float, str] | None:
+    """(score, how) when the offer can fill a parameter with these words."""
+    full = canonical_key(param_words)
+    if not full:
+        return None
+    core = canonical_key(param_words[:-1]) if len(param_words) > 1 and param_words[-1] in IDENTIFIER_SUFFIXES else ()
+    if offer.key == full:
+        return 1.0, "same name"
+    if core and offer.key == core:
+        return 0.9, f"{'_'.join(param_words)} identifies a {' '.join(core)}"
+    if len(full) > len(offer.key) and full[-len(offer.key) :] == offer.key and is_informative(offer.key):
+        return 0.75, f"a specific {' '.join(offer.key)}"
+    if len(offer.key) == 1 and full[-1] in DERIVABLE.get(offer.key[0], ()):
+        return 0.7, f"{full[-1]} derives from {offer.key[0]}"
+    return None
+
+
+def is_near(p: Profile, q: Profile) -> bool:
+    """Same server, or the same service namespace: where a description's words are meant."""
+    return p.tool.server_id == q.tool.server_id or bool(p.namespace & q.namespace)

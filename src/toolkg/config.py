@@ -1,0 +1,156 @@
+"""One frozen ``BuildConfig`` made of the stage option objects, set from the CLI or a TOML file.
+
+Every knob a build has lives in one section: ``build`` (what to read and which stages run),
+``limits`` (toolkg.limits), ``inference``, ``links`` and ``entities`` (the catalog-wide stages).
+``toolkg build --config FILE.toml`` reads a file of those sections; ``--set SECTION.KEY=VALUE``
+(repeatable) overrides one value; the command's own flags win over both.
+
+>>> config = BuildConfig().with_settings(["inference.min_confidence=0.7", "links.per_tool=3"])
+>>> config.inference.min_confidence, config.links.per_tool, config.extractor
+(0.7, 3, 'offline')
+>>> BuildConfig().with_settings(["inference.confidence=1"])
+Traceback (most recent call last):
+...
+toolkg.errors.ConfigError: unknown setting 'inference.confidence'; inference takes: \
+max_producers_per_parameter, weak_fanout_cap, rare_token_share, min_confidence
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from toolkg.errors import ConfigError
+from toolkg.limits import Limits
+from toolkg.models import ManifestFormat
+
+
+class Options(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class InferenceOptions(Options):
+    """Dependency inference (canonicalize/inference.py)."""
+
+    max_producers_per_parameter: int = Field(1, ge=1, description="producers each consumer parameter keeps")
+    weak_fanout_cap: int = Field(40, ge=1, description="a weak rule reaching more consumers keeps only its strongest")
+    rare_token_share: float = Field(
+        0.05, gt=0, le=1, description="a namespace token names at most this share of the catalog"
+    )
+    min_confidence: float = Field(0.5, ge=0, le=1, description="edges below this confidence are dropped")
+
+
+class LinkOptions(Options):
+    """Structural links (canonicalize/links.py)."""
+
+    co_invoke: float = Field(0.6, ge=-1, le=1, description="cosine above which same-server tools are co-invoked")
+    schema_overlap: float = Field(0.7, ge=0, le=1, description="share of inputs a producer's outputs must cover")
+    parameter_jaccard: float = Field(0.3, ge=0, le=1, description="Jaccard of specific parameter names")
+    per_tool: int = Field(5, ge=1, description="links of each type a tool keeps, strongest first")
+
+
+class EntityOptions(Options):
+    """Store-wide entity canonicalization (canonicalize/entities.py)."""
+
+    threshold: float = Field(92.0, ge=0, le=100, description="rapidfuzz token_sort_ratio to merge two labels")
+    single_word_threshold: float = Field(95.0, ge=0, le=100, description="the same for two one-word labels")
+    min_length: int = Field(5, ge=1, description="letters; shorter labels are never fuzzy-merged")
+    max_block: int = Field(2000, ge=1, description="a word shared by more labels is too common to block on")
+
+
+class BuildConfig(Options):
+    """Everything one build is told. ``toolkg build --help`` lists the sections; the README the keys."""
+
+    format: ManifestFormat | None = None  # None: detected per file
+    server: str | None = None  # server id for a manifest that names none
+    extractor: Literal["offline", "llm"] = "offline"
+    llm_config: str | None = None  # TOML file of the LLM endpoint (secrets stay in the environment)
+    hide_declared: bool = False  # drop declared dependencies (to evaluate inference against them)
+    prune: bool = False  # remove manifests no longer under the paths
+    force: bool = False  # rebuild unchanged manifests too
+    batch_size: int = Field(32, ge=1)  # manifests per ingest task
+    infer: bool = True
+    link: bool = True  # the structural links stage (``links`` holds its options)
+    confirm_deps: bool = False  # an LLM reviews inferred dependencies
+    dask: bool = False  # extraction fans out over the flow's Dask task runner
+    limits: Limits = Limits()
+    inference: InferenceOptions = InferenceOptions()
+    links: LinkOptions = LinkOptions()
+    entities: EntityOptions = EntityOptions()
+
+    @classmethod
+    def sections(cls) -> dict[str, type[BaseModel]]:
+        """Section name -> its options model ('build' is BuildConfig's own plain fields)."""
+        nested = {name: f.annotation for name, f in cls.model_fields.items() if _is_options(f.annotation)}
+        return {"build": cls, **nested}  # type: ignore[dict-item]
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> BuildConfig:
+        """A TOML file of sections: ``[build]``, ``[limits]``, ``[inference]``, ``[links]``, ``[entities]``."""
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        return cls().with_values(data, source=str(path))
+
+    def with_values(self, data: dict[str, Any], source: str = "config") -> BuildConfig:
+        """This config with ``{section: {key: value}}`` applied (each value validated)."""
+        update: dict[str, Any] = {}
+        sections = self.sections()
+        for section, values in data.items():
+            if section not in sections:
+                raise ConfigError(f"{source}: unknown section [{section}]; sections are: {', '.join(sections)}")
+            if not isinstance(values, dict):
+                raise ConfigError(f"{source}: [{section}] must be a table of KEY = VALUE")
+            model = sections[section]
+            for key in values:
+                if key not in _keys(model):
+                    raise ConfigError(f"unknown setting '{section}.{key}'; {section} takes: {', '.join(_keys(model))}")
+            if section == "build":
+                update.update(values)
+            else:
+                current = getattr(self, section).model_dump()
+                update[section] = current | values
+        try:
+            return type(self).model_validate(self.model_dump() | update)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(x) for x in error["loc"])
+            raise ConfigError(f"{source}: {where}: {error['msg']}") from None
+
+    def with_settings(self, pairs: list[str] | None) -> BuildConfig:
+        """``SECTION.KEY=VALUE`` strings (from ``--set``); a plain ``KEY=VALUE`` is a build setting.
+        Values are read as TOML (numbers, true/false, quoted or bare strings)."""
+        data: dict[str, dict[str, Any]] = {}
+        for pair in pairs or ():
+            name, equals, raw = pair.partition("=")
+            if not equals or not name.strip():
+                raise ConfigError(f"--set takes SECTION.KEY=VALUE (e.g. inference.min_confidence=0.7), not {pair!r}")
+            section, _, key = name.strip().rpartition(".")
+            data.setdefault(section or "build", {})[key.replace("-", "_")] = _toml_value(raw.strip())
+        return self.with_values(data, source="--set") if data else self
+
+    def catalog_key(self) -> dict[str, Any]:
+        """The options the catalog-wide stages depend on: a change makes them run again."""
+        return {"inference": self.inference.model_dump(), "links": self.links.model_dump(),
+                "entities": self.entities.model_dump()}  # fmt: skip
+
+
+def _is_options(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _keys(model: type[BaseModel]) -> list[str]:
+    return [name for name, f in model.model_fields.items() if model is not BuildConfig or not _is_options(f.annotation)]
+
+
+def _toml_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw  # a bare word: a string

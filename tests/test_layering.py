@@ -1,0 +1,169 @@
+"""The house rules, checked on every import statement (module top and function bodies alike).
+
+Each stage is one package that imports only the core and the stages before it; the store imports no
+stage; no two modules import each other, directly or round a loop. A function-level import counts:
+hiding a loop inside a function keeps Python happy, not the reader.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Packages of the core: any package may import them, and they import no stage.
+CORE = ("toolkg", "toolkg.text", "toolkg.llm", "toolkg.ontology", "toolkg.prompts")
+# Stages in pipeline order: a stage may import the core and the stages before it, never one after it.
+STAGES = (
+    "toolkg.extractors",
+    "toolkg.canonicalize",
+    "toolkg.store",
+    "toolkg.retrieval",
+    "toolkg.sync",
+    "toolkg.flows",
+    "toolkg.serve",
+    "toolkg.cli",
+)
+ISOLATED = {"toolkg.store"}  # imports the core only, whatever comes before it
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the installed package, from pyproject's package-dir mapping."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    out: dict[str, Path] = {}
+    for package in config["packages"]:
+        folder = config["package-dir"].get(package)
+        if folder is None:  # a subpackage inside its parent's folder
+            parent, _, name = package.rpartition(".")
+            folder = str(Path(config["package-dir"].get(parent, parent.replace(".", "/"))) / name)
+            while not (ROOT / folder).is_dir():  # nested deeper: walk up to a mapped parent
+                parent, _, last = parent.rpartition(".")
+                folder = str(Path(config["package-dir"][parent]) / last / name)
+        for path in (ROOT / folder).glob("*.py"):
+            out[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+    return out
+
+
+def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the toolkg modules it imports anywhere in its body."""
+    edges: dict[str, set[str]] = defaultdict(set)
+    for name, path in modules.items():
+        package = name if path.stem == "__init__" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            for target in targets:
+                while target not in modules and "." in target:
+                    target = target.rpartition(".")[0]
+                if target in modules and target != name:
+                    edges[name].add(target)
+    return edges
+
+
+def _package_of(module: str, modules: dict[str, Path]) -> str:
+    """The stage or core package a module belongs to (the longest listed prefix)."""
+    for package in sorted((*CORE, *STAGES), key=len, reverse=True):
+        if module == package or module.startswith(package + "."):
+            if package == "toolkg" and modules[module].name != "__init__.py" and "." in module[7:]:
+                continue
+            return package
+    raise AssertionError(f"{module} belongs to no package the layering knows: add it to CORE or STAGES")
+
+
+def _violations() -> list[str]:
+    modules = _modules()
+    out = []
+    for module, targets in sorted(_imports(modules).items()):
+        mine = _package_of(module, modules)
+        for target in sorted(targets):
+            theirs = _package_of(target, modules)
+            if theirs in CORE or theirs == mine:
+                continue
+            if mine in CORE:
+                out.append(f"{module} (core) imports the stage module {target}")
+            elif mine in ISOLATED:
+                out.append(f"{module} ({mine} imports no stage) imports {target}")
+            elif STAGES.index(theirs) > STAGES.index(mine):
+                out.append(f"{module} ({mine}) imports the later stage module {target}")
+    return out
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    edges = _imports(_modules())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_every_module_belongs_to_a_layer():
+    modules = _modules()
+    assert "toolkg.store.oxigraph_store" in modules and "toolkg.cli" in modules
+    for module in modules:
+        _package_of(module, modules)
+
+
+def test_no_stage_imports_a_later_stage_and_the_store_imports_none():
+    assert _violations() == []
+
+
+def test_no_import_loops_between_modules():
+    assert _cycles() == []
+
+
+def test_the_checker_sees_violations(tmp_path):
+    """The rules are not vacuous: a store module importing a stage, and two modules importing each
+    other inside functions, are both caught."""
+    modules = _modules()
+    fake_store = tmp_path / "store_mod.py"
+    fake_store.write_text("def f():\n    from toolkg.extractors.reading import discover\n")
+    loop_a, loop_b = tmp_path / "a.py", tmp_path / "b.py"
+    loop_a.write_text("def f():\n    from toolkg.store.loop_b import g\n")
+    loop_b.write_text("from toolkg.store.loop_a import f\n")
+    extra = {"toolkg.store.store_mod": fake_store, "toolkg.store.loop_a": loop_a, "toolkg.store.loop_b": loop_b}
+    globals_ = globals()
+    original = globals_["_modules"]
+    globals_["_modules"] = lambda: modules | extra
+    try:
+        assert any(v.startswith("toolkg.store.store_mod") for v in _violations())
+        assert ["toolkg.store.loop_a", "toolkg.store.loop_b"] in _cycles()
+    finally:
+        globals_["_modules"] = original
