@@ -1,7 +1,9 @@
-"""Text helpers shared by the extractors: identifier splitting, lemmas, script detection.
+"""Text helpers shared by every stage: identifier splitting, lemmas, entity names, script detection.
 
-spaCy runs as a blank English pipeline with the lookup lemmatizer (no trained pipeline
-can be installed offline); its table is case-sensitive, so text is lower-cased first.
+Lemmas come from spaCy's English lookup table (spacy-lookups-data; no trained pipeline can be
+installed offline), read without importing spaCy; the table is case-sensitive, so text is
+lower-cased first. spaCy itself (a blank English pipeline, ``nlp()``) is loaded only by what
+tokenises sentences: the offline extractor.
 
 >>> split_identifier("getStockPrice"), split_identifier("list-HTTPRoutes_v2")
 (['get', 'stock', 'price'], ['list', 'http', 'routes', 'v2'])
@@ -15,12 +17,15 @@ can be installed offline); its table is case-sensitive, so text is lower-cased f
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import json
 import re
 import threading
 import unicodedata
 from collections import Counter
 from functools import lru_cache
+from importlib import resources
 
 from toolkg.text.lexicon import KEEP_AS_IS
 
@@ -58,8 +63,11 @@ def split_identifier(name: str) -> list[str]:
 
 
 @lru_cache(maxsize=1)
-def _lemma_table():
-    return nlp().get_pipe("lemmatizer").lookups.get_table("lemma_lookup")
+def _lemma_table() -> dict[str, str]:
+    """spaCy's English lookup-lemmatizer table, read straight from spacy-lookups-data (the file the
+    lookup lemmatizer loads): the same lemmas in 0.05 s instead of importing spaCy (~3 s)."""
+    data = resources.files("spacy_lookups_data") / "data" / "en_lemma_lookup.json.gz"
+    return json.loads(gzip.decompress(data.read_bytes()))
 
 
 @lru_cache(maxsize=65536)
