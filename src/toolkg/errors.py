@@ -26,10 +26,6 @@ class NotFoundError(RequestError):
     """A path, run, saved query, server or tool that was named does not exist."""
 
 
-class UsageError(RequestError):
-    """A command line that cannot work (the CLI's own; the library raises the classes above)."""
-
-
 class ManifestError(ToolkgError):
     """A whole manifest cannot be read or understood."""
 

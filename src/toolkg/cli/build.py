@@ -1,0 +1,215 @@
+"""Building the graph: `toolkg build`, `toolkg schedule` (the same build as a Prefect deployment on a cron
+schedule) and `toolkg prefect-server` (the shared local Prefect server builds use).
+
+A build is told one ``toolkg.config.BuildConfig``, assembled from, lowest first: the defaults, the
+``--config FILE.toml`` file, each ``--set SECTION.KEY=VALUE``, and the flags given on the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from toolkg.cli.common import add_output, add_store, add_verbosity, usage
+from toolkg.cli.settings import add_settings, build_config, sections, settings_epilog
+from toolkg.config import BuildConfig
+from toolkg.summary import EXIT_OK, EXIT_QUARANTINED
+
+
+def add_parsers(sub) -> None:
+    build = sub.add_parser(
+        "build",
+        help="build or update the graph from manifest files or folders",
+        description="Ingest tool manifests (MCP tools/list, MCP catalogs, OpenAI functions, OpenAPI 3, ToolLinkOS) "
+        "into the store with a Prefect flow. Unchanged manifests are skipped; changed ones replace their graphs "
+        "atomically. Settings can also come from --config FILE.toml and --set SECTION.KEY=VALUE (sections "
+        f"{sections()}); the flags given win over both.",
+        epilog=settings_epilog(),
+    )
+    build.add_argument("paths", nargs="+", metavar="PATH", help="manifest files or folders (searched recursively)")
+    add_store(build)
+    add_settings(build)
+    build.add_argument(
+        "--only",
+        action="append",
+        metavar="SERVER",
+        help="sync just this server (repeatable): its graph diff and its dependency neighbourhood, nothing else; "
+        "a server no manifest under PATHs defines any more is removed",
+    )
+    build.add_argument(
+        "--dask",
+        metavar="local[:N]|tcp://HOST:PORT",
+        help="fan extraction out over a Dask cluster: a local one of N workers (default 2) or a running scheduler "
+        "(sets build.dask)",
+    )
+    add_output(build, formats=None, what="the run summary")
+    add_verbosity(build, quiet=True, prefect=True)
+    build.set_defaults(handler=cmd_build)
+
+    schedule = sub.add_parser(
+        "schedule",
+        help="run the build on a schedule as a Prefect deployment (needs a Prefect server)",
+        description="Register the build of PATH... as a Prefect deployment 'toolkg-build/NAME' with a cron schedule "
+        "and serve it: this process runs each scheduled run (and each manual one: prefect deployment run "
+        "'toolkg-build/NAME') until stopped. Needs a real Prefect server (prefect server start) and "
+        "PREFECT_API_URL pointing at it; the local server 'toolkg build' starts runs no scheduler. The build "
+        f"settings are those of toolkg build (--config FILE.toml, --set SECTION.KEY=VALUE, sections {sections()}).",
+        epilog=settings_epilog(),
+    )
+    schedule.add_argument("paths", nargs="+", metavar="PATH", help="catalog files or folders to build")
+    add_store(schedule)
+    schedule.add_argument("--cron", required=True, help="cron expression, e.g. '0 * * * *' (hourly)")
+    schedule.add_argument("--name", default="catalog", help="deployment name (default: catalog)")
+    add_settings(schedule)
+    add_verbosity(schedule, prefect=True)
+    schedule.set_defaults(handler=cmd_schedule)
+
+    prefect_server = sub.add_parser(
+        "prefect-server",
+        help="show or stop the shared local Prefect server builds use when PREFECT_API_URL is not set",
+        description="Without PREFECT_API_URL, 'toolkg build' starts one local Prefect API server (under "
+        "PREFECT_HOME, UI and scheduling off) and later commands reuse it. It stops by itself after "
+        "TOOLKG_PREFECT_IDLE_SECONDS (default 600) with no toolkg command using it; 'stop' stops it now.",
+    )
+    prefect_server.add_argument(
+        "action", nargs="?", choices=("status", "stop"), default="status", help="status (default) or stop"
+    )
+    add_verbosity(prefect_server)
+    prefect_server.set_defaults(handler=cmd_prefect_server)
+
+
+def _require_manifests(paths: list[str]) -> None:
+    from toolkg.extractors.reading import discover
+
+    usage(discover(paths), f"no manifest files (.json, .yaml, .yml) under: {' '.join(paths)}")
+
+
+def _quiet_prefect(verbose: bool) -> None:
+    """Prefect's console logs only with -v: without it every failure is toolkg's one line, whatever the
+    environment asks of Prefect (its flow-run error log repeats the failure with a traceback)."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ["PREFECT_LOGGING_LEVEL"] = "INFO" if verbose else "CRITICAL"
+    if not verbose:  # failures are summarised by toolkg; instructor would also log each one
+        logging.getLogger("instructor").setLevel(logging.CRITICAL)
+        # Prefect's event and log senders say "Still processing items" as they flush at exit
+        for name in ("EventsWorker", "APILogWorker"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from toolkg import progress
+
+    _require_manifests(args.paths)  # fail fast, before Prefect starts
+    config = build_config(args)
+    runner = args.dask or ("local" if config.dask else None)
+    in_process = "--dask fans out the offline extractor; the LLM extractor is concurrent in-process"
+    usage(not runner or config.extractor == "offline", in_process)
+    _quiet_prefect(args.verbose)
+    progress.enable(not args.quiet)
+    started = time.perf_counter()
+    if args.only:
+        return _build_only(args, config, started)
+    from toolkg.flows.local_server import use_shared_server
+
+    # No PREFECT_API_URL: the shared local server (started on demand, stops when idle), not a temporary one.
+    use_shared_server(say=None if args.quiet else lambda line: print(f"[toolkg] {line}", file=sys.stderr))
+    from toolkg.flows.build import build_catalog
+
+    if runner:
+        from toolkg.flows.scale import dask_task_runner
+
+        build_catalog = build_catalog.with_options(task_runner=dask_task_runner(runner))
+    summary = build_catalog(paths=[str(p) for p in args.paths], store_dir=args.store, config=config)
+    wall = time.perf_counter() - started
+    pipeline = summary.pipeline_seconds
+    timing = f"  wall time: {wall:.2f}s (pipeline {pipeline:.2f}s, Prefect start-up and orchestration "
+    timing += f"{wall - pipeline:.2f}s)"
+    if args.output_format == "json":  # standard output is the summary alone
+        print(summary.model_dump_json(indent=2))
+        print(timing.strip(), file=sys.stderr)
+    else:
+        print(summary)
+        print(timing)
+    return summary.exit_code
+
+
+def _build_only(args: argparse.Namespace, config: BuildConfig, started: float) -> int:
+    """`toolkg build PATH... --only SERVER`: incremental sync of those servers (flows/sync.py)."""
+    from toolkg.errors import StoreError
+    from toolkg.flows.sync import SyncResult, format_result, sync_servers
+    from toolkg.store.oxigraph_store import ToolStore
+
+    offline_only = {
+        "--prune": config.prune,
+        "--force": config.force,
+        "--extractor llm": config.extractor == "llm",
+        "--confirm-deps": config.confirm_deps,
+        "--hide-declared": config.hide_declared,
+        "--no-infer": not config.infer,
+    }
+    clashing = [flag for flag, on in offline_only.items() if on]
+    usage(not clashing, f"--only syncs servers with the offline extractor; it cannot go with {', '.join(clashing)}")
+    if not ToolStore.exists(args.store):
+        raise StoreError(f"no toolkg store at {args.store}: --only updates a built store (build it first)")
+    # With a Prefect server the sync is a flow run that shows in its UI; without one it runs in-process
+    # rather than spend 10-15 s starting a temporary server for a sub-second change.
+    run = sync_servers if os.environ.get("PREFECT_API_URL") else sync_servers.fn
+    results = run(paths=list(args.paths), store_dir=args.store, servers=args.only, links=config.link)
+    timing = f"  wall time: {time.perf_counter() - started:.2f}s"
+    if args.output_format == "json":
+        from pydantic import TypeAdapter
+
+        print(TypeAdapter(list[SyncResult]).dump_json(results, indent=2).decode())
+        print(timing.strip(), file=sys.stderr)
+    else:
+        for result in results:
+            print(format_result(result))
+        print(timing)
+    return EXIT_QUARANTINED if any(r.quarantined for r in results) else EXIT_OK
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    from toolkg.errors import ConfigError
+
+    if not os.environ.get("PREFECT_API_URL"):
+        raise ConfigError(
+            "toolkg schedule needs a Prefect server: run 'prefect server start' and set "
+            "PREFECT_API_URL=http://127.0.0.1:4200/api"
+        )
+    _require_manifests(args.paths)
+    config = build_config(args)
+    usage(not config.dask, "toolkg schedule runs extraction in-process: build.dask goes with toolkg build --dask")
+    if config.llm_config:  # the deployment's runs may start elsewhere: an absolute path, like PATH and --store
+        config = config.model_copy(update={"llm_config": str(Path(config.llm_config).resolve())})
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from prefect.deployments.runner import EntrypointType
+
+    from toolkg.flows.build import build_catalog
+
+    paths, store_dir = [str(Path(p).resolve()) for p in args.paths], str(Path(args.store).resolve())
+    print(
+        f"serving deployment 'toolkg-build/{args.name}' (cron '{args.cron}') from {os.environ['PREFECT_API_URL']}; "
+        f"run it now with: prefect deployment run 'toolkg-build/{args.name}'; Ctrl-C stops serving",
+        file=sys.stderr,
+        flush=True,
+    )
+    build_catalog.serve(
+        name=args.name,
+        cron=args.cron,
+        parameters={"paths": paths, "store_dir": store_dir, "config": config.model_dump(mode="json")},
+        description=f"toolkg build of {', '.join(paths)} into {store_dir}",
+        tags=["toolkg"],
+        entrypoint_type=EntrypointType.MODULE_PATH,
+        print_starting_message=False,
+    )
+    return EXIT_OK
+
+
+def cmd_prefect_server(args: argparse.Namespace) -> int:
+    from toolkg.flows.local_server import command
+
+    return command(args.action)

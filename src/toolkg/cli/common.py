@@ -1,0 +1,111 @@
+"""What every command module of the CLI shares: the parser class, the usage error, ``--store``, the output
+options (``--format`` / ``--json``), ``-q`` / ``-v``, and opening the store with a friendly error.
+
+Command modules import this one and nothing else of the CLI package (besides ``render``), so no two CLI
+modules import each other.
+
+>>> parser = Parser(prog="demo")
+>>> add_output(parser, formats=("table", "json", "csv"))
+>>> parser.parse_args([]).output_format, parser.parse_args(["--json"]).output_format
+('table', 'json')
+>>> parser.parse_args(["--format", "csv"]).output_format
+'csv'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from toolkg.errors import RequestError, StoreError
+from toolkg.summary import EXIT_USAGE
+
+DEFAULT_STORE = ".toolkg"
+TABLE_OR_JSON = ("table", "json")
+
+
+class UsageError(RequestError):
+    """A command line that cannot work (the CLI's own; the library raises ConfigError / NotFoundError)."""
+
+
+def usage(ok: object, message: str) -> None:
+    """Raise ``UsageError(message)`` unless ``ok``: one line on stderr, exit 2."""
+    if not ok:
+        raise UsageError(message)
+
+
+def one_of(message: str, *given: object) -> None:
+    """Exactly one of ``given`` must be set (e.g. a query argument or ``--queries FILE``)."""
+    usage(sum(1 for value in given if value) == 1, message)
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors are one line and exit 2, like every other usage error of toolkg."""
+
+    def error(self, message: str) -> None:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def default_store() -> str:
+    return os.environ.get("TOOLKG_STORE", DEFAULT_STORE)
+
+
+def add_store(parser: argparse.ArgumentParser) -> None:
+    """The common ``--store DIR`` (default: $TOOLKG_STORE or ./.toolkg)."""
+    parser.add_argument(
+        "--store", default=default_store(), metavar="DIR", help="store directory (default: $TOOLKG_STORE or ./.toolkg)"
+    )
+
+
+def add_output(
+    parser: argparse.ArgumentParser,
+    formats: Sequence[str] | None = TABLE_OR_JSON,
+    default: str = "table",
+    json_format: str = "json",
+    what: str = "output format",
+) -> None:
+    """The output options, the same on every command that prints results: ``--format`` (when the command
+    has formats to choose from) and ``--json``, a shorthand for ``--format json``. Both set
+    ``args.output_format``; giving both is a usage error."""
+    group = parser.add_argument_group("output").add_mutually_exclusive_group()
+    if formats:
+        group.add_argument(
+            "--format",
+            dest="output_format",
+            choices=formats,
+            default=default,
+            help=f"{what}: {', '.join(formats)} (default {default})",
+        )
+    group.add_argument(
+        "--json",
+        dest="output_format",
+        action="store_const",
+        const=json_format,
+        default=default,
+        help=f"print JSON (same as --format {json_format})" if formats else f"print {what} as JSON",
+    )
+
+
+def add_verbosity(parser: argparse.ArgumentParser, quiet: bool = False, prefect: bool = False) -> None:
+    """``-v`` (the traceback of any unexpected failure, and Prefect's logs for commands that run a flow)
+    and, for commands that report progress, ``-q``."""
+    if quiet:
+        parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    shows = "Prefect's logs and the traceback" if prefect else "the traceback"
+    parser.add_argument("-v", "--verbose", action="store_true", help=f"show {shows} of any unexpected failure")
+
+
+def print_json(data: object, out=None) -> None:
+    print(json.dumps(data, indent=2, ensure_ascii=False), file=out or sys.stdout)
+
+
+def open_store(directory: str, *, create: bool = False):
+    """The store at ``directory``; a missing store is one line saying to build it first."""
+    from toolkg.store.oxigraph_store import ToolStore
+
+    if not create and not ToolStore.exists(directory):
+        raise StoreError(f"no toolkg store at {directory} (run 'toolkg build PATH... --store {directory}' first)")
+    return ToolStore(directory)

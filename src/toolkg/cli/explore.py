@@ -1,0 +1,224 @@
+"""Reading the graph: `toolkg query`, `export`, `stats` and `deps`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from toolkg.cli.common import UsageError, add_output, add_store, add_verbosity, one_of, open_store, print_json, usage
+from toolkg.summary import EXIT_OK
+
+EXPORT_FORMATS = {"ttl": "TURTLE", "nq": "N_QUADS", "trig": "TRIG", "jsonld": "JSON_LD", "nt": "N_TRIPLES"}
+
+
+def add_parsers(sub) -> None:
+    query = sub.add_parser(
+        "query",
+        help="run a SPARQL query over all graphs",
+        description="Run SPARQL over the union of all graphs (tk:, rdfs:, dcterms:, skos:, "
+        "prov: prefixes are predefined). CONSTRUCT/DESCRIBE print N-Triples.",
+    )
+    query.add_argument("sparql", nargs="?", help="the query; '-' reads standard input")
+    query.add_argument("-f", "--file", help="read the query from FILE")
+    query.add_argument("--saved", metavar="NAME", help="run a saved analyst query (see --list-saved)")
+    query.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a saved query's parameter, e.g. -p server=filesystem (repeatable; leave out to query everything)",
+    )
+    query.add_argument("--list-saved", action="store_true", help="list the saved queries and their parameters")
+    query.add_argument("--show", action="store_true", help="print the query text instead of running it")
+    add_store(query)
+    add_output(query, formats=("table", "json", "csv"), what="result format (json and csv: the W3C formats)")
+    add_verbosity(query)
+    query.set_defaults(handler=cmd_query)
+
+    export = sub.add_parser(
+        "export",
+        help="dump the store as RDF",
+        description="Dump every graph (nq, trig, jsonld keep graphs; ttl, nt merge them).",
+    )
+    add_store(export)
+    add_output(export, formats=sorted(EXPORT_FORMATS), default="trig", json_format="jsonld", what="RDF format")
+    export.add_argument("-o", "--output", "--out", help="output file (default: standard output)")
+    add_verbosity(export)
+    export.set_defaults(handler=cmd_export)
+
+    stats = sub.add_parser(
+        "stats",
+        help="counts by class, predicate and server",
+        description="Count the store's nodes by class, its triples by predicate, and each server's tools, "
+        "parameters, outputs and dependencies.",
+    )
+    add_store(stats)
+    add_output(stats)
+    add_verbosity(stats)
+    stats.set_defaults(handler=cmd_stats)
+
+    deps = sub.add_parser(
+        "deps",
+        help="list dependency edges (declared and inferred)",
+        description="List dependency edges: consumer, producer, kind, parameter, confidence, basis "
+        "(declared | inferred | llm) and evidence. With --tool, that tool's edges and everything it "
+        "depends on transitively.",
+    )
+    add_store(deps)
+    deps.add_argument("--tool", metavar="ID", help="one tool: 'server::tool' (or a bare name if unique)")
+    deps.add_argument(
+        "--links", action="store_true", help="also list structural links (co-invoked, schema compatible, shared params)"
+    )
+    add_output(deps)
+    add_verbosity(deps)
+    deps.set_defaults(handler=cmd_deps)
+
+
+# -- query ------------------------------------------------------------------------------------------
+
+
+def _read_query(args: argparse.Namespace) -> str:
+    usage(not (args.file and args.sparql), "give the query as an argument or with -f, not both")
+    if args.file:
+        try:
+            return Path(args.file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    if args.sparql == "-":
+        return sys.stdin.read()
+    usage(args.sparql, "no query: give SPARQL, -f FILE, or - for standard input")
+    return args.sparql
+
+
+def _saved_query_text(args: argparse.Namespace) -> str:
+    from toolkg.store.saved_queries import saved_query
+
+    one_of("give SPARQL, -f FILE or --saved NAME (one of them)", args.saved, args.sparql or args.file)
+    values = {}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        usage(sep and name, f"--param takes NAME=VALUE, not {item!r}")
+        values[name.strip()] = value.strip()
+    return saved_query(args.saved).render(values)
+
+
+def _list_saved() -> int:
+    from toolkg.store.saved_queries import saved_queries
+
+    for name, q in saved_queries().items():
+        print(f"{name:<26} {q.description}")
+        for p in q.params:
+            print(f"{'':<26}   -p {p.name}=...  {p.help}")
+    return EXIT_OK
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    from toolkg.cli.render import print_result
+
+    if args.list_saved:
+        return _list_saved()
+    usage(args.saved or not args.param, "--param goes with --saved NAME")
+    text = _saved_query_text(args) if args.saved else _read_query(args)
+    if args.show:
+        print(text, end="")
+        return EXIT_OK
+    store = open_store(args.store)
+    try:
+        result = store.query(text)
+    except SyntaxError as exc:
+        raise UsageError(f"invalid SPARQL: {str(exc).splitlines()[0]}") from None
+    print_result(result, args.output_format, sys.stdout)
+    return EXIT_OK
+
+
+# -- export, stats ----------------------------------------------------------------------------------
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    import pyoxigraph
+
+    store = open_store(args.store)
+    fmt = getattr(pyoxigraph.RdfFormat, EXPORT_FORMATS[args.output_format])
+    if args.output:
+        with open(args.output, "wb") as out:
+            store.dump(out, fmt)
+        size = Path(args.output).stat().st_size
+        print(f"wrote {args.output} ({size} bytes, {args.output_format})", file=sys.stderr)
+    else:
+        store.dump(sys.stdout.buffer, fmt)
+    return EXIT_OK
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from toolkg.cli.render import format_stats
+    from toolkg.store.stats import stats
+
+    data = stats(open_store(args.store))
+    if args.output_format == "json":
+        print_json(data)
+    else:
+        print(format_stats(data))
+    return EXIT_OK
+
+
+# -- deps -------------------------------------------------------------------------------------------
+
+
+def _resolve_tool(store, name: str) -> str:
+    from pyoxigraph import Literal
+
+    from toolkg.display import one_line
+
+    if "::" in name:
+        return name
+    rows = store.select(
+        "SELECT ?id ?name WHERE { ?t a tk:Tool ; tk:name ?name ; tk:identifier ?id }", {"name": Literal(name)}
+    )
+    ids = sorted({r["id"].value for r in rows})
+    found = ", ".join(one_line(i) for i in ids[:20]) if ids else "none"
+    usage(len(ids) == 1, f"--tool {name!r} must name exactly one tool (found: {found}); use server::tool")
+    return ids[0]
+
+
+def cmd_deps(args: argparse.Namespace) -> int:
+    from toolkg.store.dependencies import dependency_rows, link_rows, transitive_dependencies
+
+    store = open_store(args.store)
+    tool = _resolve_tool(store, args.tool) if args.tool else None
+    rows = dependency_rows(store, tool)
+    closure = transitive_dependencies(store, tool) if tool else None
+    links = link_rows(store, tool) if args.links else None
+    if args.output_format == "json":
+        extra = ({"transitive": closure} if tool else {}) | ({"links": links} if args.links else {})
+        print_json({"edges": rows, **extra})
+    else:
+        _print_deps(tool, rows, closure, links)
+    return EXIT_OK
+
+
+def _print_deps(tool: str | None, rows: list[dict], closure: list[str] | None, links: list[dict] | None) -> None:
+    """Every name and evidence comes from manifests: one terminal line each (display.one_line)."""
+    from toolkg.display import one_line as o
+
+    if tool and not rows:
+        print(f"{o(tool)}: no dependency edges")
+    for r in rows:
+        via = f" via {o(r['parameter'])}" if r["parameter"] else ""
+        confidence = f"{r['confidence']:.2f}" if r["confidence"] is not None else "-"
+        print(
+            f"{o(r['consumer'])} -> {o(r['producer'])}  {o(r['kind'])}{via}  [{o(r['basis'])} {confidence}]  "
+            f"{o(r['evidence'], 300)}"
+        )
+    if tool:
+        print(f"{o(tool)} depends transitively on {len(closure)} tool(s): {', '.join(map(o, closure)) or '-'}")
+    else:
+        print(f"{len(rows)} edge(s)", file=sys.stderr)
+    for link in links or ():
+        print(
+            f"{o(link['source'])} ~ {o(link['target'])}  {o(link['kind'])}  [{link['score']:.2f}]  "
+            f"{o(link['evidence'], 300)}"
+        )
+    if links is not None and not tool:
+        print(f"{len(links)} link(s)", file=sys.stderr)

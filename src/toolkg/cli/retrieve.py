@@ -1,0 +1,221 @@
+"""Tool retrieval: `toolkg retrieve` (rank tools for a query or a file of them) and `toolkg eval` (score the
+methods side by side on labelled queries)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from toolkg.cli.common import UsageError, add_output, add_store, add_verbosity, one_of, open_store, print_json, usage
+from toolkg.summary import EXIT_OK
+
+MAX_PROBLEMS = 100  # malformed query lines listed before the rest are counted
+METHODS = "bm25, dense, hybrid, grtf, ego, agent"
+
+
+def add_parsers(sub) -> None:
+    retrieve = sub.add_parser(
+        "retrieve",
+        help="rank tools (and servers) for a query",
+        description="Rank tools for a query with one method: bm25, dense, hybrid (baselines), grtf (Graph "
+        "RAG-Tool Fusion: hybrid top-3 + dependencies depth-first), ego (ensemble of ego graphs), agent "
+        "(Agent-as-a-Graph: servers and tools, type-weighted RRF). With --queries, every line of a JSONL file "
+        "(id, query, steps) is ranked and written to --out, one JSON line per query. Every line is checked first: "
+        "a malformed one (not UTF-8, not JSON, wrong types) is reported as FILE:LINE: what is wrong, and nothing "
+        "is ranked or written (exit 2) unless --skip-invalid. --out appears whole or not at all.",
+    )
+    retrieve.add_argument("query", nargs="?", help="the query (or use --queries)")
+    add_store(retrieve)
+    retrieve.add_argument("--method", default="grtf", help=f"one of {METHODS} (default grtf)")
+    retrieve.add_argument("-k", "--k", type=int, default=10, help="how many tools and servers (default 10)")
+    retrieve.add_argument("--step", action="append", default=[], help="a sub-step of the query (repeatable)")
+    retrieve.add_argument("--queries", metavar="IN.jsonl", help="rank every query of this file")
+    retrieve.add_argument(
+        "--out", "--output", metavar="OUT.jsonl", help="where --queries results go (default: standard output)"
+    )
+    _add_skip_invalid(retrieve)
+    retrieve.add_argument(
+        "-o",
+        "--option",
+        action="append",
+        default=[],
+        metavar="METHOD.KEY=VALUE",
+        help="a method option, e.g. grtf.seeds=1, grtf.depth=2, grtf.kinds=toolDirectlyDependsOn, "
+        "grtf.first_stage=hybrid, agent.server_weight=1.0, ego.entries=5 (repeatable)",
+    )
+    add_output(retrieve, what="output for one query (--queries always writes JSON lines)")
+    add_verbosity(retrieve)
+    retrieve.set_defaults(handler=cmd_retrieve)
+
+    evaluation = sub.add_parser(
+        "eval",
+        help="score retrieval methods side by side on labelled queries",
+        description="Recall@K, mAP@K, nDCG@K and CompleteRecall@K over tools and Recall@K over servers, for every "
+        "method in one run; printed as a table (or JSON) and written as JSON and a PNG plot. Every line of "
+        "--queries is checked first (gold_tools required): a malformed one is reported as FILE:LINE: what is "
+        "wrong, and nothing is evaluated or written (exit 2) unless --skip-invalid.",
+    )
+    add_store(evaluation)
+    evaluation.add_argument("--queries", required=True, metavar="Q.jsonl", help="labelled queries (gold_tools, ...)")
+    evaluation.add_argument("--methods", default="bm25,dense,hybrid,grtf,ego,agent", help="comma-separated methods")
+    evaluation.add_argument("-k", "--k", default="3,5,10,20", help="comma-separated cut-offs (default 3,5,10,20)")
+    evaluation.add_argument("--limit", type=int, help="only the first N queries")
+    _add_skip_invalid(evaluation)
+    evaluation.add_argument(
+        "--out", "--output", metavar="DIR", help="where eval.json and eval.png go (default <store>/eval)"
+    )
+    evaluation.add_argument(
+        "-o", "--option", action="append", default=[], metavar="METHOD.KEY=VALUE", help="a method option (repeatable)"
+    )
+    add_output(evaluation, what="how the scores print (eval.json and eval.png are written either way)")
+    add_verbosity(evaluation, quiet=True)
+    evaluation.set_defaults(handler=cmd_eval)
+
+
+def _add_skip_invalid(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="skip malformed lines of --queries (counted on stderr) instead of stopping before any output",
+    )
+
+
+def _open_index(directory: str):
+    from toolkg.retrieval import Index
+
+    open_store(directory)  # the friendly error when there is no store
+    return Index(directory)
+
+
+def _checked_queries(path: str, labelled: bool, skip_invalid: bool) -> list[dict]:
+    """The queries of ``path``, every line checked (retrieval/queries.py): a malformed line is one line on
+    stderr (FILE:LINE: what is wrong) and stops the command before any output, unless ``skip_invalid``."""
+    from toolkg.display import one_line
+    from toolkg.retrieval import InvalidQueries, load_queries
+
+    rows, problems = load_queries(path, labelled=labelled)
+    if problems and not skip_invalid:
+        for problem in problems[:MAX_PROBLEMS]:
+            print(problem, file=sys.stderr)
+        if len(problems) > MAX_PROBLEMS:
+            print(f"... and {len(problems) - MAX_PROBLEMS} more malformed line(s)", file=sys.stderr)
+        raise InvalidQueries(path, problems)
+    if problems:
+        lines = ", ".join(str(p.line) for p in problems[:10]) + (", ..." if len(problems) > 10 else "")
+        print(f"toolkg: skipped {len(problems)} malformed line(s) of {one_line(path)} (line {lines})", file=sys.stderr)
+    return rows
+
+
+# -- retrieve ---------------------------------------------------------------------------------------
+
+
+def cmd_retrieve(args: argparse.Namespace) -> int:
+    from toolkg.retrieval import make_retriever, parse_options  # looked up per call (tests patch make_retriever)
+
+    one_of("give a query or --queries FILE (one of them)", args.query, args.queries)
+    usage(args.k >= 1, "-k must be at least 1")
+    usage(args.queries or not args.skip_invalid, "--skip-invalid goes with --queries FILE")
+    rows = _checked_queries(args.queries, labelled=False, skip_invalid=args.skip_invalid) if args.queries else None
+    options = parse_options(args.option)
+    if others := sorted(set(options) - {args.method}):
+        raise UsageError(f"--option names {', '.join(others)}, not the --method {args.method}")
+    index = _open_index(args.store)
+    try:
+        retriever = make_retriever(args.method, index, **options.get(args.method, {}))
+        if rows is None:
+            _rank_one(retriever, args)
+        else:
+            _rank_all(retriever, rows, args)
+        return EXIT_OK
+    finally:
+        index.close()
+
+
+def _rank_one(retriever, args: argparse.Namespace) -> None:
+    from toolkg.display import one_line
+    from toolkg.retrieval import Query
+
+    ranking = retriever.retrieve(Query("query", args.query, tuple(args.step)), args.k)
+    if args.output_format == "json":
+        print_json(ranking.as_json("query"))
+        return
+    for rank, hit in enumerate(ranking.tools, start=1):
+        print(
+            f"{rank:>3}. {one_line(hit.tool.server, 80)}  {one_line(hit.tool.name, 120)}  "
+            f"{hit.score:.4f}  {one_line(hit.why, 200)}"
+        )
+    print("servers: " + ", ".join(one_line(s, 80) for s, _ in ranking.servers))
+
+
+def _rank_all(retriever, rows: list[dict], args: argparse.Namespace) -> None:
+    """One JSON line per query, to standard output or atomically to --out (never a partial file)."""
+    import json
+
+    from toolkg.atomic import atomic_output
+    from toolkg.display import one_line
+    from toolkg.retrieval import as_query
+
+    def write(out) -> None:
+        for row in rows:
+            ranking = retriever.retrieve(as_query(row), args.k)
+            out.write(json.dumps(ranking.as_json(row["id"]), ensure_ascii=False) + "\n")
+
+    if not args.out:
+        write(sys.stdout)
+        return
+    with atomic_output(args.out) as out:
+        write(out)
+    print(f"{len(rows)} queries ranked by {args.method} -> {one_line(args.out)}", file=sys.stderr)
+
+
+# -- eval -------------------------------------------------------------------------------------------
+
+
+def _cut_offs(text: str) -> list[int]:
+    try:
+        ks = sorted({int(k) for k in text.split(",") if k.strip()})
+    except ValueError:
+        raise UsageError(f"--k takes comma-separated integers, not {text!r}") from None
+    usage(ks and ks[0] >= 1, "--k needs positive cut-offs")
+    return ks
+
+
+def _methods(text: str) -> list[str]:
+    from toolkg.retrieval import METHODS as KNOWN
+
+    methods = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in methods if m not in KNOWN]
+    usage(
+        methods and not unknown, f"unknown method(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(KNOWN)}"
+    )
+    return methods
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from toolkg import progress
+    from toolkg.retrieval import parse_options
+    from toolkg.retrieval.evaluate import evaluate, format_table, write_outputs
+
+    ks, methods = _cut_offs(args.k), _methods(args.methods)
+    rows = _checked_queries(args.queries, labelled=True, skip_invalid=args.skip_invalid)[: args.limit]
+    usage(rows, f"no queries to evaluate in {args.queries}")
+    options = parse_options(args.option)
+    progress.enable(not args.quiet)
+    index = _open_index(args.store)
+    try:
+        report = evaluate(index, rows, methods, ks, options)
+    finally:
+        index.close()
+    report["store"], report["queries_file"] = str(Path(args.store).resolve()), args.queries
+    out = Path(args.out) if args.out else Path(args.store) / "eval"
+    out.mkdir(parents=True, exist_ok=True)
+    write_outputs(report, out / "eval.json", out / "eval.png")
+    as_json = args.output_format == "json"
+    if as_json:
+        print_json(report)
+    else:
+        print(format_table(report))
+    # With --json, standard output is the report alone.
+    print(f"wrote {out / 'eval.json'} and {out / 'eval.png'}", file=sys.stderr if as_json else sys.stdout)
+    return EXIT_OK
