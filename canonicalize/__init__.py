@@ -1,17 +1,13 @@
-"""Canonicalize stage.
+"""Canonicalize: everything derived across tools, once the catalog's manifests are extracted.
 
-Per manifest (``canonicalize_manifest``) there is nothing left to do: entity names are
-normalised when triples become RDF (``extractors.text.entity_name``), so every manifest
-already shares one IRI per normalised name, and relations are closed ontology choices.
-Store-wide fuzzy clustering of near-identical entities runs after loading:
-``toolkg.canonicalize.entities``.
+- ``entities``: store-wide fuzzy clustering of near-identical entities (rapidfuzz), one
+  canonical-entities graph. Per manifest there is nothing to do: names are normalised when triples
+  are made (``toolkg.text.words.entity_name``), so manifests already share one IRI per name.
+- ``inference`` (with ``profiles``, ``mentions`` and the LLM review in ``confirm``): dependency
+  edges between tools.
+- ``links`` and ``incremental_links``: structural links (co-invoked, schema compatible, shared
+  parameters), computed whole or kept up to date one change at a time.
+
+Predicate canonicalization happens during extraction (the LLM's response model maps a relation to an
+ontology predicate so a wrong one is re-asked), so it lives with the vocabulary: ``toolkg.ontology.predicates``.
 """
-
-from __future__ import annotations
-
-from toolkg.extractors.manifest_triples import ExtractedManifest
-
-
-def canonicalize_manifest(extracted: ExtractedManifest) -> ExtractedManifest:
-    """Identity: normalisation already happened at extraction, clustering happens store-wide."""
-    return extracted

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from toolkg.extractors.formats import (
     ParsedServers,
     detect_format,
@@ -19,7 +17,7 @@ from toolkg.extractors.openapi import parse_openapi
 from toolkg.extractors.reading import load_document
 from toolkg.failures import quarantine
 from toolkg.limits import Limits
-from toolkg.models import Manifest, ManifestFile, ManifestFormat, Notice, QuarantinedItem
+from toolkg.models import Manifest, ManifestFile, ManifestFormat, StageInfo
 
 PARSERS: dict[str, Callable[[str, Any, str | None, Limits], ParsedServers]] = {
     "mcp": parse_mcp,
@@ -30,13 +28,11 @@ PARSERS: dict[str, Callable[[str, Any, str | None, Limits], ParsedServers]] = {
 }
 
 
-class IngestResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class IngestResult(StageInfo):
+    """One manifest parsed: its servers and tools, what was quarantined, what was trimmed (notices)."""
 
     file: ManifestFile
     manifest: Manifest | None  # None when the whole file was quarantined
-    quarantined: tuple[QuarantinedItem, ...] = ()
-    notices: tuple[Notice, ...] = ()  # tools kept but trimmed to fit a limit
 
 
 def ingest_manifest(

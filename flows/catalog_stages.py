@@ -8,10 +8,12 @@ build redoes it even when no manifest changed. A stage clears its mark only afte
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,18 +25,13 @@ from toolkg import progress
 from toolkg.canonicalize.entities import CANONICAL_GRAPH, canonicalize_store
 from toolkg.canonicalize.inference import infer_dependencies
 from toolkg.canonicalize.links import structural_links, tool_text
+from toolkg.config import BuildConfig, EntityOptions, LinkOptions
 from toolkg.embeddings import Embedder
 from toolkg.failures import fault_point, quarantine
-from toolkg.models import QuarantinedItem, Tool
-from toolkg.store.build_state import clear_pending
-from toolkg.store.dependencies import (
-    INFERRED_GRAPH,
-    LINKS_GRAPH,
-    declared_pairs,
-    edge_triples,
-    link_triples,
-    stored_tools,
-)
+from toolkg.models import QuarantinedItem, StageInfo, Tool
+from toolkg.store.build_state import clear_pending, options_digests
+from toolkg.store.catalog_reads import stored_tools
+from toolkg.store.dependencies import INFERRED_GRAPH, LINKS_GRAPH, declared_pairs, edge_triples, link_triples
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.snapshots import current_snapshot, publish_snapshot
 from toolkg.summary import BuildSummary
@@ -47,80 +44,118 @@ CATALOG = "catalog"  # the item a catalog-wide stage's quarantine entry names
 
 @dataclass
 class CatalogStages:
-    """The catalog-wide stages after loading, and what they need."""
+    """The catalog-wide stages after loading, what they need, and the options they run with."""
 
     infer: bool = True
     links: bool = True
     confirmer: DependencyConfirmer | None = None  # an LLM reviews inferred edges
     dask: bool = False  # extraction fans out over the flow's Dask task runner (flows/scale.py)
+    config: BuildConfig = field(default_factory=BuildConfig)
+
+    def digest(self, stage: str) -> str:
+        """What a stage's result depends on besides the catalog: its options (and the reviewer)."""
+        key: dict[str, object] = {
+            "canonicalize": self.config.entities.model_dump(),
+            "infer": self.config.inference.model_dump() | {"confirmed": self.confirmer is not None},
+            "link": self.config.links.model_dump(),
+        }.get(stage, {})
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def make_confirmer(store_dir: str, llm_config: str | None) -> DependencyConfirmer:
+    from toolkg.canonicalize.confirm import DependencyConfirmer  # openai + instructor load only when used
     from toolkg.llm.config import load_llm_config
 
     config = load_llm_config(llm_config)
     config.require_endpoint()
-    from toolkg.canonicalize.confirm import DependencyConfirmer  # openai + instructor load only when used
-
     return DependencyConfirmer(config, Path(store_dir) / "cache" / "llm.sqlite")
 
 
+class InferInfo(StageInfo):
+    """Inferred edges by kind (and total), and the LLM review when one ran."""
+
+    inferred: dict[str, int] = {}
+    confirmation: dict[str, object] = {}
+
+    def summary_fields(self) -> dict[str, object]:
+        return {"inferred": self.inferred, "confirmation": self.confirmation}
+
+
+class LinkInfo(StageInfo):
+    links: dict[str, int] = {}  # by type, total, and how many descriptions were embedded this run
+
+    def summary_fields(self) -> dict[str, object]:
+        return {"links": self.links}
+
+
+class CanonicalInfo(StageInfo):
+    canonical: dict[str, object] = {}  # entities, fuzzy clusters, largest clusters
+
+    def summary_fields(self) -> dict[str, object]:
+        return {"canonical": self.canonical}
+
+
 @task(name="infer-dependencies", cache_policy=NO_CACHE, persist_result=False)
-def infer_task(store: ToolStore, tools: list[Tool], summary: BuildSummary, confirmer=None) -> None:
+def infer_task(store: ToolStore, tools: list[Tool], stages: CatalogStages, run_id: str) -> InferInfo:
     """Infer dependencies over every stored tool (an LLM reviews them when configured) and swap
     the inferred graph."""
-    edges = infer_dependencies(tools, declared=declared_pairs(store))
-    if confirmer is not None:
-        review = confirmer.review(edges, tools, summary.run_id)
+    edges = infer_dependencies(tools, stages.config.inference, declared=declared_pairs(store))
+    confirmation: dict[str, object] = {}
+    unjudged: list[QuarantinedItem] = []
+    if stages.confirmer is not None:
+        review = stages.confirmer.review(edges, tools, run_id)
         edges = review.edges
-        summary.confirmation = confirmer.usage() | {
+        confirmation = stages.confirmer.usage() | {
             "confirmed": sum(e.basis == "llm" for e in edges),
             "rejected": len(review.rejected),
             "unjudged": len(review.unjudged),
             "rejected_edges": [f"{e.consumer} <- {e.producer}: {why}" for e, why in review.rejected[:200]],
         }
-        for edge, why in review.unjudged:
-            summary.quarantined.append(
-                QuarantinedItem(
-                    source="dependency inference",
-                    item=f"{edge.consumer} <- {edge.producer}",
-                    stage="confirm",
-                    reason=f"{why} (kept unconfirmed)",
-                )
+        unjudged = [
+            QuarantinedItem(
+                source="dependency inference",
+                item=f"{edge.consumer} <- {edge.producer}",
+                stage="confirm",
+                reason=f"{why} (kept unconfirmed)",
             )
+            for edge, why in review.unjudged
+        ]
     store.replace_graph(INFERRED_GRAPH, edge_triples(edges, tools))
-    summary.inferred = dict(Counter(e.kind for e in edges)) | {"total": len(edges)}
+    inferred = dict(Counter(e.kind for e in edges)) | {"total": len(edges)}
+    return InferInfo(inferred=inferred, confirmation=confirmation, quarantined=tuple(unjudged))
 
 
 @task(name="link-tools", cache_policy=NO_CACHE, persist_result=False)
-def link_task(store: ToolStore, tools: list[Tool], summary: BuildSummary) -> None:
+def link_task(store: ToolStore, tools: list[Tool], options: LinkOptions) -> LinkInfo:
     """Structural links (co-invoked, schema compatible, shared parameters); swap their graph."""
     embedder = Embedder(store.directory / "cache" / "embeddings.sqlite")
     try:
         vectors = embedder.encode([tool_text(t) for t in tools], label="embed tools")
     finally:
         embedder.close()
-    links = structural_links(tools, vectors)
+    links = structural_links(tools, vectors, options)
     store.replace_graph(LINKS_GRAPH, link_triples(links))
-    summary.links = dict(Counter(x.kind for x in links)) | {"total": len(links), "embedded": embedder.computed}
+    return LinkInfo(links=dict(Counter(x.kind for x in links)) | {"total": len(links), "embedded": embedder.computed})
 
 
 @task(name="canonicalize-entities", cache_policy=NO_CACHE, persist_result=False)
-def canonicalize_task(store: ToolStore, summary: BuildSummary) -> None:
+def canonicalize_task(store: ToolStore, options: EntityOptions) -> CanonicalInfo:
     """Fuzzy-merge near-identical entities store-wide and swap the canonical-entities graph."""
-    summary.canonical = canonicalize_store(store)
+    return CanonicalInfo(canonical=canonicalize_store(store, options))
 
 
 def guarded(
     store: ToolStore,
     summary: BuildSummary,
     stage: str,
-    work: Callable[[], object],
+    work: Callable[[], StageInfo | None],
     size: Callable[[], int] | None = None,
     unit: str = "tools",
+    digest: str = "",
 ) -> bool:
-    """Run one catalog-wide stage; on success clear its pending mark (last), on failure quarantine
-    it for the catalog and leave the mark, so the next build redoes it. True when it succeeded.
+    """Run one catalog-wide stage and fold what it returns into the summary; on success clear its
+    pending mark (last, with the ``digest`` of its options), on failure quarantine it for the catalog
+    and leave the mark, so the next build redoes it. True when it succeeded.
 
     ``size`` (what the stage went over, read once it ran) makes its progress line: "infer: 1100 tools
     in 3s"."""
@@ -128,12 +163,14 @@ def guarded(
     progress.start(stage, None, unit)
     try:
         fault_point(f"before-{stage}")  # test hook: a failure here keeps the stage's previous graph
-        work()
+        info = work()
+        if info is not None:
+            summary.fold(info)
         if size is not None:
             count = size()
             progress.report(stage, count, count, unit)
         fault_point(stage)  # test hook: a kill here leaves the stage marked, so the next build redoes it
-        clear_pending(store, stage)
+        clear_pending(store, stage, digest)
         return True
     except Exception as exc:
         summary.quarantined.append(quarantine(exc, source=summary.store, item=CATALOG, stage=stage))
@@ -147,10 +184,13 @@ def run_catalog_stages(
     store: ToolStore, summary: BuildSummary, stages: CatalogStages, changed: bool, pending: set[str]
 ) -> bool:
     """Canonicalize, infer and link when the catalog changed, when a stage is owed from an earlier
-    build (``pending``) or when its graph is missing; returns whether any graph was rewritten."""
+    build (``pending``), when its graph is missing, or when its options differ from the last time it
+    ran; returns whether any graph was rewritten."""
+    digests = options_digests(store)
 
     def due(stage: str, graph) -> bool:
-        return changed or stage in pending or not store.has_graph(graph)
+        stale = digests.get(stage) != stages.digest(stage)
+        return changed or stage in pending or stale or not store.has_graph(graph)
 
     wrote = False
     if due("canonicalize", CANONICAL_GRAPH):
@@ -158,9 +198,10 @@ def run_catalog_stages(
             store,
             summary,
             "canonicalize",
-            lambda: canonicalize_task(quote(store), quote(summary)),
+            lambda: canonicalize_task(quote(store), stages.config.entities),
             lambda: int(summary.canonical.get("entities", 0)),  # type: ignore[call-overload]
             "entities",
+            digest=stages.digest("canonicalize"),
         )
     infer = stages.infer and (due("infer", INFERRED_GRAPH) or stages.confirmer is not None)
     link = stages.links and due("link", LINKS_GRAPH)
@@ -179,17 +220,22 @@ def run_catalog_stages(
             infer = link = False
         summary.add_time("infer", time.perf_counter() - clock)
     if infer:
-        confirmer = stages.confirmer
         wrote |= guarded(
             store,
             summary,
             "infer",
-            lambda: infer_task(quote(store), quote(tools), quote(summary), quote(confirmer)),
+            lambda: infer_task(quote(store), quote(tools), quote(stages), summary.run_id),
             lambda: len(tools),
+            digest=stages.digest("infer"),
         )
     if link:
         wrote |= guarded(
-            store, summary, "link", lambda: link_task(quote(store), quote(tools), quote(summary)), lambda: len(tools)
+            store,
+            summary,
+            "link",
+            lambda: link_task(quote(store), quote(tools), stages.config.links),
+            lambda: len(tools),
+            digest=stages.digest("link"),
         )
     return wrote
 

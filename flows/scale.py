@@ -1,7 +1,7 @@
 """Scale-out: extraction batches fanned out over a Dask cluster (prefect-dask).
 
 ``toolkg build --dask local[:N]`` starts a local cluster of N single-threaded worker processes (default
-2); ``--dask tcp://HOST:8786`` uses a running scheduler. Extraction, canonicalization and SHACL
+2); ``--dask tcp://HOST:8786`` uses a running scheduler. Extraction and SHACL
 validation of each batch run on a worker; loading stays in the flow's process, the store's one writer,
 which loads each batch as soon as it comes back. At most ``2 x workers`` batches are in flight, so
 memory stays bounded however large the catalog.
@@ -22,6 +22,10 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from toolkg.errors import ConfigError
+from toolkg.extractors.semantic import make_extractor
+from toolkg.failures import quarantine
+from toolkg.flows.tasks import TransformInfo, transform_manifests
+from toolkg.store.validation import Validator
 
 DEFAULT_WORKERS = 2
 
@@ -50,45 +54,34 @@ class Batch:
         self.index = index
 
 
-@task(name="extract-canonicalize-validate-on-worker", cache_policy=NO_CACHE, persist_result=False)
-def transform_on_worker(batch: Batch, run_id: str):
+@task(name="extract-validate-on-worker", cache_policy=NO_CACHE, persist_result=False)
+def transform_on_worker(batch: Batch, run_id: str) -> TransformInfo:
     """One batch on a Dask worker: the offline extractor, SHACL in the worker's own process."""
-    manifests, index = batch.manifests, batch.index
-    from toolkg.extractors.semantic import make_extractor
-    from toolkg.flows.build import transform_manifests
-    from toolkg.store.validation import Validator
-
     with Validator(workers=1) as validator:  # Dask workers are daemonic: no process pool of their own
-        out, timings = transform_manifests(manifests, index, validator, make_extractor("offline", "."), run_id)
-    return out, timings, f"{socket.gethostname()}:{os.getpid()}"
+        info = transform_manifests(batch.manifests, batch.index, validator, make_extractor("offline", "."), run_id)
+    return info.model_copy(update={"worker": f"{socket.gethostname()}:{os.getpid()}"})
 
 
-def fan_out(batches: list, index, summary, extractor, in_flight: int = 2 * DEFAULT_WORKERS) -> Iterator:
-    """Submit batches to the flow's task runner and yield (batch, results) in submission order."""
-    workers: set[str] = set()
+def fan_out(batches: list, index, run_id: str, in_flight: int = 2 * DEFAULT_WORKERS) -> Iterator:
+    """Submit batches to the flow's task runner and yield (batch, TransformInfo) in submission order.
+    A batch whose worker (or task) died comes back with each of its manifests quarantined."""
     pending: deque = deque()
 
     def collect():
         batch, future = pending.popleft()
         try:
-            out, timings, worker = future.result()
-        except Exception as exc:  # the worker (or the task) died: this batch's manifests are quarantined
-            from toolkg.failures import quarantine
-
-            out = [(None, [quarantine(exc, source=r.file.path, item=r.file.path, stage="extract")]) for r in batch]
-            return batch, out
-        workers.add(worker)
-        for stage, seconds in timings.items():
-            summary.add_time(stage, seconds)
-        extractor.tools += sum(r.manifest.tool_count for r in batch)  # the run's usage line counts them
-        return batch, out
+            return batch, future.result()
+        except Exception as exc:
+            lost = [(quarantine(exc, source=r.file.path, item=r.file.path, stage="extract"),) for r in batch]
+            return batch, TransformInfo(
+                extracted=(None,) * len(batch), problems=tuple(lost), quarantined=tuple(q for (q,) in lost)
+            )
 
     while batches:
         batch = batches.pop(0)
-        future = transform_on_worker.submit(Batch([r.manifest for r in batch], index), summary.run_id)
+        future = transform_on_worker.submit(Batch([r.manifest for r in batch], index), run_id)
         pending.append((batch, future))
         if len(pending) >= in_flight:
             yield collect()
     while pending:
         yield collect()
-    summary.workers = sorted(workers)

@@ -46,9 +46,22 @@ def mark_pending(store: ToolStore, stages: Iterable[str], run_id: str) -> None:
         store.update(f"INSERT DATA {{ GRAPH {STATE_GRAPH} {{\n" + "\n".join(lines) + "\n} }")
 
 
-def clear_pending(store: ToolStore, stage: str) -> None:
-    """The stage is done: its mark goes, as the last write of that stage."""
-    store.update(f"DELETE WHERE {{ GRAPH {STATE_GRAPH} {{ {stage_node(stage)} {TK.pendingSince} ?run }} }}")
+def clear_pending(store: ToolStore, stage: str, options_digest: str = "") -> None:
+    """The stage is done: its mark goes, as the last write of that stage, and the digest of the
+    options it ran with is kept (other options next time make it owed again)."""
+    node = stage_node(stage)
+    store.update(
+        f"DELETE WHERE {{ GRAPH {STATE_GRAPH} {{ {node} {TK.pendingSince} ?run }} }} ;\n"
+        f"DELETE WHERE {{ GRAPH {STATE_GRAPH} {{ {node} {TK.optionsDigest} ?digest }} }} ;\n"
+        f"INSERT DATA {{ GRAPH {STATE_GRAPH} {{ {node} {RDF.type} {TK.CatalogStage} ; "
+        f"{TK.optionsDigest} {Literal(options_digest)} }} }}"
+    )
+
+
+def options_digests(store: ToolStore) -> dict[str, str]:
+    """Stage -> digest of the options it last completed with."""
+    rows = store.select(f"SELECT ?stage ?digest WHERE {{ GRAPH {STATE_GRAPH} {{ ?stage tk:optionsDigest ?digest }} }}")
+    return {r["stage"].value[len(_PREFIX) :]: r["digest"].value for r in rows if r["stage"].value.startswith(_PREFIX)}
 
 
 def pending_stages(store: ToolStore) -> set[str]:

@@ -11,7 +11,7 @@ from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg import PIPELINE_VERSION, __version__
 from toolkg.limits import Limits
-from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem
+from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem, StageInfo
 from toolkg.ontology import PROV, RDF, RDFS, TK, XSD, iris, ontology_version
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 
@@ -35,15 +35,15 @@ def fingerprint(file: ManifestFile, options: BuildOptions) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
-class LoadResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class LoadResult(StageInfo):
     path: str
     graphs: tuple[str, ...] = ()
     servers: int = 0
     tools: int = 0
     triples: int = 0
-    quarantined: tuple[QuarantinedItem, ...] = ()
+
+    def summary_fields(self) -> dict[str, int]:
+        return {"loaded_servers": self.servers, "loaded_tools": self.tools, "loaded_triples": self.triples}
 
 
 class ManifestParts(BaseModel):

@@ -54,12 +54,22 @@ def cli(prefect_api: str):
     return run
 
 
+def build_config(**options):
+    """A BuildConfig from the build command's flat option names (``links=False``, ``limits={...}``)."""
+    from toolkg.config import BuildConfig
+
+    limits = options.pop("limits", None) or {}
+    if "links" in options:
+        options["link"] = options.pop("links")
+    return BuildConfig().with_values({"build": options, "limits": limits})
+
+
 @pytest.fixture
 def build(prefect_api: str):
     """Run the build flow in-process against the session's Prefect server."""
     from toolkg.flows.build import build_catalog
 
     def run(paths, store: Path, **options):
-        return build_catalog(paths=[str(p) for p in paths], store_dir=str(store), **options)
+        return build_catalog(paths=[str(p) for p in paths], store_dir=str(store), config=build_config(**options))
 
     return run

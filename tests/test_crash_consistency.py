@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CASES
+from tests.conftest import CASES, build_config
 from toolkg.ontology import iris
 from toolkg.store.build_state import pending_stages
 from toolkg.store.dependencies import INFERRED_GRAPH
@@ -44,7 +44,7 @@ def clean(catalog, prefect_api, tmp_path_factory) -> dict[bool, set[str]]:
     out = {}
     for links in (True, False):
         store = tmp_path_factory.mktemp("clean") / "store"
-        assert build_catalog(paths=[str(catalog)], store_dir=str(store), links=links).exit_code == 0
+        assert build_catalog([str(catalog)], str(store), build_config(links=links)).exit_code == 0
         out[links] = comparable(store)
     return out
 

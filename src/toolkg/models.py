@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 from pyoxigraph import NamedNode, Triple
@@ -215,3 +215,19 @@ class ToolLink:
     kind: str  # a LinkType
     score: float
     evidence: str
+
+
+class StageInfo(BaseModel):
+    """What one step of a run did (dlt's ExtractInfo / LoadInfo): seconds per stage, items quarantined,
+    values trimmed, and (``summary_fields``) the counts it adds to the run summary. Tasks return these;
+    the flow folds each into the summary (``BuildSummary.fold``), so no task writes shared state."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    seconds: dict[str, float] = {}
+    quarantined: tuple[QuarantinedItem, ...] = ()
+    notices: tuple[Notice, ...] = ()
+
+    def summary_fields(self) -> dict[str, Any]:
+        """Run-summary fields this step contributes: numbers add, lists extend, dicts merge."""
+        return {}

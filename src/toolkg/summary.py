@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from toolkg.display import one_line
-from toolkg.models import Notice, QuarantinedItem
+from toolkg.models import Notice, QuarantinedItem, StageInfo
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -83,6 +83,23 @@ class BuildSummary(BaseModel):
 
     def add_time(self, stage: str, seconds: float) -> None:
         self.stage_seconds[stage] = round(self.stage_seconds.get(stage, 0.0) + seconds, 4)
+
+    def fold(self, info: StageInfo) -> None:
+        """Add what one step did: its seconds, quarantine entries, notices and summary fields."""
+        for stage, seconds in info.seconds.items():
+            self.add_time(stage, seconds)
+        self.quarantined += info.quarantined
+        self.notices += info.notices
+        for name, value in info.summary_fields().items():
+            current = getattr(self, name)
+            if isinstance(current, list):  # e.g. the Dask workers that ran extraction: each once
+                current.extend(v for v in value if v not in current)
+            elif isinstance(current, dict):
+                current.update(value)
+            elif isinstance(current, int | float) and not isinstance(current, bool):
+                setattr(self, name, current + value)
+            else:
+                setattr(self, name, value)
 
     def _lines(self, bullet: str) -> list[str]:
         def names(paths: list[str]) -> str:

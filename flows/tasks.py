@@ -1,0 +1,222 @@
+"""The per-manifest tasks of the build flow: ingest, transform (extract + validate), load.
+
+Each task returns a typed result (``toolkg.models.StageInfo``) that the flow folds into the run
+summary; no task writes shared state. Work goes to tasks in batches so Prefect's per-task cost stays
+small next to the work. Only the load task retries, and only on I/O errors; everything else that
+goes wrong with an input is quarantined and the run carries on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from toolkg.errors import ToolkgError
+from toolkg.extractors.ingest import IngestResult, ingest_manifest
+from toolkg.extractors.manifest_triples import NameIndex, extract_structure
+from toolkg.extractors.reading import fingerprint_file
+from toolkg.extractors.semantic import SemanticExtractor, with_extractions
+from toolkg.extractors.triples import ExtractionFailure
+from toolkg.failures import fault_point, quarantine
+from toolkg.models import ExtractedManifest, Manifest, ManifestFile, QuarantinedItem, StageInfo
+from toolkg.ontology import iris
+from toolkg.store.loading import BuildOptions, LoadResult, ManifestParts, fingerprint, load_manifest
+from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
+from toolkg.store.validation import Validator
+
+T = TypeVar("T")
+
+
+class IngestInfo(StageInfo):
+    """One ingest batch: manifests parsed (each with its own quarantine and notices), files unchanged."""
+
+    parsed: tuple[IngestResult, ...] = ()
+    skipped: tuple[ManifestFile, ...] = ()
+
+
+class TransformInfo(StageInfo):
+    """One transform batch: per manifest, its extracted triples (None when quarantined whole) and the
+    problems found (its reasons are in ``quarantined``, in the same order)."""
+
+    extracted: tuple[ExtractedManifest | None, ...] = ()
+    problems: tuple[tuple[QuarantinedItem, ...], ...] = ()
+    tools: int = 0
+    worker: str = ""  # host:pid of the Dask worker that ran it ('' in the flow's process)
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {"workers": [self.worker]} if self.worker else {}
+
+
+def batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def tool_batches(results: Sequence[IngestResult], max_tools: int) -> Iterator[Sequence[IngestResult]]:
+    """Consecutive manifests holding about ``max_tools`` tools; a bigger manifest is split into parts
+    of whole servers (``parts``), so a batch never holds much more than ``max_tools`` tools."""
+    batch: list[IngestResult] = []
+    tools = 0
+    for whole in results:
+        for result in parts(whole, max_tools):
+            if batch and tools + result.manifest.tool_count > max_tools:
+                yield batch
+                batch, tools = [], 0
+            batch.append(result)
+            tools += result.manifest.tool_count
+    if batch:
+        yield batch
+
+
+def parts(result: IngestResult, max_tools: int) -> list[IngestResult]:
+    """``result`` itself, or for a manifest of more than ``max_tools`` tools, parts holding consecutive
+    whole servers of at most ``max_tools`` tools each (a server bigger than that is a part alone)."""
+    manifest = result.manifest
+    if manifest is None or manifest.tool_count <= max_tools:
+        return [result]
+    chunks: list[list] = [[]]
+    tools = 0
+    for server in manifest.servers:
+        if chunks[-1] and tools + len(server.tools) > max_tools:
+            chunks.append([])
+            tools = 0
+        chunks[-1].append(server)
+        tools += len(server.tools)
+    return [
+        result.model_copy(update={"manifest": manifest.model_copy(update={"servers": tuple(chunk)})})
+        for chunk in chunks
+    ]
+
+
+def _retry_on_io(task, task_run, state) -> bool:
+    """Retry only failures that can succeed on a second try (storage I/O, a held lock)."""
+    try:
+        state.result()
+    except OSError:
+        return True
+    except ToolkgError as exc:
+        return exc.transient
+    except Exception:
+        return False
+    return False
+
+
+def _without_declared(manifest: Manifest) -> Manifest:
+    servers = tuple(
+        s.model_copy(update={"tools": tuple(t.model_copy(update={"depends_on": ()}) for t in s.tools)})
+        for s in manifest.servers
+    )
+    return manifest.model_copy(update={"servers": servers})
+
+
+@task(name="ingest", cache_policy=NO_CACHE, persist_result=False)
+def ingest_batch(
+    paths: Sequence[str], records: dict[str, ManifestRecord], options: BuildOptions, force: bool
+) -> IngestInfo:
+    """Read and hash each manifest; parse those whose fingerprint changed."""
+    parsed: list[IngestResult] = []
+    skipped: list[ManifestFile] = []
+    quarantined: list[QuarantinedItem] = []
+    for path in paths:
+        try:
+            file, data = fingerprint_file(Path(path), options.limits)
+        except Exception as exc:  # unreadable, vanished, over the size limit
+            if isinstance(exc, OSError):
+                exc = ToolkgError(f"cannot read file: {exc.strerror or exc}")
+            quarantined.append(quarantine(exc, source=path, item=path, stage="read"))
+            continue
+        previous = records.get(file.path)
+        if not force and previous is not None and previous.fingerprint == fingerprint(file, options):
+            skipped.append(file)
+            continue
+        result = ingest_manifest(file, data, format=options.format, server=options.server, limits=options.limits)  # type: ignore[arg-type]
+        if options.hide_declared and result.manifest is not None:
+            result = result.model_copy(update={"manifest": _without_declared(result.manifest)})
+        parsed.append(result)
+        del data
+    return IngestInfo(parsed=tuple(parsed), skipped=tuple(skipped), quarantined=tuple(quarantined))
+
+
+def transform_manifests(
+    manifests: Sequence[Manifest], index: NameIndex, validator: Validator, extractor: SemanticExtractor, run_id: str
+) -> TransformInfo:
+    """Structural and semantic extraction and SHACL validation of a batch.
+
+    A failure is contained where it happens: one tool's extraction is that tool's, one manifest's
+    validation that manifest's (``None``, with the reason among its problems)."""
+    run = iris.run_iri(run_id)
+    timings: Counter[str] = Counter()
+    started = time.perf_counter()
+    # The whole batch goes to the extractor at once, so the LLM extractor can keep its
+    # max_concurrency requests in flight across manifests of a few tools each.
+    items = [(tool, server) for m in manifests for server in m.servers for tool in server.tools]
+    try:
+        results = extractor.extract_many(items, run_id)
+    except Exception as exc:  # the extractor itself broke: every tool loads with its structure only
+        reason = quarantine(exc, source="", item="batch", stage="extract").reason
+        results = [ExtractionFailure(tool_id=tool.id, reason=reason) for tool, _ in items]
+    timings["extract-semantic"] += time.perf_counter() - started
+    extracted: list[ExtractedManifest | None] = []
+    problems: list[tuple[QuarantinedItem, ...]] = []
+    offset = 0
+    for manifest in manifests:
+        stage = "extract"
+        try:
+            fault_point("transform")  # test hook: one manifest's unexpected failure
+            started = time.perf_counter()
+            one = extract_structure(manifest, index)
+            one = with_extractions(one, results[offset : offset + manifest.tool_count], run)
+            timings["extract"] += time.perf_counter() - started
+            stage, started = "validate", time.perf_counter()
+            one, rejected = validator.validate(one)
+            timings["validate"] += time.perf_counter() - started
+            extracted.append(one)
+            problems.append((*one.quarantined, *rejected))
+        except Exception as exc:
+            extracted.append(None)
+            problems.append((quarantine(exc, source=manifest.path, item=manifest.path, stage=stage),))
+        offset += manifest.tool_count
+    return TransformInfo(
+        seconds=dict(timings),
+        extracted=tuple(extracted),
+        problems=tuple(problems),
+        quarantined=tuple(q for found in problems for q in found),
+        tools=len(items),
+    )
+
+
+@task(name="extract-validate", cache_policy=NO_CACHE, persist_result=False)
+def transform_batch(
+    manifests: Sequence[Manifest], index: NameIndex, validator: Validator, extractor: SemanticExtractor, run_id: str
+) -> TransformInfo:
+    return transform_manifests(manifests, index, validator, extractor, run_id)
+
+
+@task(
+    name="load",
+    retries=2,
+    retry_delay_seconds=1,
+    retry_condition_fn=_retry_on_io,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def load_task(
+    store: ToolStore,
+    extracted: ExtractedManifest,
+    file: ManifestFile,
+    options: BuildOptions,
+    previous: ManifestRecord | None,
+    graph_owners: dict[str, str],
+    run_id: str,
+    parts: ManifestParts | None = None,
+    final: bool = True,
+) -> LoadResult:
+    return load_manifest(
+        store, extracted, file, options, previous, graph_owners, iris.run_iri(run_id), parts=parts, final=final
+    )
