@@ -1,4 +1,5 @@
-"""Inferred dependencies in the store: read the catalog back, infer over all of it, swap one graph.
+"""Inferred dependencies in the store: read the catalog back (``store/catalog_reads.py``), infer over
+all of it, swap one graph.
 
 Inference looks across manifests (a producer in one file feeds a consumer in another), so it
 runs once per build over every stored tool, after the manifests are loaded, and replaces the
@@ -9,53 +10,15 @@ inferred again.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from pyoxigraph import Literal, NamedNode, Triple
 
-from toolkg.models import InferredEdge, OutputField, Parameter, Tool, ToolLink
+from toolkg.models import InferredEdge, Tool, ToolLink
 from toolkg.ontology import RDF, TK, XSD, iris
 from toolkg.store.oxigraph_store import ToolStore
 
 INFERRED_GRAPH = NamedNode(iris.BASE + "graph/inferred-dependencies")
 LINKS_GRAPH = NamedNode(iris.BASE + "graph/structural-links")
 BASIS = {"inferred": TK.Inferred, "llm": TK.LLM}
-
-
-def stored_tools(store: ToolStore) -> list[Tool]:
-    """Every stored tool with what inference reads: names, descriptions, parameters, outputs."""
-    tools: dict[str, dict] = {}
-    for row in store.select("""SELECT ?t ?id ?name ?description WHERE {
-            ?t a tk:Tool ; tk:identifier ?id ; tk:name ?name . OPTIONAL { ?t dcterms:description ?description } }"""):
-        server_id = row["id"].value.partition("::")[0]
-        description = row["description"].value if row.get("description") else ""
-        tools[row["t"].value] = {"server_id": server_id, "name": row["name"].value, "description": description}
-    parameters: dict[str, list[tuple[int, Parameter]]] = defaultdict(list)
-    for row in store.select("""SELECT ?t ?name ?required ?location ?position ?description WHERE {
-            ?t tk:hasParameter ?p . ?p tk:name ?name ; tk:required ?required ; tk:location ?location ;
-               tk:position ?position . OPTIONAL { ?p dcterms:description ?description } }"""):
-        parameters[row["t"].value].append(
-            (
-                int(row["position"].value),
-                Parameter(
-                    name=row["name"].value,
-                    required=row["required"].value == "true",
-                    location=row["location"].value,
-                    description=row["description"].value if row.get("description") else "",
-                ),
-            )
-        )
-    outputs: dict[str, list[OutputField]] = defaultdict(list)
-    for row in store.select("SELECT ?t ?name WHERE { ?t tk:hasOutput ?o . ?o tk:name ?name }"):
-        outputs[row["t"].value].append(OutputField(name=row["name"].value))
-    return [
-        Tool(
-            **fields,
-            parameters=tuple(p for _, p in sorted(parameters.get(node, []), key=lambda x: x[0])),
-            outputs=tuple(outputs.get(node, [])),
-        )
-        for node, fields in sorted(tools.items())
-    ]
 
 
 def declared_pairs(store: ToolStore) -> set[tuple[str, str]]:

@@ -6,10 +6,10 @@ import json
 import shutil
 
 from tests.conftest import CASES
-from toolkg.flows.sync import CatalogSync, read_manifest
 from toolkg.ontology import iris
 from toolkg.store.dependencies import dependency_rows, link_rows
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.sync import CatalogSync, read_manifest
 
 
 def _graph_state(store_dir, server_ids):

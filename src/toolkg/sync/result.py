@@ -1,0 +1,38 @@
+"""What one sync operation changed, and its one-paragraph report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from toolkg.models import QuarantinedItem
+
+
+@dataclass
+class SyncResult:
+    """What one operation changed, and how long it took."""
+
+    operation: str
+    target: str
+    seconds: float = 0.0
+    tools_changed: list[str] = field(default_factory=list)
+    neighbourhood: int = 0  # consumers re-inferred
+    triples_deleted: int = 0
+    triples_inserted: int = 0
+    edges_added: int = 0
+    edges_removed: int = 0
+    links_added: int = 0
+    links_removed: int = 0
+    quarantined: list[QuarantinedItem] = field(default_factory=list)
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # graphs, infer, link, write
+
+
+def format_result(r: SyncResult) -> str:
+    from toolkg.display import one_line
+
+    line = (
+        f"{r.operation} {one_line(r.target, 120)}: {len(r.tools_changed)} tool(s) changed, "
+        f"{r.neighbourhood} consumer(s) re-inferred, "
+        f"{r.triples_deleted} triples deleted / {r.triples_inserted} inserted, dependency edges +{r.edges_added}"
+        f"/-{r.edges_removed}, links +{r.links_added}/-{r.links_removed} in {r.seconds:.2f}s"
+    )
+    return "\n".join([line, *(f"  - quarantined: {q}" for q in r.quarantined)])

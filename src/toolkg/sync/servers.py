@@ -1,0 +1,70 @@
+"""Sync named servers from manifest files: find them, then add, update or remove each on the store."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from toolkg.errors import NotFoundError, RequestError
+from toolkg.extractors.ingest import ingest_manifest
+from toolkg.extractors.reading import discover, fingerprint_file
+from toolkg.models import Manifest, Server
+from toolkg.store.build_state import clear_pending, mark_pending
+from toolkg.store.catalog_reads import stored_server_ids
+from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.snapshots import publish_snapshot
+from toolkg.sync.catalog import CatalogSync
+from toolkg.sync.result import SyncResult
+
+
+def read_manifest(path: str | Path, format: str | None = None, server: str | None = None) -> Manifest:
+    """Parse one manifest file as a build would (for sync callers holding a path)."""
+    file, data = fingerprint_file(Path(path))
+    result = ingest_manifest(file, data, format=format, server=server)  # type: ignore[arg-type]
+    if result.manifest is None:
+        reasons = "; ".join(q.reason for q in result.quarantined) or "unreadable"
+        raise RequestError(f"{path}: {reasons}")
+    return result.manifest
+
+
+def find_servers(paths: Iterable[str], servers: Iterable[str]) -> dict[str, tuple[Server, Manifest]]:
+    """The ``servers`` the manifests under ``paths`` define, each with its manifest (the last one
+    read wins when two define it); a server no manifest defines is left out."""
+    wanted = set(servers)
+    found: dict[str, tuple[Server, Manifest]] = {}
+    for path in discover(list(paths)):
+        manifest = read_manifest(path)
+        for server in manifest.servers:
+            if server.id in wanted:
+                found[server.id] = (server, manifest)
+    return found
+
+
+def sync_found_servers(
+    store: ToolStore, servers: Iterable[str], found: dict[str, tuple[Server, Manifest]], *, links: bool = True
+) -> list[SyncResult]:
+    """Sync each of ``servers`` in order: upsert it from ``found`` (``find_servers``), or remove it
+    when no manifest defines it any more; then publish a snapshot for the endpoint (local stores).
+
+    Raises ``NotFoundError`` before writing anything when a server is neither found nor stored."""
+    wanted = dict.fromkeys(servers)
+    stored = stored_server_ids(store)
+    if unknown := [s for s in wanted if s not in found and s not in stored]:
+        raise NotFoundError(f"--only {', '.join(unknown)}: no manifest under the paths defines it, nor the store")
+    run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-sync-") + uuid.uuid4().hex[:6]
+    if not store.remote:  # a sync killed before it publishes leaves the snapshot owed to the next build
+        mark_pending(store, ["snapshot"], run_id)
+    results = []
+    with CatalogSync(store, links=links, warm=False) as sync:
+        for server_id in wanted:
+            if server_id in found:
+                server, manifest = found[server_id]
+                results.append(sync.upsert_server(server, manifest.path, manifest.format))
+            else:
+                results.append(sync.remove_server(server_id))
+    if not store.remote:
+        publish_snapshot(store, run_id)
+        clear_pending(store, "snapshot")
+    return results
