@@ -6,10 +6,14 @@ A ``Catalog`` is a read-only snapshot taken when a retriever opens the store; gr
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from toolkg.embeddings import tool_text
+from toolkg.ontology import iris
+from toolkg.store.catalog_reads import stored_tools
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.text.words import split_identifier
 
@@ -50,46 +54,51 @@ class NodeDoc:
     label: str
 
 
-@dataclass
-class Catalog:
-    tools: list[ToolDoc]
-    servers: list[ServerDoc]
-    nodes: list[NodeDoc] = field(default_factory=list)
+NODE_TYPES = ("BusinessObject", "Capability", "LineOfBusiness", "Department")  # entity nodes, by class
 
-    def __post_init__(self) -> None:
+
+class Catalog:
+    """Tools and servers, read when the catalog is loaded; the entity and parameter nodes (only the
+    ego-graph retriever enters the graph by them) are read the first time ``nodes`` is asked for."""
+
+    def __init__(
+        self,
+        tools: list[ToolDoc],
+        servers: list[ServerDoc],
+        nodes: list[NodeDoc] | Callable[[], list[NodeDoc]] | None = None,
+    ) -> None:
+        self.tools = tools
+        self.servers = servers
+        self._nodes = nodes if nodes is not None else []
+        self._nodes_lock = threading.Lock()
         self.tool_at = {t.iri: i for i, t in enumerate(self.tools)}
         self.server_at = {s.id: i for i, s in enumerate(self.servers)}
         self.tools_of: dict[str, list[int]] = defaultdict(list)
         for i, t in enumerate(self.tools):
             self.tools_of[t.server].append(i)
 
+    @property
+    def nodes(self) -> list[NodeDoc]:
+        if callable(self._nodes):
+            with self._nodes_lock:
+                if callable(self._nodes):
+                    self._nodes = self._nodes()
+        return self._nodes
+
     @classmethod
     def load(cls, store: ToolStore, *, with_nodes: bool = True) -> Catalog:
-        tools: dict[str, dict] = {}
-        for r in store.select("""SELECT ?t ?id ?name ?description WHERE {
-                ?t a tk:Tool ; tk:identifier ?id ; tk:name ?name .
-                OPTIONAL { ?t dcterms:description ?description } }"""):
-            tools[r["t"].value] = {
-                "id": r["id"].value,
-                "name": r["name"].value,
-                "description": r["description"].value if r.get("description") else "",
-            }
-        params: dict[str, list[tuple[int, str]]] = defaultdict(list)
-        rows = store.select(
-            "SELECT ?t ?name ?pos WHERE { ?t tk:hasParameter ?p . ?p tk:name ?name ; tk:position ?pos }",
-        )
-        for r in rows:
-            params[r["t"].value].append((int(r["pos"].value), r["name"].value))
+        """The store's tools (``stored_tools``) and servers; with ``with_nodes`` the entity and
+        parameter nodes too, read from ``store`` on first use (keep it open until then)."""
         docs = [
             ToolDoc(
-                iri=iri,
-                id=f["id"],
-                server=f["id"].partition("::")[0],
-                name=f["name"],
-                description=f["description"],
-                parameters=tuple(name for _, name in sorted(params.get(iri, []))),
+                iri=iris.tool_iri_from_id(tool.id).value,
+                id=tool.id,
+                server=tool.server_id,
+                name=tool.name,
+                description=tool.description,
+                parameters=tuple(p.name for p in tool.parameters),
             )
-            for iri, f in sorted(tools.items(), key=lambda item: item[1]["id"])
+            for tool in stored_tools(store)
         ]
         servers = [
             ServerDoc(
@@ -102,19 +111,24 @@ class Catalog:
                 ?s a tk:Server ; tk:identifier ?id . OPTIONAL { ?s tk:name ?name }
                 OPTIONAL { ?s dcterms:description ?description } } ORDER BY ?id""")
         ]
-        nodes: list[NodeDoc] = []
-        if with_nodes:
-            for r in store.select("""SELECT DISTINCT ?n ?kind ?label WHERE {
-                    VALUES ?type { tk:BusinessObject tk:Capability tk:LineOfBusiness tk:Department }
-                    ?n a ?type ; rdfs:label ?label . BIND(STRAFTER(STR(?type), "#") AS ?kind) } ORDER BY ?n"""):
-                nodes.append(NodeDoc(r["n"].value, r["kind"].value, r["label"].value))
-            seen: set[str] = set()
-            rows = store.select(
-                "SELECT DISTINCT ?p ?name WHERE { ?t tk:hasParameter ?p . ?p tk:name ?name } ORDER BY ?p"
-            )
-            for r in rows:
-                label = " ".join(split_identifier(r["name"].value))
-                if r["p"].value not in seen:
-                    seen.add(r["p"].value)
-                    nodes.append(NodeDoc(r["p"].value, "Parameter", label))
-        return cls(tools=docs, servers=servers, nodes=nodes)
+        return cls(tools=docs, servers=servers, nodes=(lambda: load_nodes(store)) if with_nodes else None)
+
+
+def load_nodes(store: ToolStore) -> list[NodeDoc]:
+    """Entity nodes (by IRI), then parameter nodes (by IRI, labelled by their split name)."""
+    # One query per class, sorted here: one query over all four (VALUES ?type, ORDER BY ?n) took 20
+    # times as long on Oxigraph (7.3 s against 0.36 s for 1,100 tools). The sort is stable, so a node
+    # of two classes or labels keeps the class order above, then the store's order.
+    entities: list[NodeDoc] = []
+    for kind in NODE_TYPES:
+        rows = store.select(f"SELECT DISTINCT ?n ?label WHERE {{ ?n a tk:{kind} . ?n rdfs:label ?label }}")
+        entities += (NodeDoc(r["n"].value, kind, r["label"].value) for r in rows)
+    nodes = sorted(entities, key=lambda n: n.iri)
+    seen: set[str] = set()
+    rows = store.select("SELECT DISTINCT ?p ?name WHERE { ?t tk:hasParameter ?p . ?p tk:name ?name } ORDER BY ?p")
+    for r in rows:
+        label = " ".join(split_identifier(r["name"].value))
+        if r["p"].value not in seen:
+            seen.add(r["p"].value)
+            nodes.append(NodeDoc(r["p"].value, "Parameter", label))
+    return nodes
