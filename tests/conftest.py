@@ -58,10 +58,10 @@ def build_config(**options):
     """A BuildConfig from the build command's flat option names (``links=False``, ``limits={...}``)."""
     from toolkg.config import BuildConfig
 
-    limits = options.pop("limits", None) or {}
-    if "links" in options:
+    if isinstance(options.get("links"), bool):
         options["link"] = options.pop("links")
-    return BuildConfig().with_values({"build": options, "limits": limits})
+    sections = {name: options.pop(name) or {} for name in BuildConfig.sections() if name in options}
+    return BuildConfig().with_values({"build": options, **sections})
 
 
 @pytest.fixture
