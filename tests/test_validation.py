@@ -48,3 +48,21 @@ def test_violating_tool_is_withheld_and_reported():
     graph = checked.graphs[0]
     assert graph.tool_ids == ("openai_tools::get_forecast",)
     assert not any(weather.value in str(t) for t in graph.triples)
+
+
+def test_shapes_allow_exactly_the_ontology_dependency_kinds():
+    """SHACL's sh:in of dependency kinds is the one list written in Turtle twice; it must match the
+    sub-properties of tk:dependsOn that everything else reads (toolkg.ontology.vocabulary)."""
+    import rdflib
+
+    from toolkg.ontology import SHAPES_FILE, TK_NS
+    from toolkg.ontology.vocabulary import DEPENDENCY_KINDS
+
+    shapes = rdflib.Graph().parse(SHAPES_FILE)
+    sh = rdflib.Namespace("http://www.w3.org/ns/shacl#")
+    lists = [
+        {str(item).removeprefix(TK_NS) for item in rdflib.collection.Collection(shapes, node)}
+        for node in shapes.objects(None, sh["in"])
+    ]
+    kinds = [found for found in lists if "dependsOn" in found]
+    assert kinds == [set(DEPENDENCY_KINDS)]
