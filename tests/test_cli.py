@@ -124,3 +124,80 @@ def test_every_command_has_help_and_is_in_the_readme(cli):
         help_text = cli(command, "--help")
         assert help_text.returncode == 0 and "usage: toolkg " + command in help_text.stdout
         assert f"toolkg {command}" in readme, f"README does not document 'toolkg {command}'"
+
+
+def test_json_is_the_same_as_format_json_everywhere(cli, built):
+    store = str(built[0])
+    sparql = "SELECT ?id WHERE { ?t a tk:Tool ; tk:identifier ?id } ORDER BY ?id"
+    for command in (("query", sparql), ("stats",), ("deps", "--links")):
+        short = cli(*command, "--store", store, "--json")
+        assert short.returncode == 0, short.stderr
+        assert short.stdout == cli(*command, "--store", store, "--format", "json").stdout
+        json.loads(short.stdout)
+    assert (
+        cli("export", "--store", store, "--json").stdout == cli("export", "--store", store, "--format", "jsonld").stdout
+    )
+    ranked = cli("retrieve", "--store", store, "--method", "bm25", "--k", "1", "--json", "weather")
+    assert ranked.returncode == 0, ranked.stderr
+    assert ranked.stdout == cli("retrieve", "--store", store, "--method", "bm25", "-k", "1", "--format", "json",
+                                "weather").stdout  # fmt: skip
+    assert [t["tool"] for t in json.loads(ranked.stdout)["tools"]] == ["get_weather"]
+    both = cli("query", "--store", store, "--format", "csv", "--json", sparql)
+    assert both.returncode == 2 and "not allowed with argument --format" in both.stderr
+
+
+def test_build_reads_a_config_file_and_set_and_prints_json(cli, built, tmp_path):
+    store, folder, _ = built
+    config = tmp_path / "build.toml"
+    config.write_text("[build]\nforce = true\n\n[inference]\nmin_confidence = 0.6\n")
+    forced = cli("build", str(folder), "--store", str(store), "--config", str(config), "--json", "-q")
+    assert forced.returncode == 0, forced.stderr
+    summary = json.loads(forced.stdout)  # standard output is the summary alone
+    assert summary["manifests_seen"] == 3 and summary["skipped"] == []
+    assert "wall time" in forced.stderr
+    kept = cli("build", str(folder), "--store", str(store), "--config", str(config), "--set", "build.force=false",
+               "--json", "-q")  # fmt: skip
+    assert kept.returncode == 0, kept.stderr
+    assert len(json.loads(kept.stdout)["skipped"]) == 3
+    bad = cli("build", str(folder), "--store", str(store), "--set", "links.nope=1")
+    assert bad.returncode == 2 and bad.stderr.startswith("toolkg: error: unknown setting 'links.nope'")
+
+
+def test_settings_defaults_then_file_then_set_then_flags(tmp_path):
+    """In-process: the order BuildConfig is assembled in (no build runs)."""
+    from toolkg.cli import build_parser
+    from toolkg.cli.settings import build_config
+
+    config_file = tmp_path / "build.toml"
+    config_file.write_text("[build]\nprune = true\nforce = true\n[limits]\nmax_file_mb = 10\nmax_depth = 32\n")
+
+    def config(*args: str):
+        return build_config(build_parser().parse_args(["build", "x", "--config", str(config_file), *args]))
+
+    from_file = config()
+    assert (from_file.prune, from_file.force, from_file.limits.max_file_mb, from_file.link) == (True, True, 10, True)
+    overridden = config("--set", "build.prune=false", "--set", "limits.max_file_mb=20", "--set", "links.per_tool=2")
+    assert (overridden.prune, overridden.limits.max_file_mb, overridden.links.per_tool) == (False, 20, 2)
+    assert overridden.force and overridden.limits.max_depth == 32  # what --set leaves alone stays
+    flags = config("--set", "build.prune=false", "--prune", "--set", "limits.max_file_mb=20", "--limit",
+                   "max_file_mb=512", "--no-links", "--dask", "local:2")  # fmt: skip
+    assert (flags.prune, flags.limits.max_file_mb, flags.limits.max_depth, flags.link, flags.dask) == (
+        True, 512, 32, False, True)  # fmt: skip
+
+
+def test_schedule_passes_the_config_as_a_flow_parameter(tmp_path, monkeypatch):
+    """In-process, with the deployment's serve() replaced: the parameters a scheduled run gets."""
+    from toolkg.cli import main
+    from toolkg.flows.build import build_catalog
+
+    served = {}
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    monkeypatch.setattr(build_catalog, "serve", lambda **kwargs: served.update(kwargs))
+    code = main(["schedule", str(CASES / "openai_tools.json"), "--store", str(tmp_path / "s"), "--cron", "0 * * * *",
+                 "--no-links", "--set", "inference.min_confidence=0.8"])  # fmt: skip
+    assert code == 0 and served["cron"] == "0 * * * *"
+    parameters = served["parameters"]
+    assert set(parameters) == {"paths", "store_dir", "config"}
+    assert parameters["store_dir"] == str((tmp_path / "s").resolve())
+    assert parameters["config"]["link"] is False and parameters["config"]["inference"]["min_confidence"] == 0.8
+    json.dumps(parameters)  # plain JSON, as Prefect stores it

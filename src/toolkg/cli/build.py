@@ -21,6 +21,12 @@ from toolkg.summary import EXIT_OK, EXIT_QUARANTINED
 
 
 def add_parsers(sub) -> None:
+    _add_build(sub)
+    _add_schedule(sub)
+    _add_prefect_server(sub)
+
+
+def _add_build(sub) -> None:
     build = sub.add_parser(
         "build",
         help="build or update the graph from manifest files or folders",
@@ -50,6 +56,8 @@ def add_parsers(sub) -> None:
     add_verbosity(build, quiet=True, prefect=True)
     build.set_defaults(handler=cmd_build)
 
+
+def _add_schedule(sub) -> None:
     schedule = sub.add_parser(
         "schedule",
         help="run the build on a schedule as a Prefect deployment (needs a Prefect server)",
@@ -68,6 +76,8 @@ def add_parsers(sub) -> None:
     add_verbosity(schedule, prefect=True)
     schedule.set_defaults(handler=cmd_schedule)
 
+
+def _add_prefect_server(sub) -> None:
     prefect_server = sub.add_parser(
         "prefect-server",
         help="show or stop the shared local Prefect server builds use when PREFECT_API_URL is not set",

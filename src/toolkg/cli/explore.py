@@ -13,6 +13,13 @@ EXPORT_FORMATS = {"ttl": "TURTLE", "nq": "N_QUADS", "trig": "TRIG", "jsonld": "J
 
 
 def add_parsers(sub) -> None:
+    _add_query(sub)
+    _add_export(sub)
+    _add_stats(sub)
+    _add_deps(sub)
+
+
+def _add_query(sub) -> None:
     query = sub.add_parser(
         "query",
         help="run a SPARQL query over all graphs",
@@ -37,6 +44,8 @@ def add_parsers(sub) -> None:
     add_verbosity(query)
     query.set_defaults(handler=cmd_query)
 
+
+def _add_export(sub) -> None:
     export = sub.add_parser(
         "export",
         help="dump the store as RDF",
@@ -48,6 +57,8 @@ def add_parsers(sub) -> None:
     add_verbosity(export)
     export.set_defaults(handler=cmd_export)
 
+
+def _add_stats(sub) -> None:
     stats = sub.add_parser(
         "stats",
         help="counts by class, predicate and server",
@@ -59,6 +70,8 @@ def add_parsers(sub) -> None:
     add_verbosity(stats)
     stats.set_defaults(handler=cmd_stats)
 
+
+def _add_deps(sub) -> None:
     deps = sub.add_parser(
         "deps",
         help="list dependency edges (declared and inferred)",

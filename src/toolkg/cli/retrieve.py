@@ -15,6 +15,11 @@ METHODS = "bm25, dense, hybrid, grtf, ego, agent"
 
 
 def add_parsers(sub) -> None:
+    _add_retrieve(sub)
+    _add_eval(sub)
+
+
+def _add_retrieve(sub) -> None:
     retrieve = sub.add_parser(
         "retrieve",
         help="rank tools (and servers) for a query",
@@ -48,6 +53,8 @@ def add_parsers(sub) -> None:
     add_verbosity(retrieve)
     retrieve.set_defaults(handler=cmd_retrieve)
 
+
+def _add_eval(sub) -> None:
     evaluation = sub.add_parser(
         "eval",
         help="score retrieval methods side by side on labelled queries",

@@ -11,6 +11,11 @@ from toolkg.summary import EXIT_OK
 
 
 def add_parsers(sub) -> None:
+    _add_serve(sub)
+    _add_report(sub)
+
+
+def _add_serve(sub) -> None:
     serve = sub.add_parser(
         "serve",
         help="read-only SPARQL endpoint with a browser UI and the saved queries",
@@ -24,6 +29,8 @@ def add_parsers(sub) -> None:
     add_verbosity(serve)
     serve.set_defaults(handler=cmd_serve)
 
+
+def _add_report(sub) -> None:
     report = sub.add_parser(
         "report",
         help="one self-contained HTML page about a build run",
