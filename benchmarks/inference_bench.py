@@ -1,4 +1,11 @@
-"""Dependency-inference benchmark: inferred edges scored against ToolLinkOS's declared ones.
+"""Dependency-inference benchmark on two dev sets: ToolLinkOS's declared edges and hand-labelled
+pairs on LiveMCPBench's 70 real MCP servers (data/livemcpbench/DEPENDENCIES.md).
+
+LiveMCPBench: recall is over the labelled positives; precision is given twice, over the predicted
+pairs that are labelled (positive or checked negative) and, as a lower bound, over every predicted
+pair (an unlabelled pair counts as wrong). The labelled servers are split into a tuning and a
+reporting half by the same rule as the queries (sha256 parity of the consumer's server id); tune on
+the first, report the second.
 
 The catalog is read with its declared dependencies hidden from inference; the inferred
 (consumer, producer) pairs are compared with the declared pairs: precision, recall and F1
@@ -11,6 +18,7 @@ benchmarks/results/inference.json. Targets (offline, no LLM): precision >= 0.80,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections import Counter, defaultdict
@@ -47,6 +55,75 @@ def _prf(hit: int, predicted: int, gold: int) -> dict:
         "gold": gold,
         "hits": hit,
     }
+
+
+def _load(path: Path) -> list:
+    file, data = fingerprint_file(path)
+    return [t for s in ingest_manifest(file, data).manifest.servers for t in s.tools]
+
+
+def _half(server_id: str) -> str:
+    return "tune" if int(hashlib.sha256(server_id.encode()).hexdigest(), 16) % 2 == 0 else "report"
+
+
+def real_catalog() -> dict:
+    """Inference over LiveMCPBench scored against the hand-labelled pairs, overall and per half."""
+    tools = _load(ROOT / "data" / "livemcpbench" / "tools.json")
+    labels = [json.loads(line) for line in (ROOT / "data" / "livemcpbench" / "dependencies.jsonl").open()]
+    started = time.perf_counter()
+    edges = infer_dependencies(tools)
+    seconds = time.perf_counter() - started
+    predicted = {}
+    for e in edges:
+        predicted.setdefault((e.consumer, e.producer), e)
+    out: dict = {"tools": len(tools), "inferred": len(predicted), "seconds": round(seconds, 3)}
+    for half in ("all", "tune", "report"):
+        keep = [x for x in labels if half == "all" or _half(x["consumer"].partition("::")[0]) == half]
+        positive = {(x["consumer"], x["producer"]) for x in keep if x["label"] == "positive"}
+        negative = {(x["consumer"], x["producer"]) for x in keep if x["label"] == "negative"}
+        consumers = {c for c, _ in positive | negative}
+        servers = {c.partition("::")[0] for c in consumers}
+        mine = {pair for pair in predicted if half == "all" or pair[0].partition("::")[0] in servers}
+        hit = len(mine & positive)
+        labelled = len(mine & (positive | negative))
+        out[half] = {
+            "positives": len(positive),
+            "negatives": len(negative),
+            "predicted": len(mine),
+            "hits": hit,
+            "recall": round(hit / len(positive), 3) if positive else 0.0,
+            "precision_labelled": round(hit / labelled, 3) if labelled else 0.0,
+            "precision_lower_bound": round(hit / len(mine), 3) if mine else 0.0,
+        }
+    rules = {}
+    positive = {(x["consumer"], x["producer"]) for x in labels if x["label"] == "positive"}
+    negative = {(x["consumer"], x["producer"]) for x in labels if x["label"] == "negative"}
+    for rule in sorted({e.rule for e in predicted.values()}):
+        pairs = {pair for pair, e in predicted.items() if e.rule == rule}
+        labelled = len(pairs & (positive | negative))
+        rules[rule] = {
+            "predicted": len(pairs),
+            "hits": len(pairs & positive),
+            "wrong": len(pairs & negative),
+            "precision_labelled": round(len(pairs & positive) / labelled, 3) if labelled else None,
+        }
+    out["per_rule"] = rules
+    print(
+        f"\nLiveMCPBench: {len(tools)} tools, {len(positive)} labelled positives, {len(negative)} checked "
+        f"negatives, {len(predicted)} inferred in {seconds:.2f}s"
+    )
+    print(f"{'half':<8}{'P(labelled)':>12}{'P(lower)':>10}{'R':>7}{'pred':>7}{'pos':>6}{'hits':>6}")
+    for half in ("tune", "report", "all"):
+        row = out[half]
+        print(
+            f"{half:<8}{row['precision_labelled']:>12.3f}{row['precision_lower_bound']:>10.3f}"
+            f"{row['recall']:>7.3f}{row['predicted']:>7}{row['positives']:>6}{row['hits']:>6}"
+        )
+    for rule, row in rules.items():
+        print(
+            f"rule {rule:<25} {row['predicted']:>6} edges, {row['hits']} labelled right, {row['wrong']} labelled wrong"
+        )
+    return out
 
 
 def main() -> None:
@@ -116,6 +193,7 @@ def main() -> None:
                 "transitive_reach": reach,
                 "seconds": seconds,
                 "missed_producers": dict(missed.most_common(20)),
+                "livemcpbench": real_catalog(),
             },
             indent=2,
         )
