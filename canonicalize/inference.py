@@ -37,6 +37,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
+from toolkg.canonicalize.identifiers import identifier_edges, opener_edges
 from toolkg.canonicalize.mentions import mention_edges
 from toolkg.canonicalize.profiles import (
     _DERIVERS,
@@ -90,6 +91,8 @@ def infer_dependencies(
     edges += _precondition_edges(profiles)
     edges += _connectivity_edges(profiles)
     edges += mention_edges(profiles, consumers)
+    edges += identifier_edges(profiles, consumers)
+    edges += opener_edges(profiles, consumers)
     edges += _read_before_write_edges(profiles)
     if consumers is not None or producers is not None:
         edges = [
@@ -139,7 +142,9 @@ def _parameter_edges(
                     if match:
                         scored.append((match[0], producer, offer, match[1]))
                         taken += 1
-            scored.sort(key=lambda s: (-s[0], len(s[1].tool.parameters), s[1].tool.id, s[2].how))
+            # the consumer's own server first: its tools are written to be used together
+            own = consumer.tool.server_id
+            scored.sort(key=lambda s: (s[1].tool.server_id != own, -s[0], len(s[1].tool.parameters), s[1].tool.id))
             for score, producer, offer, how in scored[:wanted]:
                 direct = param.required and not offer.contextual
                 edges.append(
@@ -324,4 +329,14 @@ def _sparsify(
         key = (e.consumer, e.producer, e.parameter)
         if key not in kept or kept[key].confidence < e.confidence:
             kept[key] = e
-    return sorted(kept.values(), key=lambda e: (e.consumer, e.producer, e.parameter or ""))
+    # A parameter its own server can fill takes nothing from another server: across catalogs a
+    # matching name is weak evidence, inside one server the tools are written to be used together.
+    served = {(e.consumer, e.parameter) for e in kept.values() if e.parameter and _same_server(e)}
+    return sorted(
+        (e for e in kept.values() if _same_server(e) or (e.consumer, e.parameter) not in served),
+        key=lambda e: (e.consumer, e.producer, e.parameter or ""),
+    )
+
+
+def _same_server(e: InferredEdge) -> bool:
+    return e.consumer.partition("::")[0] == e.producer.partition("::")[0]

@@ -1,0 +1,186 @@
+"""The same-server identifier rule: an identifier a tool takes comes from the tool of its own server
+that lists, finds, creates or starts the thing it identifies.
+
+Real MCP servers rarely declare outputs, and their parameters are named after what they identify,
+not after the producer: ``get_component_examples(componentName)`` <- ``search_components``,
+``get_template_info(template_id)`` <- ``list_slide_templates``, ``get_card_by_id(id)`` <-
+``search_cards`` (a bare ``id`` identifies the tool's own object), ``add_table(filename)`` <-
+``create_document`` (a file parameter of a document server names the file its creator made).
+
+The evidence is weak on its own (many tools take an ``id``), so it counts only inside one server:
+a server's tools are written to be used together, while an ``id`` from another catalog's tool is
+almost never the one meant. English and general API conventions only; no catalog's names.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from toolkg.canonicalize.profiles import (
+    IDENTIFIER_SUFFIXES,
+    PARAMETER_DIRECT,
+    PARAMETER_INDIRECT,
+    TOOL_DIRECT,
+    Profile,
+    canonical_key,
+    is_informative,
+)
+from toolkg.models import InferredEdge
+from toolkg.text.words import lemma, split_identifier
+
+# What names one thing among many: an id, a key, a slug, a path or URI, a position in a list.
+REFERENCE_SUFFIXES = IDENTIFIER_SUFFIXES | frozenset({"slug", "uri", "url", "path", "index", "idx", "symbol"})
+# Whole parameter names that are a reference to a file the server works on.
+FILE_REFERENCES = frozenset({"filename", "filepath", "file", "path", "docname"})
+# Things a server creates and later addresses by file name or path.
+FILE_OBJECTS = frozenset({"file", "document", "doc", "presentation", "workbook", "spreadsheet", "notebook"})
+# How a tool makes the things others refer to: it lists, finds, creates, starts or converts into them.
+PRODUCING = {"read": 2, "search": 3, "create": 1, "execute": 1, "convert": 1}
+# Verbs that open what a server's other tools then act on (a page, a session, a connection).
+OPENERS = frozenset({"navigate", "goto", "open", "launch", "connect", "start"})
+OPENER_CAPABILITIES = frozenset({"interact", "execute", "read", "manage"})
+# A server of more tools than this is a catalog of many services (one file of a whole platform), not
+# a set of tools written to be used together: the rule stays out of it.
+MAX_SERVER_TOOLS = 64
+
+
+def _heads(p: Profile) -> set[str]:
+    """The noun a tool's own object is called by, its head: ``list_slide_templates`` -> template;
+    a converter's is what it converts into: ``docx_to_html`` -> html."""
+    words = p.words
+    if "to" in words[1:-1]:  # A_to_B: it makes B out of A
+        after = [w for w in words[len(words) - words[::-1].index("to") :] if is_informative((w,))]
+        return {lemma(after[-1])} if after else set()
+    server = set(split_identifier(p.tool.server_id))
+    words = [w for w in p.object_words if w not in server] or p.object_words  # a server prefix says nothing
+    key = canonical_key(words)
+    return {key[-1]} if key and is_informative(key[-1:]) else set()
+
+
+def _converts(p: Profile) -> bool:
+    """Named A_to_B (docx_to_html): it writes B, whatever verb its name lacks."""
+    return "to" in p.words[1:-1]
+
+
+def _source(p: Profile) -> set[str]:
+    """What a tool works on: a converter's input format (``html_to_markdown`` -> html), else its object."""
+    words = p.words
+    if "to" in words[1:-1]:
+        return {lemma(w) for w in words[: words.index("to")] if is_informative((w,))}
+    return _heads(p)
+
+
+def _lists(p: Profile) -> bool:
+    """Returns many of its object (search_cards, list_files, getStories), not one."""
+    last = p.object_words[-1] if p.object_words else ""
+    return p.capability == "search" or p.action == "list" or (bool(last) and lemma(last) != last)
+
+
+def _referenced(param_name: str, consumer: Profile) -> tuple[set[str], float, bool] | None:
+    """What a parameter identifies, how sure that reading is, and whether it names a file; None when
+    the parameter is not a reference."""
+    words = split_identifier(param_name)
+    if not words:
+        return None
+    joined = "".join(words)
+    if joined in FILE_REFERENCES or words[-1] in {"filename", "filepath", "path", "paths"}:
+        named = {lemma(w) for w in words[:-1] if w != "file" and is_informative((w,))}
+        return named or _source(consumer), 0.65, True
+    if words[-1] not in REFERENCE_SUFFIXES:
+        return None
+    named = canonical_key(words[:-1])
+    if named and is_informative(named):
+        return {named[-1]}, 0.8, False
+    own = _heads(consumer)  # a bare 'id' identifies the tool's own object: get_card_by_id(id) -> card
+    return (own, 0.7, False) if own else None
+
+
+def identifier_edges(profiles: list[Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
+    by_server: dict[str, list[Profile]] = defaultdict(list)
+    for p in profiles:
+        by_server[p.tool.server_id].append(p)
+    edges: list[InferredEdge] = []
+    for members in by_server.values():
+        if len(members) > MAX_SERVER_TOOLS:
+            continue
+        producers = [(p, _heads(p)) for p in members if p.capability in PRODUCING or _converts(p)]
+        producers = [(p, heads) for p, heads in producers if heads]
+        if not producers:
+            continue
+        for consumer in members:
+            if consumers is not None and consumer.tool.id not in consumers:
+                continue
+            for param in consumer.tool.parameters:
+                edge = _best_edge(consumer, param, producers)
+                if edge is not None:
+                    edges.append(edge)
+    return edges
+
+
+def _best_edge(consumer: Profile, param, producers: list[tuple[Profile, set[str]]]) -> InferredEdge | None:
+    found = _referenced(param.name, consumer)
+    if found is None:
+        return None
+    wanted, confidence, is_file = found
+    candidates = []
+    for producer, heads in producers:
+        sibling = producer.capability == consumer.capability and heads == _heads(consumer)
+        if producer is consumer or (sibling and not (_lists(producer) and not _lists(consumer))):
+            continue  # a sibling doing the same to the same thing, not its source
+        if is_file:  # a file its creator made, or one a converter wrote in the format this tool reads
+            made = producer.capability == "create" and heads & FILE_OBJECTS
+            if not (made or ((producer.capability == "convert" or _converts(producer)) and heads & wanted)):
+                continue
+        elif not heads & wanted:
+            continue
+        rank = PRODUCING.get(producer.capability, 1)
+        candidates.append((-rank, len(producer.tool.parameters), producer.tool.id, producer))
+    if not candidates:
+        return None
+    producer = min(candidates)[3]
+    what = "a file it creates" if is_file else " ".join(sorted(wanted))
+    return InferredEdge(
+        consumer=consumer.tool.id,
+        producer=producer.tool.id,
+        kind=PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT,
+        parameter=param.name,
+        confidence=confidence,
+        rule="same-server-identifier",
+        evidence=f"{param.name} identifies {what}; {producer.tool.name} of the same server "
+        f"{'creates' if producer.capability == 'create' else 'lists or finds'} it",
+    )
+
+
+def opener_edges(profiles: list[Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
+    """A server whose one opener (navigate, open, connect, launch, start) makes the page or session its
+    interaction tools (click, fill, hover, screenshot...) act on: the opener runs first."""
+    by_server: dict[str, list[Profile]] = defaultdict(list)
+    for p in profiles:
+        by_server[p.tool.server_id].append(p)
+    edges = []
+    for members in by_server.values():
+        if len(members) > MAX_SERVER_TOOLS:
+            continue
+        openers = [
+            p for p in members if p.action in OPENERS and p.capability in ("interact", "execute", "read", "manage")
+        ]
+        if len(openers) != 1:  # none, or several with nothing to choose between them
+            continue
+        (opener,) = openers
+        for consumer in members:
+            if consumer is opener or consumer.capability != "interact":
+                continue
+            if consumers is not None and consumer.tool.id not in consumers:
+                continue
+            edges.append(
+                InferredEdge(
+                    consumer=consumer.tool.id,
+                    producer=opener.tool.id,
+                    kind=TOOL_DIRECT,
+                    parameter=None,
+                    confidence=0.7,
+                    rule="session-opener",
+                    evidence=f"{consumer.tool.name} acts on what {opener.tool.name} opens ({opener.action})",
+                )
+            )
+    return edges
