@@ -34,7 +34,7 @@ exceeds a cap keeps only its strongest edges.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from toolkg.canonicalize.identifiers import identifier_edges, opener_edges
@@ -66,6 +66,10 @@ from toolkg.models import InferredEdge, Tool
 from toolkg.text.lexicon import STOP_WORDS, VERB_CAPABILITY
 from toolkg.text.words import lemma, split_identifier
 
+# Across unrelated catalogs only an exact match of specific names counts (a product code that one
+# catalog's tool returns and another's takes), never a rule that reads a whole catalog.
+CROSS_CATALOG_CONFIDENCE = 0.9
+
 
 def infer_dependencies(
     tools: Sequence[Tool],
@@ -75,25 +79,37 @@ def infer_dependencies(
     consumers: set[str] | None = None,
     producers: set[str] | None = None,
     sparsify: bool = True,
+    catalogs: Mapping[str, str] | None = None,
 ) -> list[InferredEdge]:
-    """Inferred edges over the whole catalog, never duplicating a ``declared`` (consumer, producer) pair.
+    """Inferred edges over the whole store, never duplicating a ``declared`` (consumer, producer) pair.
 
     ``consumers`` / ``producers`` keep only edges into / out of those tool ids (incremental sync
     re-infers a neighbourhood; the catalog still decides namespaces and candidates). Without
     ``sparsify`` every candidate edge is returned, which is how sync finds that neighbourhood.
+
+    ``catalogs`` (server id -> catalog, e.g. the folder its manifest came from) keeps unrelated
+    catalogs apart: the rules that read a whole catalog (preconditions, connectivity, a service's
+    login, read-before-write) run within each catalog, and across catalogs only a strong parameter
+    match (confidence >= ``CROSS_CATALOG_CONFIDENCE``) links two tools. Without it the store is one catalog.
     """
     options = options or InferenceOptions()
     profiles = [profile(t) for t in tools]
     _assign_namespaces(profiles, options)
     edges: list[InferredEdge] = []
     edges += _parameter_edges(profiles, options, consumers, producers)
-    edges += _namespace_auth_edges(profiles)
-    edges += _precondition_edges(profiles)
-    edges += _connectivity_edges(profiles)
     edges += mention_edges(profiles, consumers)
     edges += identifier_edges(profiles, consumers)
     edges += opener_edges(profiles, consumers)
-    edges += _read_before_write_edges(profiles)
+    groups: dict[str, list[Profile]] = defaultdict(list)
+    for p in profiles:
+        groups[catalogs.get(p.tool.server_id, "") if catalogs else ""].append(p)
+    for group in groups.values():
+        edges += _namespace_auth_edges(group)
+        edges += _precondition_edges(group)
+        edges += _connectivity_edges(group)
+        edges += _read_before_write_edges(group)
+    if catalogs:
+        edges = [e for e in edges if e.confidence >= CROSS_CATALOG_CONFIDENCE or _same_catalog(e, catalogs)]
     if consumers is not None or producers is not None:
         edges = [
             e
@@ -336,6 +352,11 @@ def _sparsify(
         (e for e in kept.values() if _same_server(e) or (e.consumer, e.parameter) not in served),
         key=lambda e: (e.consumer, e.producer, e.parameter or ""),
     )
+
+
+def _same_catalog(e: InferredEdge, catalogs: Mapping[str, str]) -> bool:
+    consumer, producer = e.consumer.partition("::")[0], e.producer.partition("::")[0]
+    return catalogs.get(consumer, "") == catalogs.get(producer, "")
 
 
 def _same_server(e: InferredEdge) -> bool:

@@ -30,7 +30,7 @@ from toolkg.embeddings import Embedder
 from toolkg.failures import fault_point, quarantine
 from toolkg.models import QuarantinedItem, StageInfo, Tool
 from toolkg.store.build_state import clear_pending, options_digests
-from toolkg.store.catalog_reads import stored_tools
+from toolkg.store.catalog_reads import server_catalogs, stored_tools
 from toolkg.store.dependencies import INFERRED_GRAPH, LINKS_GRAPH, declared_pairs, edge_triples, link_triples
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.snapshots import current_snapshot, publish_snapshot
@@ -99,7 +99,9 @@ class CanonicalInfo(StageInfo):
 def infer_task(store: ToolStore, tools: list[Tool], stages: CatalogStages, run_id: str) -> InferInfo:
     """Infer dependencies over every stored tool (an LLM reviews them when configured) and swap
     the inferred graph."""
-    edges = infer_dependencies(tools, stages.config.inference, declared=declared_pairs(store))
+    edges = infer_dependencies(
+        tools, stages.config.inference, declared=declared_pairs(store), catalogs=server_catalogs(store)
+    )
     confirmation: dict[str, object] = {}
     unjudged: list[QuarantinedItem] = []
     if stages.confirmer is not None:

@@ -8,6 +8,7 @@ take their tools from ``stored_tools``.
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 
 from pyoxigraph import Literal, NamedNode
 
@@ -70,3 +71,17 @@ def manifests_defining(store: ToolStore, graph: NamedNode) -> list[tuple[NamedNo
         {"g": graph, "records": iris.MANIFESTS_GRAPH},
     )
     return [(row["m"], row["fp"]) for row in rows]
+
+
+def server_catalogs(store: ToolStore) -> dict[str, str]:
+    """Server id -> the catalog it came from: the folder of the manifest that defines it (a catalog
+    split over files shares a folder). Dependency inference keeps unrelated catalogs apart by it."""
+    by_graph = {
+        graph: str(Path(record.path).parent) for record in store.manifest_records().values() for graph in record.graphs
+    }
+    out = {}
+    for server_id in stored_server_ids(store):
+        catalog = by_graph.get(iris.server_graph(server_id).value)
+        if catalog is not None:
+            out[server_id] = catalog
+    return out

@@ -72,3 +72,22 @@ def test_a_server_as_big_as_a_catalog_gets_no_same_server_guesses():
     tools = [_tool("big", "search_cards", "Search cards", "query"), _tool("big", "get_card_by_id", "One card", "id")]
     tools += [_tool("big", f"tool_{i}", "Something else", "x") for i in range(MAX_SERVER_TOOLS)]
     assert not any(rule == "same-server-identifier" for rule in _pairs(tools).values())
+
+
+def test_unrelated_catalogs_share_no_precondition_and_only_strong_parameter_matches():
+    phone = [
+        _tool("os", "get_wifi_status", "Check network connectivity: whether Wi-Fi is connected"),
+        _tool("os", "book_taxi", "Book a taxi to an address", "address"),
+    ]
+    servers = [
+        _tool("files", "write_file", "Write text to a file", "path", "content"),
+        _tool("shop", "get_product_code", "Look up a product code", "product_name"),
+        _tool("orders", "place_order", "Order a product", "product_code"),
+    ]
+    apart = {"os": "/catalogs/phone", "files": "/catalogs/mcp", "shop": "/catalogs/mcp", "orders": "/catalogs/other"}
+    together = _pairs([*phone, *servers])
+    assert ("files::write_file", "os::get_wifi_status", None) in together  # one catalog: the rule reaches all
+    pairs = {(e.consumer, e.producer) for e in infer_dependencies([*phone, *servers], catalogs=apart)}
+    assert ("os::book_taxi", "os::get_wifi_status") in pairs  # inside its own catalog it still holds
+    assert ("files::write_file", "os::get_wifi_status") not in pairs
+    assert ("orders::place_order", "shop::get_product_code") in pairs  # an exact, specific match crosses

@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 
 import numpy as np
 from pyoxigraph import Literal, NamedNode, Triple
@@ -40,7 +41,7 @@ from toolkg.extractors.semantic import extraction_triples, make_extractor
 from toolkg.extractors.triples import ExtractionFailure
 from toolkg.models import InferredEdge, Manifest, QuarantinedItem, Server, Tool, ToolLink
 from toolkg.ontology import TK, iris
-from toolkg.store.catalog_reads import manifests_defining, stored_tools
+from toolkg.store.catalog_reads import manifests_defining, server_catalogs, stored_tools
 from toolkg.store.dependencies import (
     INFERRED_GRAPH,
     LINKS_GRAPH,
@@ -82,6 +83,7 @@ class CatalogSync:
         self.store = store
         self.tools: dict[str, Tool] = {t.id: t for t in stored_tools(store)}
         self.declared = declared_pairs(store)
+        self.catalogs = server_catalogs(store)  # inference keeps unrelated catalogs apart
         self.edges: dict[tuple, InferredEdge] = {
             (r["consumer"], r["producer"], r["parameter"]): InferredEdge(
                 consumer=r["consumer"],
@@ -183,6 +185,7 @@ class CatalogSync:
             drops.append(graph)
         else:
             self.index.add(new, source)
+            self.catalogs[server.id] = str(Path(source).parent)
             manifest = Manifest(path=source, sha256="", format=format, servers=(server,))
             extracted = extract_structure(manifest, self.index)
             current = set(self.store.graph_triples(graph))
@@ -237,11 +240,15 @@ class CatalogSync:
         neighbourhood = set(changed)
         neighbourhood |= {e.consumer for e in self.edges.values() if e.producer in touched}
         if changed:  # every consumer a changed tool could now feed, before sparsification
-            candidates = infer_dependencies(catalog, producers=changed, sparsify=False)
+            candidates = infer_dependencies(catalog, producers=changed, sparsify=False, catalogs=self.catalogs)
             neighbourhood |= {e.consumer for e in candidates}
         neighbourhood -= removed
         result.neighbourhood = len(neighbourhood)
-        fresh = infer_dependencies(catalog, declared=self.declared, consumers=neighbourhood) if neighbourhood else []
+        fresh = (
+            infer_dependencies(catalog, declared=self.declared, consumers=neighbourhood, catalogs=self.catalogs)
+            if neighbourhood
+            else []
+        )
         stale = [e for e in self.edges.values() if e.consumer in neighbourhood | removed or e.producer in removed]
         # Edges sharing a (consumer, producer) pair share triples (tk:dependsOn ...); both sets hold
         # every edge of such a pair, so a set difference never retracts a triple still wanted.
