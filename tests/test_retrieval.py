@@ -57,6 +57,21 @@ def test_a_dependency_is_reached_only_through_the_graph(index):
     assert "tablefinder_login" not in _names(only_tools)
 
 
+def test_auto_brings_dependencies_through_confident_edges_only(index):
+    ranking = make_retriever("auto", index, seeds=1, min_confidence=0.5).retrieve(BOOK, 3)
+    assert _names(ranking)[0] == "tablefinder_book_table" and "tablefinder_login" in _names(ranking)
+    assert any("DependsOn of tablefinder_book_table" in h.why for h in ranking.tools)
+    # an edge below min_confidence is not followed: with an impossible bar only text matches remain
+    strict = make_retriever("auto", index, seeds=1, min_confidence=1.01).retrieve(BOOK, 3)
+    assert "tablefinder_login" not in _names(strict)
+
+
+def test_auto_splits_a_request_without_steps_into_its_clauses(index):
+    memo = Query("pdf", "Create a new word document for the memo, then convert it to PDF")
+    names = _names(make_retriever("auto", index).retrieve(memo, 3))
+    assert {"create_document", "convert_to_pdf"} <= set(names), names
+
+
 def test_grtf_can_follow_structural_links(index):
     menu = Query("menu", "Show me the menu of Luigi's restaurant")
     plain = make_retriever("grtf", index, seeds=1, kinds=[]).retrieve(menu, 2)
@@ -81,7 +96,7 @@ def test_ego_graphs_collect_tools_around_matching_entities(index):
 
 def test_step_wise_query_gives_every_step_its_tool(index):
     memo = Query("pdf", "Write a memo and send it to me as a PDF", ("Create a new word document", "Convert it to PDF"))
-    for method in ("bm25", "dense", "grtf", "agent"):
+    for method in ("bm25", "dense", "grtf", "agent", "auto"):
         names = _names(make_retriever(method, index).retrieve(memo, 3))
         assert {"create_document", "convert_to_pdf"} <= set(names), (method, names)
 
@@ -125,6 +140,8 @@ def test_cli_retrieve_contract(cli, store, tmp_path):
         "-k",
         "3",
         "--json",
+        "--method",  # the default is auto; these options are grtf's
+        "grtf",
         "-o",
         "grtf.seeds=1",
         "-o",
@@ -133,7 +150,7 @@ def test_cli_retrieve_contract(cli, store, tmp_path):
     )
     assert narrow.returncode == 0, narrow.stderr
     assert "tablefinder_login" not in [t["tool"] for t in json.loads(narrow.stdout)["tools"]]
-    wrong = cli("retrieve", "--store", str(store), "-o", "grtf.nonsense=1", "x")
+    wrong = cli("retrieve", "--store", str(store), "--method", "grtf", "-o", "grtf.nonsense=1", "x")
     assert wrong.returncode == 2 and "nonsense" in wrong.stderr and wrong.stderr.count("\n") == 1
 
 

@@ -11,7 +11,7 @@ from toolkg.cli.common import UsageError, add_output, add_store, add_verbosity, 
 from toolkg.summary import EXIT_OK
 
 MAX_PROBLEMS = 100  # malformed query lines listed before the rest are counted
-METHODS = "bm25, dense, hybrid, grtf, ego, agent"
+METHODS = "auto, bm25, dense, hybrid, grtf, ego, agent"
 
 
 def add_parsers(sub) -> None:
@@ -23,7 +23,9 @@ def _add_retrieve(sub) -> None:
     retrieve = sub.add_parser(
         "retrieve",
         help="rank tools (and servers) for a query",
-        description="Rank tools for a query with one method: bm25, dense, hybrid (baselines), grtf (Graph "
+        description="Rank tools for a query with one method: auto (the default: each step or clause ranked "
+        "densely, interleaved, plus the tools they depend on through confident edges), bm25, dense, hybrid "
+        "(baselines), grtf (Graph "
         "RAG-Tool Fusion: hybrid top-3 + dependencies depth-first), ego (ensemble of ego graphs), agent "
         "(Agent-as-a-Graph: servers and tools, type-weighted RRF). With --queries, every line of a JSONL file "
         "(id, query, steps) is ranked and written to --out, one JSON line per query. Every line is checked first: "
@@ -32,7 +34,7 @@ def _add_retrieve(sub) -> None:
     )
     retrieve.add_argument("query", nargs="?", help="the query (or use --queries)")
     add_store(retrieve)
-    retrieve.add_argument("--method", default="grtf", help=f"one of {METHODS} (default grtf)")
+    retrieve.add_argument("--method", default="auto", help=f"one of {METHODS} (default auto)")
     retrieve.add_argument("-k", "--k", type=int, default=10, help="how many tools and servers (default 10)")
     retrieve.add_argument("--step", action="append", default=[], help="a sub-step of the query (repeatable)")
     retrieve.add_argument("--queries", metavar="IN.jsonl", help="rank every query of this file")
@@ -65,7 +67,9 @@ def _add_eval(sub) -> None:
     )
     add_store(evaluation)
     evaluation.add_argument("--queries", required=True, metavar="Q.jsonl", help="labelled queries (gold_tools, ...)")
-    evaluation.add_argument("--methods", default="bm25,dense,hybrid,grtf,ego,agent", help="comma-separated methods")
+    evaluation.add_argument(
+        "--methods", default="auto,bm25,dense,hybrid,grtf,ego,agent", help="comma-separated methods"
+    )
     evaluation.add_argument("-k", "--k", default="3,5,10,20", help="comma-separated cut-offs (default 3,5,10,20)")
     evaluation.add_argument("--limit", type=int, help="only the first N queries")
     _add_skip_invalid(evaluation)

@@ -1,13 +1,14 @@
 """Tool retrievers over a toolkg store (no Prefect, no LLM needed).
 
 >>> sorted(METHODS)
-['agent', 'bm25', 'dense', 'ego', 'grtf', 'hybrid']
+['agent', 'auto', 'bm25', 'dense', 'ego', 'grtf', 'hybrid']
 """
 
 from __future__ import annotations
 
 from toolkg.errors import ConfigError
 from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, as_query, read_queries
+from toolkg.retrieval.auto import AutoRetriever
 from toolkg.retrieval.baselines import BASELINES
 from toolkg.retrieval.graph import AgentGraphRetriever, EgoGraphRetriever, GraphFusionRetriever
 from toolkg.retrieval.queries import InvalidQueries, LabelledQuery, QueryLine, load_queries
@@ -17,7 +18,9 @@ METHODS: dict[str, type[Retriever]] = {
     "grtf": GraphFusionRetriever,
     "ego": EgoGraphRetriever,
     "agent": AgentGraphRetriever,
+    "auto": AutoRetriever,
 }
+DEFAULT_METHOD = "auto"
 DESCRIPTIONS = {
     "bm25": "BM25 over tool name, description and parameter names",
     "dense": "all-MiniLM-L6-v2 cosine (or an OpenAI-compatible embeddings endpoint)",
@@ -25,6 +28,7 @@ DESCRIPTIONS = {
     "grtf": "Graph RAG-Tool Fusion: hybrid top-3, each followed by its dependencies depth-first",
     "ego": "ensemble of ego graphs: entry nodes by embedding and n-gram, 1-hop tools, reranked",
     "agent": "Agent-as-a-Graph: servers and tools in one type-weighted RRF, ownership edges",
+    "auto": "the default: hybrid per step or clause, interleaved, plus dependencies through confident edges",
 }
 
 
@@ -65,6 +69,7 @@ def parse_options(pairs: list[str]) -> dict[str, dict[str, object]]:
 
 
 __all__ = [
+    "DEFAULT_METHOD",
     "DESCRIPTIONS",
     "METHODS",
     "Hit",

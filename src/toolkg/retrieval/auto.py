@@ -1,0 +1,92 @@
+"""``auto``: the method to pick without knowing the catalog (the CLI's default).
+
+1. The request is split into what it asks for: its steps when it has them, else its sentences and
+   clauses ("..., then ...", "... and then ..."), each retrieved on its own next to the whole text.
+2. Each part is ranked by dense retrieval (``first_stage``; hybrid measured no better on the tuning
+   halves) and the parts' rankings are interleaved, so every part gets its best tools first
+   (coverage, not consensus).
+3. The ``seeds`` best tools of each part bring the tools they depend on, depth-first, through
+   confident edges only (declared, or inferred at ``min_confidence`` or more), placed right after
+   them unless ranked above already: what a tool needs is part of the answer even when the request
+   never names it.
+4. Servers are ranked by their best tool (ownership), so the server list follows the tools.
+"""
+
+from __future__ import annotations
+
+import re
+
+from toolkg.retrieval.base import Hit, Index, Query, Ranking, interleave, servers_of
+from toolkg.retrieval.graph import GraphFusionRetriever
+
+# Sentence ends and the conjunctions that chain one request after another.
+_CLAUSE = re.compile(
+    r"(?<=[.!?;。！？；])\s+|\n+|,\s*(?:and\s+)?then\s+|\s+and then\s+|\s+after that,?\s+|\s+afterwards,?\s+",
+    re.IGNORECASE,
+)
+MIN_CLAUSE_WORDS = 3
+
+
+def clauses(text: str) -> list[str]:
+    """The parts of a multi-intent request, each at least ``MIN_CLAUSE_WORDS`` words.
+
+    >>> clauses("Find the weather in Paris, then book a table nearby. Send me the booking by email.")
+    ['Find the weather in Paris', 'book a table nearby', 'Send me the booking by email']
+    >>> clauses("What time is it?")
+    []
+    """
+    parts = [p.strip(" ,.;") for p in _CLAUSE.split(text) if p and p.strip(" ,.;")]
+    parts = [p for p in parts if len(p.split()) >= MIN_CLAUSE_WORDS]
+    return parts if len(parts) > 1 else []
+
+
+class AutoRetriever(GraphFusionRetriever):
+    """Clause-wise hybrid retrieval with dependency expansion through confident edges."""
+
+    name = "auto"
+
+    def __init__(
+        self,
+        index: Index,
+        seeds: int = 3,
+        depth: int = 6,
+        min_confidence: float = 0.9,
+        first_stage: str = "dense",
+        split: bool = True,
+    ) -> None:
+        super().__init__(index, first_stage=first_stage, seeds=seeds, depth=depth)
+        self.min_confidence, self.split = min_confidence, split
+
+    def _edges_of(self, tool_iri: str) -> list[tuple[str, str, float]]:
+        return [e for e in super()._edges_of(tool_iri) if e[2] >= self.min_confidence]
+
+    def retrieve(self, query: Query, k: int) -> Ranking:
+        texts = [query.text, *(query.steps or (clauses(query.text) if self.split else ()))]
+        self.index.begin_query(texts)
+        depth = max(k, self.candidates)
+        rankings = [self.first.search(text, depth).tools for text in texts]
+        by_iri = {h.tool.iri: h for ranking in rankings for h in ranking}
+        fused = [iri for iri, _ in interleave([[h.tool.iri for h in r] for r in rankings])]
+        seeds = {h.tool.iri for r in rankings for h in r[: self.seeds]}
+        ordered: list[tuple[str, str]] = []
+        placed: set[str] = set()
+        for iri in fused:
+            if iri not in placed:
+                placed.add(iri)
+                ordered.append((iri, by_iri[iri].why))
+            if iri in seeds:
+                for producer, why in self.dependencies(iri):
+                    if producer not in placed:  # ranked above already: it stays where it is
+                        placed.add(producer)
+                        ordered.append((producer, why))
+            if len(ordered) >= k:
+                break
+        catalog = self.catalog
+        hits = [
+            Hit(catalog.tools[catalog.tool_at[iri]], 1.0 / rank, why)
+            for rank, (iri, why) in enumerate(ordered[:k], start=1)
+        ]
+        return Ranking(hits, servers_of(catalog, hits, k))
+
+    def search(self, text: str, k: int) -> Ranking:
+        return self.retrieve(Query(id="", text=text), k)
