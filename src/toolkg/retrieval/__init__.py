@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 from toolkg.errors import ConfigError
-from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, as_query, read_queries
 from toolkg.retrieval.auto import AutoRetriever
+from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, as_query, read_queries
 from toolkg.retrieval.baselines import BASELINES
 from toolkg.retrieval.graph import AgentGraphRetriever, EgoGraphRetriever, GraphFusionRetriever
 from toolkg.retrieval.queries import InvalidQueries, LabelledQuery, QueryLine, load_queries
