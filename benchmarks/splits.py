@@ -4,7 +4,10 @@ A query is in the *tuning* half when the SHA-256 of its id is even, in the *repo
 Rules, thresholds and method defaults are tuned on the tuning half only; closing notes report the
 reporting half. The rule depends on the id alone, so the split never moves when queries are added.
 
-    python benchmarks/splits.py          # writes data/<catalog>/split.json and prints the sizes
+    python benchmarks/splits.py          # writes data/splits/<catalog>.json and prints the sizes
+
+The split files live apart from the catalogs: a catalog folder holds manifests only (a build reads
+every .json file in it).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ def write_splits() -> dict[str, dict[str, int]]:
         split = {"rule": "sha256(id) even -> tune, odd -> report", "tune": [], "report": []}
         for query_id in ids:
             split[half(str(query_id))].append(query_id)
-        (DATA / catalog / "split.json").write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
+        (DATA / "splits" / f"{catalog}.json").write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
         sizes[catalog] = {"tune": len(split["tune"]), "report": len(split["report"])}
     return sizes
 
