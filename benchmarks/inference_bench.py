@@ -18,8 +18,8 @@ benchmarks/results/inference.json. Targets (offline, no LLM): precision >= 0.80,
 
 from __future__ import annotations
 
-import hashlib
 import json
+import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -29,6 +29,9 @@ from toolkg.extractors.ingest import ingest_manifest
 from toolkg.extractors.reading import fingerprint_file
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from splits import half as split_half  # noqa: E402  (the one split rule: sha256 parity, data/SPLITS.md)
+
 RESULTS = ROOT / "benchmarks" / "results"
 FILES = [ROOT / "data" / "toollinkos" / "core_tools.json", ROOT / "data" / "toollinkos" / "regular_tools.json"]
 KIND_ALIASES = {"parameterDependsOn": "parameterDirectlyDependsOn", "toolDependsOn": "toolDirectlyDependsOn"}
@@ -62,23 +65,25 @@ def _load(path: Path) -> list:
     return [t for s in ingest_manifest(file, data).manifest.servers for t in s.tools]
 
 
-def _half(server_id: str) -> str:
-    return "tune" if int(hashlib.sha256(server_id.encode()).hexdigest(), 16) % 2 == 0 else "report"
+def _inferred(tools: list) -> tuple[dict, float]:
+    """(consumer, producer) -> its first inferred edge, and the seconds inference took."""
+    started = time.perf_counter()
+    edges = infer_dependencies(tools)
+    seconds = time.perf_counter() - started
+    predicted: dict = {}
+    for e in edges:
+        predicted.setdefault((e.consumer, e.producer), e)
+    return predicted, seconds
 
 
 def real_catalog() -> dict:
     """Inference over LiveMCPBench scored against the hand-labelled pairs, overall and per half."""
     tools = _load(ROOT / "data" / "livemcpbench" / "tools.json")
     labels = [json.loads(line) for line in (ROOT / "data" / "livemcpbench" / "dependencies.jsonl").open()]
-    started = time.perf_counter()
-    edges = infer_dependencies(tools)
-    seconds = time.perf_counter() - started
-    predicted = {}
-    for e in edges:
-        predicted.setdefault((e.consumer, e.producer), e)
+    predicted, seconds = _inferred(tools)
     out: dict = {"tools": len(tools), "inferred": len(predicted), "seconds": round(seconds, 3)}
     for half in ("all", "tune", "report"):
-        keep = [x for x in labels if half == "all" or _half(x["consumer"].partition("::")[0]) == half]
+        keep = [x for x in labels if half == "all" or split_half(x["consumer"].partition("::")[0]) == half]
         positive = {(x["consumer"], x["producer"]) for x in keep if x["label"] == "positive"}
         negative = {(x["consumer"], x["producer"]) for x in keep if x["label"] == "negative"}
         consumers = {c for c, _ in positive | negative}
@@ -127,10 +132,7 @@ def real_catalog() -> dict:
 
 
 def main() -> None:
-    tools = []
-    for path in FILES:
-        file, data = fingerprint_file(path)
-        tools += [t for s in ingest_manifest(file, data).manifest.servers for t in s.tools]
+    tools = [t for path in FILES for t in _load(path)]
     by_name = {t.name: t.id for t in tools}
     gold = {
         (t.id, by_name[d.target]): KIND_ALIASES.get(d.kind, d.kind)
@@ -139,12 +141,7 @@ def main() -> None:
         if d.target in by_name
     }
     hidden = [t.model_copy(update={"depends_on": ()}) for t in tools]  # inference never sees the declared edges
-    started = time.perf_counter()
-    edges = infer_dependencies(hidden)
-    seconds = time.perf_counter() - started
-    predicted = {}
-    for e in edges:
-        predicted.setdefault((e.consumer, e.producer), e)
+    predicted, seconds = _inferred(hidden)
     overall = _prf(len(predicted.keys() & gold.keys()), len(predicted), len(gold))
     kinds = sorted(set(gold.values()) | {e.kind for e in predicted.values()})
     per_kind = {}

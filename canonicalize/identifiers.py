@@ -123,9 +123,10 @@ def _best_edge(consumer: Profile, param, producers: list[tuple[Profile, set[str]
         return None
     wanted, confidence, is_file = found
     candidates = []
+    own, consumer_lists = _heads(consumer), _lists(consumer)  # read once, not per producer
     for producer, heads in producers:
-        sibling = producer.capability == consumer.capability and heads == _heads(consumer)
-        if producer is consumer or (sibling and not (_lists(producer) and not _lists(consumer))):
+        sibling = producer.capability == consumer.capability and heads == own
+        if producer is consumer or (sibling and not (_lists(producer) and not consumer_lists)):
             continue  # a sibling doing the same to the same thing, not its source
         if is_file:  # a file its creator made, or one a converter wrote in the format this tool reads
             made = producer.capability == "create" and heads & FILE_OBJECTS

@@ -61,9 +61,7 @@ def build_catalog(paths: list[str], store_dir: str, config: BuildConfig | dict |
     try:
         if config.dask and semantic.name != "offline":
             raise ConfigError("--dask fans out the offline extractor; the LLM extractor is concurrent in-process")
-        stages = CatalogStages(
-            infer=config.infer, links=config.link, confirmer=confirmer, dask=config.dask, config=config
-        )
+        stages = CatalogStages(config=config, confirmer=confirmer)
         _pipeline(BuildRun(store, config, _load_options(config, semantic), semantic, summary), paths, stages)
     finally:
         summary.extraction = semantic.usage()

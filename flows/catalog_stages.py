@@ -46,11 +46,8 @@ CATALOG = "catalog"  # the item a catalog-wide stage's quarantine entry names
 class CatalogStages:
     """The catalog-wide stages after loading, what they need, and the options they run with."""
 
-    infer: bool = True
-    links: bool = True
+    config: BuildConfig = field(default_factory=BuildConfig)  # which stages run (infer, link) and their options
     confirmer: DependencyConfirmer | None = None  # an LLM reviews inferred edges
-    dask: bool = False  # extraction fans out over the flow's Dask task runner (flows/scale.py)
-    config: BuildConfig = field(default_factory=BuildConfig)
 
     def digest(self, stage: str) -> str:
         """What a stage's result depends on besides the catalog: its options (and the reviewer)."""
@@ -205,10 +202,11 @@ def run_catalog_stages(
             "entities",
             digest=stages.digest("canonicalize"),
         )
-    infer = stages.infer and (due("infer", INFERRED_GRAPH) or stages.confirmer is not None)
-    link = stages.links and due("link", LINKS_GRAPH)
+    wanted_infer, wanted_link = stages.config.infer, stages.config.link
+    infer = wanted_infer and (due("infer", INFERRED_GRAPH) or stages.confirmer is not None)
+    link = wanted_link and due("link", LINKS_GRAPH)
     # A stage switched off leaves no stale graph behind: "declared edges only" means that.
-    for wanted, graph, stage in ((stages.infer, INFERRED_GRAPH, "infer"), (stages.links, LINKS_GRAPH, "link")):
+    for wanted, graph, stage in ((wanted_infer, INFERRED_GRAPH, "infer"), (wanted_link, LINKS_GRAPH, "link")):
         if not wanted and (store.has_graph(graph) or stage in pending):
             guarded(store, summary, stage, lambda graph=graph: store.drop_graph(graph))
             wrote = True

@@ -135,11 +135,6 @@ class BuildConfig(Options):
             data.setdefault(section or "build", {})[key.replace("-", "_")] = _toml_value(raw.strip())
         return self.with_values(data, source="--set") if data else self
 
-    def catalog_key(self) -> dict[str, Any]:
-        """The options the catalog-wide stages depend on: a change makes them run again."""
-        return {"inference": self.inference.model_dump(), "links": self.links.model_dump(),
-                "entities": self.entities.model_dump()}  # fmt: skip
-
 
 def _is_options(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
