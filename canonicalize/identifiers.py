@@ -42,6 +42,15 @@ OPENER_CAPABILITIES = frozenset({"interact", "execute", "read", "manage"})
 # A server of more tools than this is a catalog of many services (one file of a whole platform), not
 # a set of tools written to be used together: the rule stays out of it.
 MAX_SERVER_TOOLS = 64
+# Words too generic to name a thing across a catalog that do name one inside a server: a
+# ``requestId`` identifies the request its server's ``request_planning`` registered.
+SERVER_OBJECTS = frozenset(
+    {"request", "item", "result", "response", "operation", "action", "function", "method", "order", "page"}
+)
+
+
+def _names_thing(key: tuple[str, ...]) -> bool:
+    return is_informative(key) or (bool(key) and key[-1] in SERVER_OBJECTS)
 
 
 def _heads(p: Profile) -> set[str]:
@@ -54,7 +63,7 @@ def _heads(p: Profile) -> set[str]:
     server = set(split_identifier(p.tool.server_id))
     words = [w for w in p.object_words if w not in server] or p.object_words  # a server prefix says nothing
     key = canonical_key(words)
-    return {key[-1]} if key and is_informative(key[-1:]) else set()
+    return {key[-1]} if key and _names_thing(key[-1:]) else set()
 
 
 def _converts(p: Profile) -> bool:
@@ -89,8 +98,10 @@ def _referenced(param_name: str, consumer: Profile) -> tuple[set[str], float, bo
     if words[-1] not in REFERENCE_SUFFIXES:
         return None
     named = canonical_key(words[:-1])
-    if named and is_informative(named):
+    if named and _names_thing(named):
         return {named[-1]}, 0.8, False
+    if named:
+        return None  # a 'typeId' or 'dataId' names nothing a tool would list
     own = _heads(consumer)  # a bare 'id' identifies the tool's own object: get_card_by_id(id) -> card
     return (own, 0.7, False) if own else None
 
@@ -111,16 +122,16 @@ def identifier_edges(profiles: list[Profile], consumers: set[str] | None = None)
             if consumers is not None and consumer.tool.id not in consumers:
                 continue
             for param in consumer.tool.parameters:
-                edge = _best_edge(consumer, param, producers)
-                if edge is not None:
-                    edges.append(edge)
+                edges += _best_edges(consumer, param, producers)
     return edges
 
 
-def _best_edge(consumer: Profile, param, producers: list[tuple[Profile, set[str]]]) -> InferredEdge | None:
+def _best_edges(consumer: Profile, param, producers: list[tuple[Profile, set[str]]]) -> list[InferredEdge]:
+    """The best producer of each kind: the tool that makes the thing and the one that lists or finds it
+    (an order id comes from placing the order or from listing orders)."""
     found = _referenced(param.name, consumer)
     if found is None:
-        return None
+        return []
     wanted, confidence, is_file = found
     candidates = []
     own, consumer_lists = _heads(consumer), _lists(consumer)  # read once, not per producer
@@ -136,10 +147,15 @@ def _best_edge(consumer: Profile, param, producers: list[tuple[Profile, set[str]
             continue
         rank = PRODUCING.get(producer.capability, 1)
         candidates.append((-rank, len(producer.tool.parameters), producer.tool.id, producer))
-    if not candidates:
-        return None
-    producer = min(candidates)[3]
+    best: dict[bool, tuple] = {}
+    for c in candidates:
+        makes = c[3].capability == "create"
+        best[makes] = min(best.get(makes, c), c)
     what = "a file it creates" if is_file else " ".join(sorted(wanted))
+    return [_edge(consumer, param, producer, confidence, what) for *_, producer in best.values()]
+
+
+def _edge(consumer: Profile, param, producer: Profile, confidence: float, what: str) -> InferredEdge:
     return InferredEdge(
         consumer=consumer.tool.id,
         producer=producer.tool.id,

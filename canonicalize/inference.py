@@ -37,12 +37,14 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from toolkg.canonicalize.identifiers import identifier_edges, opener_edges
+from toolkg.canonicalize.files import file_edges
+from toolkg.canonicalize.identifiers import MAX_SERVER_TOOLS, identifier_edges, opener_edges
 from toolkg.canonicalize.mentions import mention_edges
 from toolkg.canonicalize.profiles import (
     _DERIVERS,
     CONNECTIVITY_WORDS,
     CONTEXT_WORDS,
+    GENERALISED,
     GENERIC_KEYS,
     IDENTIFIER_SUFFIXES,
     LOCAL_CAPABILITIES,
@@ -63,12 +65,14 @@ from toolkg.canonicalize.profiles import (
 )
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Tool
-from toolkg.text.lexicon import STOP_WORDS, VERB_CAPABILITY
+from toolkg.text.lexicon import STOP_WORDS, UNIVERSAL_VALUES, VERB_CAPABILITY
 from toolkg.text.words import lemma, split_identifier
 
 # Across unrelated catalogs only an exact match of specific names counts (a product code that one
 # catalog's tool returns and another's takes), never a rule that reads a whole catalog.
 CROSS_CATALOG_CONFIDENCE = 0.9
+# A server's own producer wins a tie and a near-tie: its tools are written to be used together.
+SAME_SERVER_BONUS = 0.1
 
 
 def infer_dependencies(
@@ -100,6 +104,7 @@ def infer_dependencies(
     edges += mention_edges(profiles, consumers)
     edges += identifier_edges(profiles, consumers)
     edges += opener_edges(profiles, consumers)
+    edges += file_edges(profiles, consumers)
     groups: dict[str, list[Profile]] = defaultdict(list)
     for p in profiles:
         groups[catalogs.get(p.tool.server_id, "") if catalogs else ""].append(p)
@@ -132,35 +137,57 @@ def _parameter_edges(
     # parameters, then id) gives its best producers first: the cost no longer grows with how many
     # tools return an 'invoice_id' (100k tools: 1.2 billion comparisons before, a few lookups now).
     by_key: dict[tuple[str, ...], list[tuple[Profile, Offer]]] = defaultdict(list)
+    # The same offers per (server, key): a server's own producers are found however many tools of
+    # other servers offer the key.
+    by_server_key: dict[tuple[str, tuple[str, ...]], list[tuple[Profile, Offer]]] = defaultdict(list)
     for p in profiles:
         if producers is not None and p.tool.id not in producers:
             continue
         for offer in offers(p):
-            by_key[offer.key].append((p, offer))
-    for bucket in by_key.values():
-        bucket.sort(key=lambda c: (len(c[0].tool.parameters), c[0].tool.id))  # stable: offer order kept
+            keys = [offer.key]
+            if len(offer.key) > 1 and is_informative(offer.key[-1:]):
+                keys.append(offer.key[-1:])  # a 'maven version' can fill a 'version'
+            for key in keys:
+                by_key[key].append((p, offer))
+                by_server_key[p.tool.server_id, key].append((p, offer))
+    # Offers of the bucket's own key first (a 'time' before a 'screen time' for a 'time' parameter)
+    for key, bucket in (*by_key.items(), *((k, b) for (_, k), b in by_server_key.items())):
+        bucket.sort(key=lambda c, key=key: (c[1].key != key, len(c[0].tool.parameters), c[0].tool.id))
     wanted = options.max_producers_per_parameter
+    server_sizes = Counter(p.tool.server_id for p in profiles)
     edges = []
     for consumer in profiles:
         if consumers is not None and consumer.tool.id not in consumers:
             continue
+        own = consumer.tool.server_id
+        cohesive = server_sizes[own] <= MAX_SERVER_TOOLS  # tools written to be used together
+        bonus = SAME_SERVER_BONUS if cohesive else 0.0
         for param in consumer.tool.parameters:
             words, keys = _candidate_keys(param.name)
             scored = []
             for key in keys:
-                taken = 0
-                for producer, offer in by_key.get(key, ()):
-                    if taken == wanted:
-                        break
-                    if producer is consumer or (producer.namespace and not producer.namespace & consumer.namespace):
-                        continue  # a service's own tools feed that service only
-                    match = parameter_match(offer, words)
-                    if match:
-                        scored.append((match[0], producer, offer, match[1]))
-                        taken += 1
+                for bucket in (by_server_key.get((own, key), ()), by_key.get(key, ())):
+                    taken = 0
+                    for producer, offer in bucket:
+                        if taken == wanted:
+                            break
+                        if producer is consumer or (producer.namespace and not producer.namespace & consumer.namespace):
+                            continue  # a service's own tools feed that service only
+                        match = parameter_match(offer, words)
+                        if match is None or (match[1].endswith(GENERALISED) and not cohesive):
+                            continue  # 'a car ownership rate is a rate' says little in a catalog-sized server
+                        if producer.tool.server_id == own or _travels(offer, match[0], words, producer, consumer):
+                            scored.append((match[0], producer, offer, match[1]))
+                            taken += 1
             # the consumer's own server first: its tools are written to be used together
-            own = consumer.tool.server_id
-            scored.sort(key=lambda s: (s[1].tool.server_id != own, -s[0], len(s[1].tool.parameters), s[1].tool.id))
+            scored = list({(id(x[1]), x[2].key): x for x in reversed(scored)}.values())[::-1]
+            scored.sort(
+                key=lambda s: (
+                    -s[0] - bonus * (s[1].tool.server_id == own),
+                    len(s[1].tool.parameters),
+                    s[1].tool.id,
+                )
+            )
             for score, producer, offer, how in scored[:wanted]:
                 direct = param.required and not offer.contextual
                 edges.append(
@@ -177,6 +204,20 @@ def _parameter_edges(
     return edges
 
 
+def _travels(offer: Offer, score: float, words: list[str], producer: Profile, consumer: Profile) -> bool:
+    """Whether an offer can fill another server's parameter. A bare reference (an ``id``, a ``ticker``,
+    a ``category``) means something only on the platform that issued it; a value of a universal type
+    (a coordinate, a date, an email, a PDF) means the same everywhere, and so does a reference the
+    parameter names in full (``city_code`` filled by what ``get_city_code`` returns) or the user's
+    context that a parameter asks for by a qualified name (``system_uptime``, ``current_bpm``)."""
+    if is_near(producer, consumer) or offer.key[-1] in UNIVERSAL_VALUES:
+        return True
+    if score >= 1.0 and len(offer.key) >= 2:
+        return True
+    full = canonical_key(words)
+    return offer.contextual and len(full) >= 2 and full[-len(offer.key) :] == offer.key
+
+
 @lru_cache(maxsize=250_000)
 def _candidate_keys(name: str) -> tuple[list[str], tuple[tuple[str, ...], ...]]:
     """A parameter name's words and the offer keys that can fill it (none when it is uninformative):
@@ -189,8 +230,7 @@ def _candidate_keys(name: str) -> tuple[list[str], tuple[tuple[str, ...], ...]]:
     if len(words) > 1 and words[-1] in IDENTIFIER_SUFFIXES:
         keys.append(canonical_key(words[:-1]))
     keys += [full[i:] for i in range(1, len(full))]
-    if full[-1] in _DERIVERS:
-        keys.append((_DERIVERS[full[-1]],))
+    keys += [(parent,) for parent in _DERIVERS.get(full[-1], ())]
     return words, tuple(dict.fromkeys(k for k in keys if k))
 
 
@@ -345,11 +385,14 @@ def _sparsify(
         key = (e.consumer, e.producer, e.parameter)
         if key not in kept or kept[key].confidence < e.confidence:
             kept[key] = e
-    # A parameter its own server can fill takes nothing from another server: across catalogs a
-    # matching name is weak evidence, inside one server the tools are written to be used together.
-    served = {(e.consumer, e.parameter) for e in kept.values() if e.parameter and _same_server(e)}
+    # A parameter its own server can fill as well takes nothing from another server: across catalogs
+    # a matching name is weak evidence, inside one server the tools are written to be used together.
+    served: dict[tuple[str, str], float] = {}
+    for e in kept.values():
+        if e.parameter and _same_server(e):
+            served[e.consumer, e.parameter] = max(e.confidence, served.get((e.consumer, e.parameter), 0.0))
     return sorted(
-        (e for e in kept.values() if _same_server(e) or (e.consumer, e.parameter) not in served),
+        (e for e in kept.values() if _same_server(e) or e.confidence > served.get((e.consumer, e.parameter), -1.0)),
         key=lambda e: (e.consumer, e.producer, e.parameter or ""),
     )
 

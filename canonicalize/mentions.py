@@ -29,6 +29,11 @@ MENTION = re.compile(
     r"(?P<ref>[^.;:,()]{1,80})",
     re.I,
 )
+# Words just before a tool's name in a description that make it the source: "the ID returned by
+# search_cards", "after get_token". Workflow prose ("approve it using 'approve_task'", "then call X")
+# names the next step as often as the previous one, so 'using' and 'call' are no cue.
+SOURCE_CUES = re.compile(r"(?:after|from|by|via|obtained|returned|generated|created)\W{0,3}$", re.I)
+_NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*")
 MENTION_NOISE = frozenset("user users caller client you human customer input default setting".split())
 
 
@@ -94,12 +99,44 @@ class _Nearby:
         return sorted(found.values(), key=lambda p: self.order[id(p)])
 
 
+def _named_sources(consumer: Profile, by_name: dict[str, list[Profile]]) -> list[tuple[Parameter | None, Profile]]:
+    """Tools of the consumer's own server named in its texts (in any language: the name is an
+    identifier, ``可以使用search_cards工具搜索``): in a parameter's description the named tool is
+    where the value comes from; in the tool's description only after a source cue."""
+    found = []
+    texts = [(q, q.description or "") for q in consumer.tool.parameters] + [(None, consumer.tool.description or "")]
+    for param, text in texts:
+        for match in _NAME_TOKEN.finditer(text):
+            named = [p for p in by_name.get(match.group(0).lower(), ()) if p.tool.server_id == consumer.tool.server_id]
+            if len(named) != 1 or named[0] is consumer:
+                continue
+            if param is None and not SOURCE_CUES.search(text[max(0, match.start() - 24) : match.start()]):
+                continue
+            found.append((param, named[0]))
+    return found
+
+
 def mention_edges(profiles: list[Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
     by_name: dict[str, list[Profile]] = defaultdict(list)
     for p in profiles:
         by_name[p.tool.name.lower()].append(p)
     nearby = _Nearby(profiles)
     edges = []
+    for consumer in profiles:
+        if consumers is not None and consumer.tool.id not in consumers:
+            continue
+        for param, producer in _named_sources(consumer, by_name):
+            edges.append(
+                InferredEdge(
+                    consumer=consumer.tool.id,
+                    producer=producer.tool.id,
+                    kind=TOOL_DIRECT if param is None else PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT,
+                    parameter=param.name if param else None,
+                    confidence=0.9,
+                    rule="explicit-mention",
+                    evidence=f"{'its description' if param is None else param.name} names {producer.tool.name}",
+                )
+            )
     for consumer in profiles:
         if consumers is not None and consumer.tool.id not in consumers:
             continue

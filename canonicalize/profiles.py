@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from toolkg.canonicalize.returns import described_returns, description_action
 from toolkg.extractors.offline import name_action, name_object_words
 from toolkg.models import Tool
 from toolkg.ontology.vocabulary import kind
@@ -24,11 +25,20 @@ CONTEXT_WORDS = frozenset("current system user device my local default active pr
 DERIVABLE = {
     "date": {"year", "month", "day", "weekday", "week"},
     "time": {"hour", "minute"},
-    "location": {"latitude", "longitude", "lat", "lon", "lng", "coordinate", "region", "place"},
+    "location": {"latitude", "longitude", "lat", "lon", "lng", "coordinate", "region", "place", "city", "country"},
+    "coordinate": {"latitude", "longitude", "lat", "lon", "lng"},
+    "address": {"city", "country", "street", "postcode", "zip", "region"},
 }
-_DERIVERS = {child: parent for parent, children in DERIVABLE.items() for child in children}
+_DERIVERS: dict[str, list[str]] = {}
+for _parent, _children in DERIVABLE.items():
+    for _child in _children:
+        _DERIVERS.setdefault(_child, []).append(_parent)
 # What authenticating produces, whatever the service.
 SESSION_WORDS = frozenset({"session", "token", "auth", "credential", "cookie"})
+# Marks a match of a specific offer to a parameter named by its head alone ('maven version' -> version).
+GENERALISED = " (its head)"
+# How much a return read from prose counts against one read from a name or a schema.
+DESCRIBED_WEIGHT = 0.85
 GENERIC_KEYS = GENERIC_NOUNS | GENERIC_PARAMETERS | IDENTIFIER_SUFFIXES | CONTEXT_WORDS
 STATUS_WORDS = frozenset({"status", "state", "availability", "enabled", "mode"})
 # A status check whose text says it is about one of these is a connectivity check.
@@ -47,6 +57,7 @@ class Offer:
     key: tuple[str, ...]  # canonical words
     how: str
     contextual: bool  # a context getter: no required input
+    described: bool = False  # read from the description's prose, not from a name or a schema
 
 
 @dataclass
@@ -92,6 +103,8 @@ def profile(tool: Tool) -> Profile:
     words = split_identifier(tool.name)
     at, action = name_action(words)
     obj = name_object_words(words, at) if words else []
+    if not action:  # a noun name (git_branch, search): the description's lead verb says what it does
+        action = description_action(tool)
     text = " ".join(
         [tool.name.replace("_", " "), tool.description, *(p.name.replace("_", " ") for p in tool.parameters)]
     )
@@ -113,11 +126,21 @@ def _offers(p: Profile) -> list[Offer]:
         found.append(Offer(canonical_key(obj), f"name object of {p.tool.name}", contextual))
     for output in p.tool.outputs:
         found.append(Offer(canonical_key(split_identifier(output.name)), f"output {output.name}", contextual))
-    return [o for o in found if is_informative(o.key)]
+    for key in described_returns(p.tool):
+        found.append(Offer(key, f"{p.tool.name} returns {' '.join(key)} (its description)", contextual, True))
+    unique = {o.key: o for o in reversed(found)}  # the first reading of a key wins
+    return [o for o in found if is_informative(o.key) and unique[o.key] is o]
 
 
 def parameter_match(offer: Offer, param_words: list[str]) -> tuple[float, str] | None:
     """(score, how) when the offer can fill a parameter with these words."""
+    found = _parameter_match(offer, param_words)
+    if found and offer.described:  # prose is looser than a name or a schema
+        return round(found[0] * DESCRIBED_WEIGHT, 2), f"{found[1]}, from its description"
+    return found
+
+
+def _parameter_match(offer: Offer, param_words: list[str]) -> tuple[float, str] | None:
     full = canonical_key(param_words)
     if not full:
         return None
@@ -126,10 +149,15 @@ def parameter_match(offer: Offer, param_words: list[str]) -> tuple[float, str] |
         return 1.0, "same name"
     if core and offer.key == core:
         return 0.9, f"{'_'.join(param_words)} identifies a {' '.join(core)}"
-    if len(full) > len(offer.key) and full[-len(offer.key) :] == offer.key and is_informative(offer.key):
+    # Prose is loose ('returns the status'): a described return fills only a parameter of its own name.
+    specific = len(full) > len(offer.key) and full[-len(offer.key) :] == offer.key and is_informative(offer.key)
+    if specific and not offer.described:
         return 0.75, f"a specific {' '.join(offer.key)}"
-    if len(offer.key) == 1 and full[-1] in DERIVABLE.get(offer.key[0], ()):
-        return 0.7, f"{full[-1]} derives from {offer.key[0]}"
+    if len(full) == 1 and len(offer.key) > 1 and offer.key[-1] == full[0] and not offer.described:
+        return 0.7, f"a {' '.join(offer.key)} is a {full[0]}{GENERALISED}"
+    plural = param_words[-1] != full[-1]  # 'days' is a number of days, not a day
+    if not plural and full[-1] in DERIVABLE.get(offer.key[-1], ()):
+        return 0.7, f"{full[-1]} derives from {offer.key[-1]}"
     return None
 
 

@@ -104,6 +104,18 @@ GENERIC_PARAMETERS = frozenset(
     """.split()
 )
 
+# Values that mean the same on every platform: a tool of one server can fill another server's
+# parameter with them (a reference such as an id, name, code or category cannot: it means something
+# only where it was issued). Places and times, contact points, and file and data formats.
+UNIVERSAL_VALUES = frozenset(
+    """
+    coordinate coordinates latitude longitude lat lon lng location geolocation address city country postcode zipcode
+    timezone date datetime timestamp time year month weekday
+    email phone currency language locale
+    base64 png jpeg jpg gif svg webp pdf docx xlsx pptx html markdown csv xml yaml
+    """.split()
+)
+
 # Tokens that make a word a noun when they come just before an ambiguous verb/noun ("the search").
 DETERMINERS = frozenset("the a an this that these those your its their our my his her each every any some new".split())
 
