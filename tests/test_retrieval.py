@@ -49,9 +49,10 @@ def test_a_dependency_is_reached_only_through_the_graph(index):
     for text_only in ("bm25", "dense", "hybrid"):
         assert "tablefinder_login" not in _names(make_retriever(text_only, index).retrieve(BOOK, 3))
     ranking = make_retriever("grtf", index, seeds=1).retrieve(BOOK, 3)
-    # the booking tool, then what it depends on, strongest edge first: the restaurant it takes, the login
-    assert _names(ranking) == ["tablefinder_book_table", "find_restaurants", "tablefinder_login"]
-    assert ranking.tools[2].why == "parameterDirectlyDependsOn of tablefinder_book_table"
+    # the booking tool, then what it depends on: the login of its own service (another server's
+    # find_restaurants returns restaurants too, but a bare 'restaurant' is no value to pass across servers)
+    assert _names(ranking)[:2] == ["tablefinder_book_table", "tablefinder_login"]
+    assert ranking.tools[1].why == "parameterDirectlyDependsOn of tablefinder_book_table"
     # the kinds followed are an option: without parameter edges the login is not reached
     only_tools = make_retriever("grtf", index, seeds=1, kinds=["toolDirectlyDependsOn"]).retrieve(BOOK, 3)
     assert "tablefinder_login" not in _names(only_tools)
@@ -70,6 +71,24 @@ def test_auto_splits_a_request_without_steps_into_its_clauses(index):
     memo = Query("pdf", "Create a new word document for the memo, then convert it to PDF")
     names = _names(make_retriever("auto", index).retrieve(memo, 3))
     assert {"create_document", "convert_to_pdf"} <= set(names), names
+
+
+def test_auto_adds_the_needs_a_request_implies(index):
+    # nothing in the request names a file tool: the path to keep the forecast in implies one
+    rain = Query("rain", "Check whether it rains in Paris and keep the forecast in /home/me/paris.txt")
+    assert "write_file" not in _names(make_retriever("dense", index).retrieve(rain, 3))
+    ranking = make_retriever("auto", index).retrieve(rain, 3)
+    assert _names(ranking)[0] == "get_daily_report"  # what the request says comes first
+    assert ("write_file", "implied need: write content to a text file at a path") in [
+        (h.tool.name, h.why) for h in ranking.tools
+    ]
+    # a relative time needs today's date
+    table = Query("t", "Book a table at Luigi's for tomorrow")
+    assert "get_current_time" not in _names(make_retriever("dense", index).retrieve(table, 3))
+    assert "get_current_time" in _names(make_retriever("auto", index).retrieve(table, 3))
+    # steps are the caller's own decomposition: nothing is added to them
+    stepped = Query("rain", rain.text, ("Get the daily weather report for Paris",))
+    assert not any(h.why.startswith("implied") for h in make_retriever("auto", index).retrieve(stepped, 5).tools)
 
 
 def test_grtf_can_follow_structural_links(index):
@@ -127,7 +146,7 @@ def test_cli_retrieve_contract(cli, store, tmp_path):
         assert all(set(t) == {"server", "tool", "score"} for t in line["tools"])
         scores = [t["score"] for t in line["tools"]]
         assert scores == sorted(scores, reverse=True)
-    assert {"server": "tablefinder", "tool": "tablefinder_login", "score": 0.333333} in lines[0]["tools"]
+    assert {"server": "tablefinder", "tool": "tablefinder_login", "score": 0.5} in lines[0]["tools"]
     one = cli("retrieve", "--store", str(store), "--method", "agent", "-k", "2", "Will it rain in Paris?")
     assert one.returncode == 0 and "servers: skycast" in one.stdout
     bad = cli("retrieve", "--store", str(store), "--method", "nope", "x")

@@ -2,9 +2,12 @@
 
 1. The request is split into what it asks for: its steps when it has them, else its sentences and
    clauses ("..., then ...", "... and then ..."), each retrieved on its own next to the whole text.
+   A request without steps also gets its implied needs (``requests.facets``: a file path to write
+   or read, a relative time that needs today's date).
 2. Each part is ranked by dense retrieval (``first_stage``; hybrid measured no better on the tuning
    halves) and the parts' rankings are interleaved, so every part gets its best tools first
-   (coverage, not consensus).
+   (coverage, not consensus). An implied need's best tool follows the first round: it is wanted,
+   but less surely than what the request says.
 3. The ``seeds`` best tools of each part bring the tools they depend on, depth-first, through
    confident edges only (declared, or inferred at ``min_confidence`` or more), placed right after
    them unless ranked above already: what a tool needs is part of the answer even when the request
@@ -14,30 +17,9 @@
 
 from __future__ import annotations
 
-import re
-
 from toolkg.retrieval.base import Hit, Index, Query, Ranking, interleave, servers_of
 from toolkg.retrieval.graph import GraphFusionRetriever
-
-# Sentence ends and the conjunctions that chain one request after another.
-_CLAUSE = re.compile(
-    r"(?<=[.!?;。！？；])\s+|\n+|,\s*(?:and\s+)?then\s+|\s+and then\s+|\s+after that,?\s+|\s+afterwards,?\s+",
-    re.IGNORECASE,
-)
-MIN_CLAUSE_WORDS = 3
-
-
-def clauses(text: str) -> list[str]:
-    """The parts of a multi-intent request, each at least ``MIN_CLAUSE_WORDS`` words.
-
-    >>> clauses("Find the weather in Paris, then book a table nearby. Send me the booking by email.")
-    ['Find the weather in Paris', 'book a table nearby', 'Send me the booking by email']
-    >>> clauses("What time is it?")
-    []
-    """
-    parts = [p.strip(" ,.;") for p in _CLAUSE.split(text) if p and p.strip(" ,.;")]
-    parts = [p for p in parts if len(p.split()) >= MIN_CLAUSE_WORDS]
-    return parts if len(parts) > 1 else []
+from toolkg.retrieval.requests import clauses, facets
 
 
 class AutoRetriever(GraphFusionRetriever):
@@ -62,18 +44,28 @@ class AutoRetriever(GraphFusionRetriever):
 
     def retrieve(self, query: Query, k: int) -> Ranking:
         texts = [query.text, *(query.steps or (clauses(query.text) if self.split else ()))]
-        self.index.begin_query(texts)
+        implied = facets(query.text) if self.split and not query.steps else []
+        self.index.begin_query(texts + implied)
         depth = max(k, self.candidates)
         rankings = [self.first.search(text, depth).tools for text in texts]
-        by_iri = {h.tool.iri: h for ranking in rankings for h in ranking}
+        needs = [self.first.search(text, 1).tools for text in implied]
+        by_iri = {h.tool.iri: h for ranking in rankings + needs for h in ranking}
         fused = [iri for iri, _ in interleave([[h.tool.iri for h in r] for r in rankings])]
+        first_round = len(texts)
+        said = set(fused[:first_round])  # a need a part's best tool meets already adds nothing
+        implied_by = {
+            r[0].tool.iri: f"implied need: {text}"
+            for text, r in zip(implied, needs, strict=True)
+            if r and r[0].tool.iri not in said
+        }
+        fused[first_round:first_round] = list(implied_by)
         seeds = {h.tool.iri for r in rankings for h in r[: self.seeds]}
         ordered: list[tuple[str, str]] = []
         placed: set[str] = set()
         for iri in fused:
             if iri not in placed:
                 placed.add(iri)
-                ordered.append((iri, by_iri[iri].why))
+                ordered.append((iri, implied_by.get(iri) or by_iri[iri].why))
             if iri in seeds:
                 for producer, why in self.dependencies(iri):
                     if producer not in placed:  # ranked above already: it stays where it is

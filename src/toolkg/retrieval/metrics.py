@@ -17,6 +17,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from toolkg.extractors.formats import server_id_from
+
 
 @dataclass(frozen=True)
 class Gold:
@@ -25,8 +27,18 @@ class Gold:
 
 
 def gold_tools(row: dict) -> list[Gold]:
+    """The row's gold tools, their server part written as toolkg writes server ids ("Ant Design
+    Components::list-components" is hit by ``Ant-Design-Components::list-components``)."""
     alternatives = row.get("gold_tool_alternatives") or {}
-    return [Gold(g, (g, *alternatives.get(g, ()))) for g in dict.fromkeys(row.get("gold_tools") or [])]
+    return [
+        Gold(g, tuple(_as_id(a) for a in (g, *alternatives.get(g, ()))))
+        for g in dict.fromkeys(row.get("gold_tools") or [])
+    ]
+
+
+def _as_id(name: str) -> str:
+    server, sep, tool = name.partition("::")
+    return f"{server_id_from(server)}::{tool}" if sep else name
 
 
 def _matches(tool_id: str, accepted: tuple[str, ...]) -> bool:
@@ -71,5 +83,5 @@ def complete_at(ranked: Sequence[str], gold: Sequence[Gold], k: int) -> float:
 
 
 def server_recall_at(ranked_servers: Sequence[str], gold_servers: Sequence[str], k: int) -> float:
-    gold = set(gold_servers)
+    gold = {server_id_from(s) for s in gold_servers}
     return len(gold & set(ranked_servers[:k])) / len(gold) if gold else 0.0
