@@ -76,11 +76,39 @@ def _inferred(tools: list) -> tuple[dict, float]:
     return predicted, seconds
 
 
+def _audit() -> dict[tuple[str, str], str]:
+    """Verdicts on predicted pairs the labels leave out (data/livemcpbench/DEPENDENCIES.md, "Audit")."""
+    path = ROOT / "data" / "livemcpbench" / "dependencies-audit.jsonl"
+    if not path.exists():
+        return {}
+    rows = [json.loads(line) for line in path.open(encoding="utf-8")]
+    return {(x["consumer"], x["producer"]): x["verdict"] for x in rows}
+
+
+def _estimated_precision(mine: set, positive: set, negative: set, audit: dict) -> dict:
+    """Precision over every prediction: labelled pairs by their label, the others by the audit's
+    verdict, and the pairs neither judges (new since the audit) at the audited pairs' rate."""
+    unlabelled = mine - positive - negative
+    judged = {pair: audit[pair] for pair in unlabelled if audit.get(pair) in ("correct", "wrong")}
+    right = len(mine & positive) + sum(v == "correct" for v in judged.values())
+    unjudged = len(unlabelled) - len(judged)
+    if not mine or (unjudged and not judged):
+        return {"audited": len(judged), "unjudged": unjudged, "precision_estimated": None}  # nothing to go by
+    rate = sum(v == "correct" for v in judged.values()) / len(judged) if judged else 0.0
+    estimate = (right + rate * unjudged) / len(mine)
+    return {"audited": len(judged), "unjudged": unjudged, "precision_estimated": round(estimate, 3)}
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def real_catalog() -> dict:
     """Inference over LiveMCPBench scored against the hand-labelled pairs, overall and per half."""
     tools = _load(ROOT / "data" / "livemcpbench" / "tools.json")
     labels = [json.loads(line) for line in (ROOT / "data" / "livemcpbench" / "dependencies.jsonl").open()]
     predicted, seconds = _inferred(tools)
+    audit = _audit()
     out: dict = {"tools": len(tools), "inferred": len(predicted), "seconds": round(seconds, 3)}
     for half in ("all", "tune", "report"):
         keep = [x for x in labels if half == "all" or split_half(x["consumer"].partition("::")[0]) == half]
@@ -99,6 +127,7 @@ def real_catalog() -> dict:
             "recall": round(hit / len(positive), 3) if positive else 0.0,
             "precision_labelled": round(hit / labelled, 3) if labelled else 0.0,
             "precision_lower_bound": round(hit / len(mine), 3) if mine else 0.0,
+            **_estimated_precision(mine, positive, negative, audit),
         }
     rules = {}
     positive = {(x["consumer"], x["producer"]) for x in labels if x["label"] == "positive"}
@@ -111,22 +140,29 @@ def real_catalog() -> dict:
             "hits": len(pairs & positive),
             "wrong": len(pairs & negative),
             "precision_labelled": round(len(pairs & positive) / labelled, 3) if labelled else None,
+            **_estimated_precision(pairs, positive, negative, audit),
         }
     out["per_rule"] = rules
     print(
         f"\nLiveMCPBench: {len(tools)} tools, {len(positive)} labelled positives, {len(negative)} checked "
         f"negatives, {len(predicted)} inferred in {seconds:.2f}s"
     )
-    print(f"{'half':<8}{'P(labelled)':>12}{'P(lower)':>10}{'R':>7}{'pred':>7}{'pos':>6}{'hits':>6}")
+    print(f"{'half':<8}{'P(labelled)':>12}{'P(est)':>8}{'P(lower)':>10}{'R':>7}{'pred':>7}{'pos':>6}{'hits':>6}")
     for half in ("tune", "report", "all"):
         row = out[half]
         print(
-            f"{half:<8}{row['precision_labelled']:>12.3f}{row['precision_lower_bound']:>10.3f}"
-            f"{row['recall']:>7.3f}{row['predicted']:>7}{row['positives']:>6}{row['hits']:>6}"
+            f"{half:<8}{row['precision_labelled']:>12.3f}{_number(row['precision_estimated']):>8}"
+            f"{row['precision_lower_bound']:>10.3f}{row['recall']:>7.3f}{row['predicted']:>7}{row['positives']:>6}"
+            f"{row['hits']:>6}"
         )
+    print(
+        "P(labelled): over predicted pairs that are labelled; P(est): over all predicted pairs, unlabelled ones "
+        "judged by the audit file; P(lower): unlabelled pairs counted wrong"
+    )
     for rule, row in rules.items():
         print(
-            f"rule {rule:<25} {row['predicted']:>6} edges, {row['hits']} labelled right, {row['wrong']} labelled wrong"
+            f"rule {rule:<25} {row['predicted']:>6} edges, {row['hits']} labelled right, {row['wrong']} labelled "
+            f"wrong, precision estimated {_number(row['precision_estimated'])} ({row['unjudged']} unjudged)"
         )
     return out
 

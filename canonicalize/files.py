@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from toolkg.canonicalize.profiles import PARAMETER_DIRECT, PARAMETER_INDIRECT, Profile
+from toolkg.canonicalize.profiles import OUTPUT_WORDS, PARAMETER_DIRECT, PARAMETER_INDIRECT, Profile
 from toolkg.canonicalize.returns import described_returns
 from toolkg.models import InferredEdge
 from toolkg.text.words import split_identifier
@@ -56,9 +56,9 @@ FORMATS = {
 }
 # Parameter words that make it a file location, and those that make it where the tool writes.
 PATH_WORDS = frozenset({"path", "paths", "file", "files", "filename", "filepath", "filenames"})
-OUTPUT_WORDS = frozenset({"output", "out", "destination", "dest", "dst", "target", "save", "export"})
-MAKING = frozenset({"create", "convert", "generate", "transfer"})
-MAKERS = frozenset({"create", "generate"})  # make a new file, where a copy or a transfer moves one
+# Actions that make a file ('add' and 'protect' change one that exists; a copy moves one).
+MAKING = frozenset({"create", "make", "generate", "export", "save", "write", "render", "build", "produce", "draw"})
+MAKERS = frozenset({"create", "make", "generate", "produce", "build"})  # a new one, ranked first
 MAX_WRITERS = 2  # per parameter and format: a server may hold many tools that write HTML
 SAME_SERVER_CONFIDENCE = 0.75
 CROSS_SERVER_CONFIDENCE = 0.6
@@ -70,7 +70,7 @@ def _formats(words) -> set[str]:
 
 
 def _is_output(words: list[str]) -> bool:
-    return bool(OUTPUT_WORDS & set(words))
+    return bool(OUTPUT_WORDS & set(words))  # where the tool writes
 
 
 def _input_paths(p: Profile) -> list[tuple[object, list[str]]]:
@@ -99,10 +99,10 @@ def writes(p: Profile) -> set[str]:
     if p.capability == "convert":  # "Convert a Word document to PDF format"; else it extracts or formats
         return _formats({w for key in described_returns(p.tool) for w in key})
     has_output = any(_is_output(split_identifier(q.name)) for q in p.tool.parameters)
-    if not (has_output or p.capability in MAKING):
+    if not (has_output or p.action in MAKING):
         return set()
     lead = _LEAD_WORDS.findall((p.tool.description or "")[:120].lower())
-    return _formats(p.words) or (_formats(lead) if p.capability in MAKING else set())
+    return _formats(p.words) or (_formats(lead) if p.action in MAKING else set())
 
 
 def reads(p: Profile, words: list[str]) -> set[str]:
@@ -110,12 +110,12 @@ def reads(p: Profile, words: list[str]) -> set[str]:
     named = _formats(words)
     if named:
         return named
-    source, _ = _converter_sides(p)
+    source, target = _converter_sides(p)
     if source:
         return source
-    if p.capability == "convert":
-        return set()  # a converter reads what it converts from, which its name did not say
-    return _formats(p.words)
+    if target:
+        return set()  # convert_to_pdf: it reads what it converts from, which its name does not say
+    return _formats(p.words)  # html_cleaner, text_formatter: what they work on
 
 
 def file_edges(profiles: list[Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
@@ -125,7 +125,7 @@ def file_edges(profiles: list[Profile], consumers: set[str] | None = None) -> li
             writers[fmt].append(p)
     for members in writers.values():  # converters first (their name says what they write), then makers
         members.sort(
-            key=lambda p: (not _converter_sides(p)[1], p.capability not in MAKERS, len(p.tool.parameters), p.tool.id)
+            key=lambda p: (not _converter_sides(p)[1], p.action not in MAKERS, len(p.tool.parameters), p.tool.id)
         )
     edges = []
     for consumer in profiles:

@@ -24,7 +24,9 @@ from toolkg.canonicalize.profiles import (
     Profile,
     canonical_key,
     is_informative,
+    is_output_location,
 )
+from toolkg.canonicalize.returns import described_returns
 from toolkg.models import InferredEdge
 from toolkg.text.words import lemma, split_identifier
 
@@ -61,8 +63,14 @@ def _heads(p: Profile) -> set[str]:
         after = [w for w in words[len(words) - words[::-1].index("to") :] if is_informative((w,))]
         return {lemma(after[-1])} if after else set()
     server = set(split_identifier(p.tool.server_id))
-    words = [w for w in p.object_words if w not in server] or p.object_words  # a server prefix says nothing
-    key = canonical_key(words)
+    key = canonical_key(w for w in p.object_words if w not in server)  # a server prefix says nothing
+    if key and _names_thing(key[-1:]):
+        return {key[-1]}
+    # a noun name or a verb alone (search, git_init): what the description says it returns or makes
+    described = {k[-1] for k in described_returns(p.tool) if _names_thing(k[-1:])}
+    if described:
+        return described
+    key = canonical_key(p.object_words)
     return {key[-1]} if key and _names_thing(key[-1:]) else set()
 
 
@@ -93,7 +101,7 @@ def _referenced(param_name: str, consumer: Profile) -> tuple[set[str], float, bo
         return None
     joined = "".join(words)
     if joined in FILE_REFERENCES or words[-1] in {"filename", "filepath", "path", "paths"}:
-        named = {lemma(w) for w in words[:-1] if w != "file" and is_informative((w,))}
+        named = {canonical_key([w])[0] for w in words[:-1] if w != "file" and is_informative((w,))}
         return named or _source(consumer), 0.65, True
     if words[-1] not in REFERENCE_SUFFIXES:
         return None
@@ -122,6 +130,8 @@ def identifier_edges(profiles: list[Profile], consumers: set[str] | None = None)
             if consumers is not None and consumer.tool.id not in consumers:
                 continue
             for param in consumer.tool.parameters:
+                if is_output_location(param.name):
+                    continue
                 edges += _best_edges(consumer, param, producers)
     return edges
 
@@ -140,7 +150,7 @@ def _best_edges(consumer: Profile, param, producers: list[tuple[Profile, set[str
         if producer is consumer or (sibling and not (_lists(producer) and not consumer_lists)):
             continue  # a sibling doing the same to the same thing, not its source
         if is_file:  # a file its creator made, or one a converter wrote in the format this tool reads
-            made = producer.capability == "create" and heads & FILE_OBJECTS
+            made = producer.capability == "create" and heads & (FILE_OBJECTS | wanted)  # git_init -> repo_path
             if not (made or ((producer.capability == "convert" or _converts(producer)) and heads & wanted)):
                 continue
         elif not heads & wanted:

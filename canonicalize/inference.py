@@ -59,13 +59,14 @@ from toolkg.canonicalize.profiles import (
     canonical_key,
     is_informative,
     is_near,
+    is_output_location,
     offers,
     parameter_match,
     profile,
 )
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Tool
-from toolkg.text.lexicon import STOP_WORDS, UNIVERSAL_VALUES, VERB_CAPABILITY
+from toolkg.text.lexicon import FORM_HEADS, STOP_WORDS, UNIVERSAL_VALUES, VERB_CAPABILITY
 from toolkg.text.words import lemma, split_identifier
 
 # Across unrelated catalogs only an exact match of specific names counts (a product code that one
@@ -163,6 +164,8 @@ def _parameter_edges(
         cohesive = server_sizes[own] <= MAX_SERVER_TOOLS  # tools written to be used together
         bonus = SAME_SERVER_BONUS if cohesive else 0.0
         for param in consumer.tool.parameters:
+            if is_output_location(param.name):
+                continue
             words, keys = _candidate_keys(param.name)
             scored = []
             for key in keys:
@@ -221,13 +224,14 @@ def _travels(offer: Offer, score: float, words: list[str], producer: Profile, co
 @lru_cache(maxsize=250_000)
 def _candidate_keys(name: str) -> tuple[list[str], tuple[tuple[str, ...], ...]]:
     """A parameter name's words and the offer keys that can fill it (none when it is uninformative):
-    its own key, the key without an identifier suffix, its proper suffixes, the value it derives from."""
+    its own key, the key without an identifier suffix or a form head ('markdown_content' -> markdown), its
+    proper suffixes, the value it derives from."""
     words = split_identifier(name)
     full = canonical_key(words)
     if not full or not is_informative(full):
         return words, ()
     keys = [full]
-    if len(words) > 1 and words[-1] in IDENTIFIER_SUFFIXES:
+    if len(words) > 1 and (words[-1] in IDENTIFIER_SUFFIXES or words[-1] in FORM_HEADS):
         keys.append(canonical_key(words[:-1]))
     keys += [full[i:] for i in range(1, len(full))]
     keys += [(parent,) for parent in _DERIVERS.get(full[-1], ())]

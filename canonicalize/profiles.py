@@ -14,7 +14,7 @@ from toolkg.canonicalize.returns import described_returns, description_action
 from toolkg.extractors.offline import name_action, name_object_words
 from toolkg.models import Tool
 from toolkg.ontology.vocabulary import kind
-from toolkg.text.lexicon import GENERIC_NOUNS, GENERIC_PARAMETERS, VERB_CAPABILITY
+from toolkg.text.lexicon import ABBREVIATIONS, FORM_HEADS, GENERIC_NOUNS, GENERIC_PARAMETERS, VERB_CAPABILITY
 from toolkg.text.words import lemma, split_identifier
 
 # Words that make a parameter an identifier *of* something: 'email_address' is an email.
@@ -81,8 +81,18 @@ class Profile:
         return self.capability == "read" and not self.needs_input and bool(STATUS_WORDS & set(self.object_words))
 
 
+# Words that make a parameter where a tool puts its result: the caller chooses it, no tool feeds it.
+OUTPUT_WORDS = frozenset({"output", "out", "destination", "dest", "dst", "target", "save", "export"})
+
+
+def is_output_location(param_name: str) -> bool:
+    """``outputDir``, ``destination_filename``, ``save_path``: where the result goes, not an input."""
+    return bool(OUTPUT_WORDS & set(split_identifier(param_name)))
+
+
 def canonical_key(words: Iterable[str]) -> tuple[str, ...]:
-    out = [w for w in words if w and not w.isdigit()]
+    """Words with short forms spelled out and the head lemmatised: ('repo', 'paths') -> ('repository', 'path')."""
+    out = [ABBREVIATIONS.get(w, w) for w in words if w and not w.isdigit()]
     if out:
         out[-1] = lemma(out[-1])
     return tuple(out)
@@ -149,13 +159,17 @@ def _parameter_match(offer: Offer, param_words: list[str]) -> tuple[float, str] 
         return 1.0, "same name"
     if core and offer.key == core:
         return 0.9, f"{'_'.join(param_words)} identifies a {' '.join(core)}"
+    form = canonical_key(param_words[:-1]) if len(param_words) > 1 and param_words[-1] in FORM_HEADS else ()
+    if form and offer.key == form and is_informative(form):
+        return 0.8, f"{'_'.join(param_words)} is {' '.join(form)}"
     # Prose is loose ('returns the status'): a described return fills only a parameter of its own name.
     specific = len(full) > len(offer.key) and full[-len(offer.key) :] == offer.key and is_informative(offer.key)
     if specific and not offer.described:
         return 0.75, f"a specific {' '.join(offer.key)}"
     if len(full) == 1 and len(offer.key) > 1 and offer.key[-1] == full[0] and not offer.described:
         return 0.7, f"a {' '.join(offer.key)} is a {full[0]}{GENERALISED}"
-    plural = param_words[-1] != full[-1]  # 'days' is a number of days, not a day
+    last = ABBREVIATIONS.get(param_words[-1], param_words[-1])
+    plural = lemma(last) != last  # 'days' is a number of days, not a day
     if not plural and full[-1] in DERIVABLE.get(offer.key[-1], ()):
         return 0.7, f"{full[-1]} derives from {offer.key[-1]}"
     return None

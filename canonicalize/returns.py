@@ -9,7 +9,8 @@ tool does; examples and notes come later):
 * a lead producing verb and its object (``List Git branches`` -> git branch), or for a converter
   what it converts *to* (``Convert A to B`` -> B);
 * the object of a return verb anywhere in the lead (``returns its precise coordinates``);
-* what the results carry (``with their park codes``, ``including its address``).
+* what the results carry (``with their park codes``, ``including its address``), and the form they
+  come in (``as a PNG image``, ``base64 encoded``).
 
 Coordinated objects count each (``stories and comments``). Only English and general documentation
 conventions; no catalog's words.
@@ -116,6 +117,10 @@ def described_returns(tool: Tool) -> tuple[tuple[str, ...], ...]:
     for at, word in enumerate(tokens):
         if word in RETURN_VERBS and at > 0:
             found += _phrases(tokens, at + 1)
+        if word == "as" and at > 0 and tokens[at - 1] not in ("such", "well", "so", "same"):
+            found += _phrases(tokens, at + 1)[:1]  # "the canvas as a PNG image", "the content as Markdown"
+        if word == "encoded" and at > 0 and tokens[at - 1].isalnum():
+            found.append((tokens[at - 1],))  # "(base64 encoded)"
         for phrase in CARRY_PHRASES:
             if tuple(tokens[at : at + len(phrase)]) == phrase:
                 found += _phrases(tokens, at + len(phrase))

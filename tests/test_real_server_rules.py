@@ -97,3 +97,18 @@ def test_an_identifier_comes_from_both_the_tool_that_makes_it_and_the_one_that_l
     ]
     producers = {p for c, p, q in _edges(tools) if c == "shop::cancel_order" and q == "order_id"}
     assert producers == {"shop::create_order", "shop::list_orders"}
+
+
+def test_short_forms_form_heads_and_output_locations():
+    tools = [
+        _tool("git", "git_init", "Initialize a new Git repository", "repo_path"),
+        _tool("git", "git_status", "Shows the working tree status", "repo_path"),
+        _tool("web", "fetch_markdown", "Fetch a website and return the content as Markdown", "url"),
+        _tool("maps", "make_mindmap", "Turn Markdown into a mind map", "markdown_content"),
+        _tool("fs", "list_directory", "List a directory", "dir_name"),
+        _tool("conv", "html_to_text", "Convert HTML to plain text", "inputPath", "outputDir"),
+    ]
+    edges = _edges(tools)
+    assert ("git::git_status", "git::git_init", "repo_path") in edges  # repo -> the repository git_init makes
+    assert ("maps::make_mindmap", "web::fetch_markdown", "markdown_content") in edges  # content as Markdown
+    assert not any(q == "outputDir" for _, _, q in edges)  # where to write is the caller's choice

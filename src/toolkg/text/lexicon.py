@@ -116,6 +116,28 @@ UNIVERSAL_VALUES = frozenset(
     """.split()
 )
 
+# Short forms in identifiers and the word they stand for ('repo_path' names a repository).
+ABBREVIATIONS = {
+    "repo": "repository",
+    "repos": "repositories",
+    "dir": "directory",
+    "dirs": "directories",
+    "doc": "document",
+    "docs": "documents",
+    "img": "image",
+    "pic": "picture",
+    "msg": "message",
+    "config": "configuration",
+    "db": "database",
+    "env": "environment",
+    "pkg": "package",
+    "org": "organization",
+    "addr": "address",
+    "loc": "location",
+}
+# Heads that say only what form a value takes: a 'markdown_content' is markdown, a 'pdf_file' a PDF.
+FORM_HEADS = frozenset({"content", "contents", "text", "data", "string", "body", "value", "file", "files"})
+
 # Tokens that make a word a noun when they come just before an ambiguous verb/noun ("the search").
 DETERMINERS = frozenset("the a an this that these those your its their our my his her each every any some new".split())
 
