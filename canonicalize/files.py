@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from toolkg.canonicalize.calibration import CONFIDENCE
 from toolkg.canonicalize.profiles import OUTPUT_WORDS, PARAMETER_DIRECT, PARAMETER_INDIRECT, Profile
 from toolkg.canonicalize.returns import described_returns
 from toolkg.models import InferredEdge
@@ -60,8 +61,6 @@ PATH_WORDS = frozenset({"path", "paths", "file", "files", "filename", "filepath"
 MAKING = frozenset({"create", "make", "generate", "export", "save", "write", "render", "build", "produce", "draw"})
 MAKERS = frozenset({"create", "make", "generate", "produce", "build"})  # a new one, ranked first
 MAX_WRITERS = 2  # per parameter and format: a server may hold many tools that write HTML
-SAME_SERVER_CONFIDENCE = 0.75
-CROSS_SERVER_CONFIDENCE = 0.6
 _LEAD_WORDS = re.compile(r"[a-z0-9]+")
 
 
@@ -144,7 +143,7 @@ def file_edges(profiles: list[Profile], consumers: set[str] | None = None) -> li
                             producer=producer.tool.id,
                             kind=PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT,
                             parameter=param.name,
-                            confidence=SAME_SERVER_CONFIDENCE if same else CROSS_SERVER_CONFIDENCE,
+                            confidence=CONFIDENCE["file same server" if same else "file other server"],
                             rule="file-format",
                             evidence=f"{param.name} takes a {fmt} file; {producer.tool.name} writes one",
                         )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from toolkg.canonicalize.calibration import CONFIDENCE
 from toolkg.canonicalize.profiles import (
     IDENTIFIER_SUFFIXES,
     PARAMETER_DIRECT,
@@ -102,16 +103,16 @@ def _referenced(param_name: str, consumer: Profile) -> tuple[set[str], float, bo
     joined = "".join(words)
     if joined in FILE_REFERENCES or words[-1] in {"filename", "filepath", "path", "paths"}:
         named = {canonical_key([w])[0] for w in words[:-1] if w != "file" and is_informative((w,))}
-        return named or _source(consumer), 0.65, True
+        return named or _source(consumer), CONFIDENCE["identifier file"], True
     if words[-1] not in REFERENCE_SUFFIXES:
         return None
     named = canonical_key(words[:-1])
     if named and _names_thing(named):
-        return {named[-1]}, 0.8, False
+        return {named[-1]}, CONFIDENCE["identifier named"], False
     if named:
         return None  # a 'typeId' or 'dataId' names nothing a tool would list
     own = _heads(consumer)  # a bare 'id' identifies the tool's own object: get_card_by_id(id) -> card
-    return (own, 0.7, False) if own else None
+    return (own, CONFIDENCE["identifier of own object"], False) if own else None
 
 
 def identifier_edges(profiles: list[Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
@@ -205,7 +206,7 @@ def opener_edges(profiles: list[Profile], consumers: set[str] | None = None) -> 
                     producer=opener.tool.id,
                     kind=TOOL_DIRECT,
                     parameter=None,
-                    confidence=0.7,
+                    confidence=CONFIDENCE["session opener"],
                     rule="session-opener",
                     evidence=f"{consumer.tool.name} acts on what {opener.tool.name} opens ({opener.action})",
                 )

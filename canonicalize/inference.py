@@ -37,6 +37,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
+from toolkg.canonicalize.calibration import CONFIDENCE
 from toolkg.canonicalize.files import file_edges
 from toolkg.canonicalize.identifiers import MAX_SERVER_TOOLS, identifier_edges, opener_edges
 from toolkg.canonicalize.mentions import mention_edges
@@ -286,7 +287,7 @@ def _namespace_auth_edges(profiles: list[Profile]) -> list[InferredEdge]:
                     producer=auth.tool.id,
                     kind=PARAMETER_DIRECT if session else TOOL_DIRECT,
                     parameter=session,
-                    confidence=0.85 if session else 0.7,
+                    confidence=CONFIDENCE["login with session parameter" if session else "login"],
                     rule="namespace-authentication",
                     evidence=f"{auth.tool.name} authenticates '{' '.join(brand)}', which {consumer.tool.name} names",
                 )
@@ -321,7 +322,9 @@ def _precondition_edges(profiles: list[Profile]) -> list[InferredEdge]:
             status_tool = STATUS_WORDS & set(consumer.object_words)  # a status tool is no consumer
             if consumer is not check and needed <= consumer.text_lemmas and not status_tool:
                 evidence = f"{consumer.tool.name} mentions {' '.join(resource)}, which {check.tool.name} checks"
-                edges.append(_tool_edge(consumer, check, 0.7, "resource-precondition", evidence))
+                edges.append(
+                    _tool_edge(consumer, check, CONFIDENCE["resource precondition"], "resource-precondition", evidence)
+                )
     return edges
 
 
@@ -337,7 +340,7 @@ def _connectivity_edges(profiles: list[Profile]) -> list[InferredEdge]:
         _tool_edge(
             consumer,
             check,
-            0.55,
+            CONFIDENCE["connectivity precondition"],
             "connectivity-precondition",
             f"{consumer.tool.name} reaches an outside service; {check.tool.name} checks connectivity",
         )
@@ -364,10 +367,16 @@ def _read_before_write_edges(profiles: list[Profile]) -> list[InferredEdge]:
             (getter,) = near
             state = " ".join(_state_key(setter))
             evidence = f"{setter.tool.name} changes the {state} {getter.tool.name} reads"
-            edges.append(_tool_edge(setter, getter, 0.75, "read-before-write", evidence, TOOL_INDIRECT))
+            edges.append(
+                _tool_edge(
+                    setter, getter, CONFIDENCE["read before write"], "read-before-write", evidence, TOOL_INDIRECT
+                )
+            )
             if getter.is_status_check:
                 evidence = f"when the {state} {getter.tool.name} reports is off, {setter.tool.name} sets it"
-                edges.append(_tool_edge(getter, setter, 0.7, "enable-if-off", evidence, TOOL_INDIRECT))
+                edges.append(
+                    _tool_edge(getter, setter, CONFIDENCE["enable if off"], "enable-if-off", evidence, TOOL_INDIRECT)
+                )
     return edges
 
 

@@ -11,6 +11,7 @@ import re
 from collections import defaultdict
 from functools import lru_cache
 
+from toolkg.canonicalize.calibration import CONFIDENCE
 from toolkg.canonicalize.profiles import (
     GENERIC_KEYS,
     PARAMETER_DIRECT,
@@ -132,7 +133,7 @@ def mention_edges(profiles: list[Profile], consumers: set[str] | None = None) ->
                     producer=producer.tool.id,
                     kind=TOOL_DIRECT if param is None else PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT,
                     parameter=param.name if param else None,
-                    confidence=0.9,
+                    confidence=CONFIDENCE["mention in parameter text"],
                     rule="explicit-mention",
                     evidence=f"{'its description' if param is None else param.name} names {producer.tool.name}",
                 )
@@ -154,7 +155,7 @@ def mention_edges(profiles: list[Profile], consumers: set[str] | None = None) ->
                     producer=producer.tool.id,
                     kind=kind,
                     parameter=param.name if param else None,
-                    confidence=0.95 if how.startswith("names ") else 0.85,
+                    confidence=CONFIDENCE["mention by name" if how.startswith("names ") else "mention by capability"],
                     rule="explicit-mention",
                     evidence=f"'{' '.join(match.group(0).split())}' ({how})",
                 )

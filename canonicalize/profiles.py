@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from toolkg.canonicalize.calibration import CONFIDENCE
 from toolkg.canonicalize.returns import described_returns, description_action
 from toolkg.extractors.offline import name_action, name_object_words
 from toolkg.models import Tool
@@ -37,8 +38,6 @@ for _parent, _children in DERIVABLE.items():
 SESSION_WORDS = frozenset({"session", "token", "auth", "credential", "cookie"})
 # Marks a match of a specific offer to a parameter named by its head alone ('maven version' -> version).
 GENERALISED = " (its head)"
-# How much a return read from prose counts against one read from a name or a schema.
-DESCRIBED_WEIGHT = 0.85
 GENERIC_KEYS = GENERIC_NOUNS | GENERIC_PARAMETERS | IDENTIFIER_SUFFIXES | CONTEXT_WORDS
 STATUS_WORDS = frozenset({"status", "state", "availability", "enabled", "mode"})
 # A status check whose text says it is about one of these is a connectivity check.
@@ -146,7 +145,7 @@ def parameter_match(offer: Offer, param_words: list[str]) -> tuple[float, str] |
     """(score, how) when the offer can fill a parameter with these words."""
     found = _parameter_match(offer, param_words)
     if found and offer.described:  # prose is looser than a name or a schema
-        return round(found[0] * DESCRIBED_WEIGHT, 2), f"{found[1]}, from its description"
+        return round(found[0] * CONFIDENCE["described"], 2), f"{found[1]}, from its description"
     return found
 
 
@@ -156,22 +155,22 @@ def _parameter_match(offer: Offer, param_words: list[str]) -> tuple[float, str] 
         return None
     core = canonical_key(param_words[:-1]) if len(param_words) > 1 and param_words[-1] in IDENTIFIER_SUFFIXES else ()
     if offer.key == full:
-        return 1.0, "same name"
+        return CONFIDENCE["same name"], "same name"
     if core and offer.key == core:
-        return 0.9, f"{'_'.join(param_words)} identifies a {' '.join(core)}"
+        return CONFIDENCE["identifies"], f"{'_'.join(param_words)} identifies a {' '.join(core)}"
     form = canonical_key(param_words[:-1]) if len(param_words) > 1 and param_words[-1] in FORM_HEADS else ()
     if form and offer.key == form and is_informative(form):
-        return 0.8, f"{'_'.join(param_words)} is {' '.join(form)}"
+        return CONFIDENCE["form"], f"{'_'.join(param_words)} is {' '.join(form)}"
     # Prose is loose ('returns the status'): a described return fills only a parameter of its own name.
     specific = len(full) > len(offer.key) and full[-len(offer.key) :] == offer.key and is_informative(offer.key)
     if specific and not offer.described:
-        return 0.75, f"a specific {' '.join(offer.key)}"
+        return CONFIDENCE["specific"], f"a specific {' '.join(offer.key)}"
     if len(full) == 1 and len(offer.key) > 1 and offer.key[-1] == full[0] and not offer.described:
-        return 0.7, f"a {' '.join(offer.key)} is a {full[0]}{GENERALISED}"
+        return CONFIDENCE["head"], f"a {' '.join(offer.key)} is a {full[0]}{GENERALISED}"
     last = ABBREVIATIONS.get(param_words[-1], param_words[-1])
     plural = lemma(last) != last  # 'days' is a number of days, not a day
     if not plural and full[-1] in DERIVABLE.get(offer.key[-1], ()):
-        return 0.7, f"{full[-1]} derives from {offer.key[-1]}"
+        return CONFIDENCE["derived"], f"{full[-1]} derives from {offer.key[-1]}"
     return None
 
 

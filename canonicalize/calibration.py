@@ -1,0 +1,40 @@
+"""How sure each kind of inference evidence is: an edge's confidence is the precision its evidence
+showed on the two dev sets, so a retriever can pick edges by the error it accepts.
+
+Measured with ``python benchmarks/inference_bench.py`` (ToolLinkOS's declared edges; the hand
+labels on LiveMCPBench's real MCP servers plus the audit of the pairs they leave out). Rounded down
+to 0.05 and never above what either dev set showed; a kind seen fewer than 10 times on both keeps a
+cautious value. The figures beside each entry are the ones that set it.
+"""
+
+from __future__ import annotations
+
+CONFIDENCE: dict[str, float] = {
+    # output -> parameter, by how the parameter's name meets what a producer offers
+    "same name": 1.0,  # country_code <- get_country_code; ToolLinkOS 0.89 (330), LiveMCPBench all judged right
+    "identifies": 0.9,  # email_address <- get_email; ToolLinkOS 0.85 (13), LiveMCPBench 15/15 labelled
+    "derived": 0.85,  # month <- get_current_date; ToolLinkOS 0.98 (132)
+    "form": 0.8,  # markdown_content <- returns Markdown; new, few cases
+    "specific": 0.75,  # start_date <- get_date; ToolLinkOS 0.78 (45)
+    "head": 0.7,  # version <- list_maven_versions; inside one server only
+    "described": 0.85,  # weight of a return read from prose rather than a name or schema
+    # the same-server identifier rule (identifiers.py)
+    "identifier named": 0.8,  # paper_id <- search_papers; LiveMCPBench 20/21 labelled
+    "identifier of own object": 0.7,  # get_card(id) <- search_cards; LiveMCPBench 7/7 labelled
+    "identifier file": 0.65,  # filename <- create_document
+    # file formats (files.py)
+    "file same server": 0.75,  # pdf_splitter(inputPath) <- docx_to_pdf; LiveMCPBench 12/12 labelled
+    "file other server": 0.6,
+    # explicit mentions (mentions.py); ToolLinkOS 1.00 (113), LiveMCPBench 12/12 labelled
+    "mention by name": 0.95,
+    "mention by capability": 0.9,
+    "mention in parameter text": 0.9,
+    # preconditions and state (inference.py, identifiers.py)
+    "login with session parameter": 0.95,  # ToolLinkOS 1.00 (34)
+    "login": 0.9,  # ToolLinkOS 0.96 (23)
+    "session opener": 0.8,  # LiveMCPBench 5/5 labelled
+    "read before write": 0.9,  # ToolLinkOS 1.00 (21), LiveMCPBench 2/2 labelled
+    "enable if off": 0.85,  # ToolLinkOS 0.86 (7)
+    "resource precondition": 0.7,  # ToolLinkOS 0.71 (17)
+    "connectivity precondition": 0.7,  # ToolLinkOS 0.72 (464); within one catalog only
+}
