@@ -31,14 +31,26 @@ METRICS = ("recall", "map", "ndcg", "complete_recall", "server_recall")
 
 
 def evaluate(
-    index: Index, rows: Sequence[dict], methods: Sequence[str], ks: Sequence[int], options: dict | None = None
+    index: Index,
+    rows: Sequence[dict],
+    methods: Sequence[str],
+    ks: Sequence[int],
+    options: dict | None = None,
+    extra: dict | None = None,
 ) -> dict:
-    """{"queries": n, "k": [...], "methods": {name: {"metrics": {metric: {k: value}}, "latency_ms": {...}}}}."""
+    """{"queries": n, "k": [...], "methods": {name: {"metrics": {metric: {k: value}}, "latency_ms": {...}}}}.
+
+    ``extra`` maps more method names to factories ``(index) -> retriever`` (a benchmark's reference
+    baselines that are not toolkg methods)."""
     depth = max(ks)
     report: dict = {"queries": len(rows), "k": list(ks), "methods": {}}
     with_servers = any(r.get("gold_servers") for r in rows)
+    extra = extra or {}
     for name in methods:
-        retriever = make_retriever(name, index, **(options or {}).get(name, {}))
+        if name in extra:
+            retriever = extra[name](index)
+        else:
+            retriever = make_retriever(name, index, **(options or {}).get(name, {}))
         if rows:
             retriever.retrieve(as_query(rows[0]), depth)  # warm-up: model load, lazy indexes
         sums = {m: dict.fromkeys(ks, 0.0) for m in METRICS}
