@@ -9,11 +9,13 @@ build redoes it even when no manifest changed. A stage clears its mark only afte
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,13 +52,38 @@ class CatalogStages:
     confirmer: DependencyConfirmer | None = None  # an LLM reviews inferred edges
 
     def digest(self, stage: str) -> str:
-        """What a stage's result depends on besides the catalog: its options (and the reviewer)."""
+        """What a stage's result depends on besides the catalog: its options (and the reviewer), and
+        the code of its rules, so a store built by an older toolkg is brought up to date."""
         key: dict[str, object] = {
             "canonicalize": self.config.entities.model_dump(),
             "infer": self.config.inference.model_dump() | {"confirmed": self.confirmer is not None},
             "link": self.config.links.model_dump(),
         }.get(stage, {})
+        key = {"options": key, "code": code_fingerprint(stage)}
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# The modules whose code decides a stage's result (the word lists and lemmas are read by all three).
+STAGE_CODE = {
+    "canonicalize": ("toolkg.canonicalize.entities", "toolkg.text"),
+    "infer": ("toolkg.canonicalize", "toolkg.text"),
+    "link": ("toolkg.canonicalize.links", "toolkg.embeddings", "toolkg.text"),
+}
+
+
+@cache
+def code_fingerprint(stage: str) -> str:
+    """sha256 of the source of the modules (a package: all its modules) behind a stage."""
+    digest = hashlib.sha256()
+    for name in STAGE_CODE.get(stage, ()):
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        origin = Path(spec.origin)
+        files = sorted(origin.parent.glob("*.py")) if origin.name == "__init__.py" else [origin]
+        for path in files:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def make_confirmer(store_dir: str, llm_config: str | None) -> DependencyConfirmer:

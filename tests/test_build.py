@@ -143,6 +143,20 @@ def test_rerun_without_changes_reprocesses_nothing(build, catalog, store_dir):
     assert not {"canonicalize", "infer", "link"} & second.stage_seconds.keys()
 
 
+def test_a_store_built_by_other_rules_is_brought_up_to_date(build, catalog, store_dir, monkeypatch):
+    from toolkg.flows import catalog_stages
+
+    build([catalog], store_dir)
+    # as if toolkg's inference rules changed after the store was built: only that stage runs again
+    catalog_stages.code_fingerprint.cache_clear()
+    original = catalog_stages.code_fingerprint
+    monkeypatch.setattr(
+        catalog_stages, "code_fingerprint", lambda stage: "new rules" if stage == "infer" else original(stage)
+    )
+    again = build([catalog], store_dir)
+    assert "infer" in again.stage_seconds and not {"canonicalize", "link"} & again.stage_seconds.keys()
+
+
 def test_changed_manifest_replaces_only_its_graph(build, catalog, store_dir):
     build([catalog], store_dir)
     untouched = graph_quads(store_dir, "Swagger-Petstore"), graph_quads(store_dir, "bing-cn-mcp")

@@ -87,7 +87,8 @@ def evaluate(
 def format_table(report: dict) -> str:
     ks = report["k"]
     metrics = [m for m in METRICS if any(m in r["metrics"] for r in report["methods"].values())]
-    header = f"{'method':<8}" + "".join(f"{f'{m}@{k}':>{max(9, len(m) + 4)}}" for m in metrics for k in ks)
+    width = max([8, *(len(one_line(name, 40)) + 1 for name in report["methods"])])
+    header = f"{'method':<{width}}" + "".join(f"{f'{m}@{k}':>{max(9, len(m) + 4)}}" for m in metrics for k in ks)
     header += f"{'p50 ms':>9}{'p95 ms':>9}"
     lines = [f"{report['queries']} queries", header]
     for name, result in report["methods"].items():
@@ -95,7 +96,7 @@ def format_table(report: dict) -> str:
             f"{result['metrics'][m][k]:>{max(9, len(m) + 4)}.3f}" for m in metrics for k in ks if m in result["metrics"]
         )
         latency = result["latency_ms"]
-        lines.append(f"{pad(one_line(name, 40), 8)}{cells}{latency['p50']:>9.1f}{latency['p95']:>9.1f}")
+        lines.append(f"{pad(one_line(name, 40), width)}{cells}{latency['p50']:>9.1f}{latency['p95']:>9.1f}")
     return "\n".join(lines)
 
 
