@@ -156,28 +156,26 @@ class Embedder:
                 missing.setdefault(key, []).append(position)
         if missing:
             todo = [texts[positions[0]] for positions in missing.values()]
-            if len(todo) <= FEW_TEXTS and _model is None:
-                encoded = _numpy_model().encode(list(todo))  # a query: no torch start-up for a few texts
-                self.computed += len(todo)
-                for positions, vector in zip(missing.values(), encoded, strict=True):
-                    out[positions] = vector
-                if cache and self._cache:
-                    self._cache.put(zip(missing, encoded, strict=True))
-                return out
-            model = _load_model()
-            vectors = []
-            for start in range(0, len(todo), CHUNK):
-                chunk = todo[start : start + CHUNK]
-                vectors.append(model.encode(chunk, batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True))
-                if len(todo) > CHUNK:  # a handful of texts (a query) is no progress to report
-                    progress.report(label, min(start + CHUNK, len(todo)), len(todo), unit="texts")
-            encoded = np.vstack(vectors).astype(np.float32)
+            encoded = self._compute(todo, label)
             self.computed += len(todo)
             for positions, vector in zip(missing.values(), encoded, strict=True):
                 out[positions] = vector
             if cache and self._cache:
                 self._cache.put(zip(missing, encoded, strict=True))
         return out
+
+    @staticmethod
+    def _compute(todo: list[str], label: str) -> np.ndarray:
+        if len(todo) <= FEW_TEXTS and _model is None:
+            return _numpy_model().encode(todo)  # a query: no torch start-up for a few texts
+        model = _load_model()
+        vectors = []
+        for start in range(0, len(todo), CHUNK):
+            chunk = todo[start : start + CHUNK]
+            vectors.append(model.encode(chunk, batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True))
+            if len(todo) > CHUNK:  # a handful of texts (a query) is no progress to report
+                progress.report(label, min(start + CHUNK, len(todo)), len(todo), unit="texts")
+        return np.vstack(vectors).astype(np.float32)
 
     def close(self) -> None:
         if self._cache is not None:
