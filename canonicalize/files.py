@@ -17,7 +17,7 @@ import re
 from collections import defaultdict
 
 from toolkg.canonicalize.calibration import CONFIDENCE
-from toolkg.canonicalize.profiles import OUTPUT_WORDS, PARAMETER_DIRECT, PARAMETER_INDIRECT, Profile
+from toolkg.canonicalize.profiles import PARAMETER_DIRECT, PARAMETER_INDIRECT, Profile, is_output_location
 from toolkg.canonicalize.returns import described_returns
 from toolkg.models import InferredEdge
 from toolkg.text.words import split_identifier
@@ -68,15 +68,11 @@ def _formats(words) -> set[str]:
     return {FORMATS[w] for w in words if w in FORMATS}
 
 
-def _is_output(words: list[str]) -> bool:
-    return bool(OUTPUT_WORDS & set(words))  # where the tool writes
-
-
 def _input_paths(p: Profile) -> list[tuple[object, list[str]]]:
     found = []
     for q in p.tool.parameters:
         words = split_identifier(q.name)
-        if words and (words[-1] in PATH_WORDS or "".join(words) in PATH_WORDS) and not _is_output(words):
+        if words and (words[-1] in PATH_WORDS or "".join(words) in PATH_WORDS) and not is_output_location(q.name):
             found.append((q, words))
     return found
 
@@ -97,7 +93,7 @@ def writes(p: Profile) -> set[str]:
         return target
     if p.capability == "convert":  # "Convert a Word document to PDF format"; else it extracts or formats
         return _formats({w for key in described_returns(p.tool) for w in key})
-    has_output = any(_is_output(split_identifier(q.name)) for q in p.tool.parameters)
+    has_output = any(is_output_location(q.name) for q in p.tool.parameters)
     if not (has_output or p.action in MAKING):
         return set()
     lead = _LEAD_WORDS.findall((p.tool.description or "")[:120].lower())

@@ -45,7 +45,6 @@ from toolkg.canonicalize.profiles import (
     _DERIVERS,
     CONNECTIVITY_WORDS,
     CONTEXT_WORDS,
-    GENERALISED,
     GENERIC_KEYS,
     IDENTIFIER_SUFFIXES,
     LOCAL_CAPABILITIES,
@@ -58,6 +57,7 @@ from toolkg.canonicalize.profiles import (
     Offer,
     Profile,
     canonical_key,
+    generalises,
     is_informative,
     is_near,
     is_output_location,
@@ -168,23 +168,27 @@ def _parameter_edges(
             if is_output_location(param.name):
                 continue
             words, keys = _candidate_keys(param.name)
-            scored = []
+            scored, seen = [], set()  # an offer is filed under its key and its head: scored once
             for key in keys:
-                for bucket in (by_server_key.get((own, key), ()), by_key.get(key, ())):
+                for across, bucket in ((False, by_server_key.get((own, key), ())), (True, by_key.get(key, ()))):
                     taken = 0
                     for producer, offer in bucket:
                         if taken == wanted:
                             break
+                        if across and producer.tool.server_id == own:
+                            continue  # read from its server's own bucket already
                         if producer is consumer or (producer.namespace and not producer.namespace & consumer.namespace):
                             continue  # a service's own tools feed that service only
+                        if (id(producer), offer.key) in seen:
+                            continue
                         match = parameter_match(offer, words)
-                        if match is None or (match[1].endswith(GENERALISED) and not cohesive):
+                        if match is None or (not cohesive and generalises(offer, words)):
                             continue  # 'a car ownership rate is a rate' says little in a catalog-sized server
                         if producer.tool.server_id == own or _travels(offer, match[0], words, producer, consumer):
                             scored.append((match[0], producer, offer, match[1]))
+                            seen.add((id(producer), offer.key))
                             taken += 1
             # the consumer's own server first: its tools are written to be used together
-            scored = list({(id(x[1]), x[2].key): x for x in reversed(scored)}.values())[::-1]
             scored.sort(
                 key=lambda s: (
                     -s[0] - bonus * (s[1].tool.server_id == own),

@@ -138,9 +138,6 @@ def mention_edges(profiles: list[Profile], consumers: set[str] | None = None) ->
                     evidence=f"{'its description' if param is None else param.name} names {producer.tool.name}",
                 )
             )
-    for consumer in profiles:
-        if consumers is not None and consumer.tool.id not in consumers:
-            continue
         for param, match in _mentions(consumer.tool):
             producer, how = _resolve_mention(match.group("ref"), consumer, by_name, nearby)
             if producer is None:

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from toolkg.canonicalize.calibration import CONFIDENCE
-from toolkg.canonicalize.returns import described_returns, description_action
-from toolkg.extractors.offline import name_action, name_object_words
+from toolkg.canonicalize.returns import described_returns
+from toolkg.extractors.offline import description_action, name_action, name_object_words
 from toolkg.models import Tool
 from toolkg.ontology.vocabulary import kind
 from toolkg.text.lexicon import ABBREVIATIONS, FORM_HEADS, GENERIC_NOUNS, GENERIC_PARAMETERS, VERB_CAPABILITY
@@ -36,8 +36,6 @@ for _parent, _children in DERIVABLE.items():
         _DERIVERS.setdefault(_child, []).append(_parent)
 # What authenticating produces, whatever the service.
 SESSION_WORDS = frozenset({"session", "token", "auth", "credential", "cookie"})
-# Marks a match of a specific offer to a parameter named by its head alone ('maven version' -> version).
-GENERALISED = " (its head)"
 GENERIC_KEYS = GENERIC_NOUNS | GENERIC_PARAMETERS | IDENTIFIER_SUFFIXES | CONTEXT_WORDS
 STATUS_WORDS = frozenset({"status", "state", "availability", "enabled", "mode"})
 # A status check whose text says it is about one of these is a connectivity check.
@@ -113,7 +111,7 @@ def profile(tool: Tool) -> Profile:
     at, action = name_action(words)
     obj = name_object_words(words, at) if words else []
     if not action:  # a noun name (git_branch, search): the description's lead verb says what it does
-        action = description_action(tool)
+        action = description_action(tool.description or "")
     text = " ".join(
         [tool.name.replace("_", " "), tool.description, *(p.name.replace("_", " ") for p in tool.parameters)]
     )
@@ -149,6 +147,13 @@ def parameter_match(offer: Offer, param_words: list[str]) -> tuple[float, str] |
     return found
 
 
+def generalises(offer: Offer, param_words: list[str]) -> bool:
+    """A specific offer for a parameter named by its head alone ('maven version' -> ``version``): sure
+    only inside a server of tools written together."""
+    full = canonical_key(param_words)
+    return len(full) == 1 and len(offer.key) > 1 and offer.key[-1] == full[0] and not offer.described
+
+
 def _parameter_match(offer: Offer, param_words: list[str]) -> tuple[float, str] | None:
     full = canonical_key(param_words)
     if not full:
@@ -165,8 +170,8 @@ def _parameter_match(offer: Offer, param_words: list[str]) -> tuple[float, str] 
     specific = len(full) > len(offer.key) and full[-len(offer.key) :] == offer.key and is_informative(offer.key)
     if specific and not offer.described:
         return CONFIDENCE["specific"], f"a specific {' '.join(offer.key)}"
-    if len(full) == 1 and len(offer.key) > 1 and offer.key[-1] == full[0] and not offer.described:
-        return CONFIDENCE["head"], f"a {' '.join(offer.key)} is a {full[0]}{GENERALISED}"
+    if generalises(offer, param_words):
+        return CONFIDENCE["head"], f"a {' '.join(offer.key)} is a {full[0]}"
     last = ABBREVIATIONS.get(param_words[-1], param_words[-1])
     plural = lemma(last) != last  # 'days' is a number of days, not a day
     if not plural and full[-1] in DERIVABLE.get(offer.key[-1], ()):

@@ -126,10 +126,3 @@ def described_returns(tool: Tool) -> tuple[tuple[str, ...], ...]:
                 found += _phrases(tokens, at + len(phrase))
     keys = (_key(words) for words in found)
     return tuple(dict.fromkeys(k for k in keys if k))[: MAX_OBJECTS * 2]
-
-
-def description_action(tool: Tool) -> str:
-    """The lemma of the description's lead verb when it names a capability ('List Git branches' -> list)."""
-    tokens = _lead(tool.description or "")
-    verb = lemma(tokens[0]) if tokens else ""
-    return verb if verb in VERB_CAPABILITY else ""
