@@ -17,6 +17,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +49,9 @@ def tool_text(name: str, description: str, parameters: Sequence[str]) -> str:
     return text + (f" Parameters: {', '.join(parameters)}." if parameters else "")
 
 
+@cache
 def _check_weights(path: Path) -> None:
+    """The package's weights are the pinned ones (read once per process, whichever model loads first)."""
     digest = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
     if digest != MODEL_SHA256:
         raise ConfigError(
