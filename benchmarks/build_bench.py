@@ -1,10 +1,14 @@
 """Build benchmark: time per stage, Prefect start-up, throughput and peak memory.
 
 Each case runs in a fresh Python process (fresh store, temporary Prefect server) that builds the catalog
-once, then again unchanged (the incremental skip). Prints a table and writes benchmarks/results/build.json.
+once, then again unchanged (the incremental skip). Caches start cold (the store's embedding and extraction
+caches are inside it); the small catalogs also run warm: a second fresh process builds a fresh store seeded
+with the first one's caches. Peak memory is the highest RSS sum over the build's processes (toolkg.memory),
+per stage. Prints two tables (seconds, MiB) and writes benchmarks/results/build.json.
 
     python benchmarks/build_bench.py                      # sample catalogs + synthetic 10k and 100k
     python benchmarks/build_bench.py --sizes 10000        # fewer synthetic sizes
+    python benchmarks/build_bench.py --sizes 100000 --one-file 100000   # also as one manifest
 """
 
 from __future__ import annotations
@@ -23,16 +27,19 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
 CHILD = r"""
-import json, resource, sys, time
+import json, resource, shutil, sys, time
+from pathlib import Path
 started = time.perf_counter()
 from toolkg.flows.build import build_catalog
 imported = time.perf_counter() - started
-paths, store = json.loads(sys.argv[1]), sys.argv[2]
+paths, store, seed = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+if seed:  # warm caches: another build's embedding and extraction caches
+    shutil.copytree(Path(seed) / "cache", Path(store) / "cache")
 t0 = time.perf_counter(); first = build_catalog(paths=paths, store_dir=store); wall = time.perf_counter() - t0
 t1 = time.perf_counter(); again = build_catalog(paths=paths, store_dir=store); rerun = time.perf_counter() - t1
 print(json.dumps({
     "import_seconds": imported, "wall_seconds": wall, "stage_seconds": first.stage_seconds,
-    "pipeline_seconds": first.pipeline_seconds,
+    "pipeline_seconds": first.pipeline_seconds, "stage_peak_mb": first.stage_peak_mb,
     "rerun_wall_seconds": rerun, "rerun_stage_seconds": again.stage_seconds, "tools": first.totals["tools"],
     "quads": first.totals["quads"], "quarantined": len(first.quarantined), "rerun_skipped": len(again.skipped),
     "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -41,7 +48,9 @@ print(json.dumps({
 """
 
 
-def run_case(name: str, paths: list[Path]) -> dict:
+def run_case(name: str, paths: list[Path], warm: bool = False) -> list[dict]:
+    """The case cold, and warm too when asked: one result per run."""
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
         env_home = Path(tmp) / "prefect"
         env = {
@@ -51,29 +60,40 @@ def run_case(name: str, paths: list[Path]) -> dict:
             "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
             "PATH": "/usr/bin:/bin",
         }
-        out = subprocess.run(
-            [sys.executable, "-c", CHILD, json.dumps([str(p) for p in paths]), str(Path(tmp) / "s")],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=3600,
+        runs = [(name, Path(tmp) / "cold", "")] + (
+            [(f"{name} warm", Path(tmp) / "warm", str(Path(tmp) / "cold"))] if warm else []
         )
-        if out.returncode != 0:
-            raise SystemExit(f"{name}: benchmark child failed:\n{out.stderr[-3000:]}")
-        result = json.loads(out.stdout.strip().splitlines()[-1])
-    pipeline = sum(result["stage_seconds"].values())
-    result.update(
-        case=name,
-        pipeline_seconds=pipeline,
-        prefect_seconds=result["wall_seconds"] - pipeline,
-        tools_per_second=result["tools"] / pipeline if pipeline else 0.0,
-    )
-    return result
+        for label, store, seed in runs:
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, json.dumps([str(p) for p in paths]), str(store), seed],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=3600,
+            )
+            if out.returncode != 0:
+                raise SystemExit(f"{label}: benchmark child failed:\n{out.stderr[-3000:]}")
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            pipeline = sum(result["stage_seconds"].values())
+            result.update(
+                case=label,
+                pipeline_seconds=pipeline,
+                prefect_seconds=result["wall_seconds"] - pipeline,
+                tools_per_second=result["tools"] / pipeline if pipeline else 0.0,
+                peak_mb=max(result["stage_peak_mb"].values()),
+            )
+            results.append(result)
+    return results
+
+
+STAGES = ("ingest", "extract-semantic", "extract", "validate", "load", "canonicalize", "infer", "link", "snapshot")
+SHORT = {"extract-semantic": "semantic", "canonicalize": "canon"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="synthetic catalog sizes, comma separated ('' = none)")
+    parser.add_argument("--one-file", default="", help="sizes to build again with all tools in one manifest")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from synthetic import generate
@@ -85,30 +105,35 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as synth:
         for size in [int(s) for s in args.sizes.split(",") if s]:
             cases.append((f"synthetic {size}", generate(size, Path(synth) / str(size))))
+        for size in [int(s) for s in args.one_file.split(",") if s]:
+            cases.append((f"synthetic {size} one file", generate(size, Path(synth) / f"{size}-one", one_file=True)))
         results = []
-        header = (
-            f"{'case':<20} {'tools':>7} {'quads':>9} {'ingest':>7} {'semantic':>8} {'extract':>8} {'validate':>9} "
-            f"{'load':>7} {'infer':>7} {'link':>7} "
-            f"{'pipeline':>9} {'tools/s':>8} {'prefect':>8} {'rerun':>6} {'peak MB':>8} {'workers MB':>10}"
-        )
+        stage_cols = " ".join(f"{SHORT.get(st, st):>8}" for st in STAGES)
+        header = f"{'case':<25} {'tools':>7} {'quads':>9} {stage_cols} {'pipeline':>9} {'tools/s':>8} "
+        header += f"{'prefect':>8} {'rerun':>6}"
+        print("seconds per stage")
         print(header)
         print("-" * len(header))
         for name, paths in cases:
             started = time.perf_counter()
-            r = run_case(name, paths)
-            s = r["stage_seconds"]
-            print(
-                f"{name:<20} {r['tools']:>7} {r['quads']:>9} {s.get('ingest', 0):>7.2f} "
-                f"{s.get('extract-semantic', 0):>8.2f} "
-                f"{s.get('extract', 0):>8.2f} "
-                f"{s.get('validate', 0):>9.2f} {s.get('load', 0):>7.2f} {s.get('infer', 0):>7.2f} "
-                f"{s.get('link', 0):>7.2f} {r['pipeline_seconds']:>9.2f} "
-                f"{r['tools_per_second']:>8.0f} {r['prefect_seconds']:>8.2f} {r['rerun_wall_seconds']:>6.2f} "
-                f"{r['peak_rss_mb']:>8.0f} {r['peak_worker_rss_mb']:>10.0f}",
-                flush=True,
-            )
-            r["case_seconds"] = time.perf_counter() - started
-            results.append(r)
+            for r in run_case(name, paths, warm=not name.startswith("synthetic")):
+                s = r["stage_seconds"]
+                cols = " ".join(f"{s.get(st, 0):>8.2f}" for st in STAGES)
+                print(
+                    f"{r['case']:<25} {r['tools']:>7} {r['quads']:>9} {cols} {r['pipeline_seconds']:>9.2f} "
+                    f"{r['tools_per_second']:>8.0f} {r['prefect_seconds']:>8.2f} {r['rerun_wall_seconds']:>6.2f}",
+                    flush=True,
+                )
+                r["case_seconds"] = time.perf_counter() - started
+                results.append(r)
+        print("\npeak MiB per stage (RSS summed over all the build's processes)")
+        header = f"{'case':<25} " + " ".join(f"{SHORT.get(st, st):>8}" for st in (*STAGES, "other")) + f" {'peak':>8}"
+        print(header)
+        print("-" * len(header))
+        for r in results:
+            m = r["stage_peak_mb"]
+            cols = " ".join(f"{m.get(st, 0):>8.0f}" for st in (*STAGES, "other"))
+            print(f"{r['case']:<25} {cols} {r['peak_mb']:>8.0f}")
     RESULTS.mkdir(parents=True, exist_ok=True)
     machine = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
     (RESULTS / "build.json").write_text(json.dumps({"machine": machine, "results": results}, indent=2))

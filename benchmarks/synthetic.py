@@ -106,8 +106,9 @@ def _tool(rng: random.Random, index: int) -> dict:
     return tool
 
 
-def generate(tools: int, folder: Path, seed: int = 7) -> list[Path]:
-    """Write a catalog of ``tools`` tools under ``folder``; return the manifest paths."""
+def generate(tools: int, folder: Path, seed: int = 7, one_file: bool = False) -> list[Path]:
+    """Write a catalog of ``tools`` tools under ``folder``; return the manifest paths (just one with
+    ``one_file``: the same tools)."""
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     servers = []
@@ -122,6 +123,10 @@ def generate(tools: int, folder: Path, seed: int = 7) -> list[Path]:
                 "tools": {key: {"server_name": key, "tools": [_tool(rng, s + i) for i in range(count)]}},
             }
         )
+    if one_file:
+        path = folder / "catalog.json"
+        path.write_text(json.dumps(servers))
+        return [path]
     paths = []
     for f in range(0, len(servers), SERVERS_PER_FILE):
         path = folder / f"catalog-{f // SERVERS_PER_FILE:04d}.json"
@@ -134,5 +139,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tools", type=int)
     parser.add_argument("folder", type=Path)
+    parser.add_argument("--one-file", action="store_true", help="all tools in one manifest")
     args = parser.parse_args()
-    print(f"wrote {len(generate(args.tools, args.folder))} manifests to {args.folder}")
+    print(f"wrote {len(generate(args.tools, args.folder, one_file=args.one_file))} manifests to {args.folder}")

@@ -21,7 +21,7 @@ from prefect import flow
 from prefect.artifacts import create_markdown_artifact
 from prefect.utilities.annotations import quote
 
-from toolkg import progress
+from toolkg import memory, progress
 from toolkg.config import BuildConfig
 from toolkg.errors import ConfigError, NotFoundError
 from toolkg.extractors.ingest import IngestResult
@@ -32,7 +32,8 @@ from toolkg.failures import fault_point, quarantine
 from toolkg.flows.catalog_stages import CatalogStages, make_confirmer, publish_if_due, run_catalog_stages
 from toolkg.flows.scale import DEFAULT_WORKERS, fan_out
 from toolkg.flows.tasks import TransformInfo, batches, ingest_batch, load_task, tool_batches, transform_batch
-from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem
+from toolkg.memory import PeakSampler
+from toolkg.models import ExtractedManifest, ManifestFile, Notice, QuarantinedItem
 from toolkg.store.build_state import CATALOG_STAGES, mark_pending, pending_stages
 from toolkg.store.loading import BuildOptions, ManifestParts, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
@@ -58,6 +59,7 @@ def build_catalog(paths: list[str], store_dir: str, config: BuildConfig | dict |
     confirmer = make_confirmer(store_dir, config.llm_config) if config.confirm_deps and config.infer else None
     store = ToolStore(store_dir)
     clock = time.perf_counter()
+    sampler = PeakSampler().start()
     try:
         if config.dask and semantic.name != "offline":
             raise ConfigError("--dask fans out the offline extractor; the LLM extractor is concurrent in-process")
@@ -69,6 +71,7 @@ def build_catalog(paths: list[str], store_dir: str, config: BuildConfig | dict |
         if confirmer is not None:
             confirmer.close()
         summary.pipeline_seconds = round(time.perf_counter() - clock, 3)
+        summary.stage_peak_mb = sampler.stop()
         summary.ended = datetime.now(UTC).isoformat()
         summary.save(store.runs_dir)
         create_markdown_artifact(
@@ -118,6 +121,7 @@ def _pipeline(run: BuildRun, paths: list[str], stages: CatalogStages) -> None:
     files = _discover(paths, summary)
     run.records = store.manifest_records()
     run.owed = pending_stages(store)
+    _drop_orphans(run)
     parsed = _ingest(run, files)
     fault_point("ingest")
     present = set(files)
@@ -136,6 +140,15 @@ def _pipeline(run: BuildRun, paths: list[str], stages: CatalogStages) -> None:
     publish_if_due(store, summary, changed or wrote, run.owed)
 
 
+def _drop_orphans(run: BuildRun) -> None:
+    """Graphs an interrupted build wrote in bulk but never recorded: dropped before anything reads them."""
+    orphans = run.store.drop_orphans(run.records.values())
+    if orphans:
+        run.before_write()  # the catalog-wide graphs may have counted them: redo those stages
+        what = f"dropped {len(orphans)} graph(s) an interrupted build left without a manifest record"
+        run.summary.notices.append(Notice(source=run.summary.store, item="store", what=what))
+
+
 def _discover(paths: list[str], summary: BuildSummary) -> list[str]:
     found = discover_all(paths)
     for path, why in found.skipped:
@@ -150,6 +163,11 @@ def _ingest(run: BuildRun, files: list[str]) -> list[IngestResult]:
     """Parse the manifests whose fingerprint changed, and the unchanged ones owed a rebuild: a tool
     they name but could not resolve has now appeared, or some of their tools' extraction failed last
     time (the extraction cache makes the rest free)."""
+    with memory.stage("ingest"):
+        return _ingest_files(run, files)
+
+
+def _ingest_files(run: BuildRun, files: list[str]) -> list[IngestResult]:
     clock = time.perf_counter()
     summary, size = run.summary, run.config.batch_size
     parsed: list[IngestResult] = []
@@ -263,17 +281,18 @@ def _load(
     summary = run.summary
     clock = time.perf_counter()
     try:
-        result = load_task(
-            quote(run.store),
-            quote(extracted),
-            r.file,
-            run.options,
-            run.records.get(r.file.path),
-            quote(owners),
-            summary.run_id,
-            quote(parts),
-            final,
-        )
+        with memory.stage("load"):
+            result = load_task(
+                quote(run.store),
+                quote(extracted),
+                r.file,
+                run.options,
+                run.records.get(r.file.path),
+                quote(owners),
+                summary.run_id,
+                quote(parts),
+                final,
+            )
     except Exception as exc:  # the store refused this manifest even after retries
         entry = quarantine(exc, source=r.file.path, item=r.file.path, stage="load", context="store write failed")
         summary.quarantined.append(entry)

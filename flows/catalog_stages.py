@@ -23,7 +23,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from toolkg import progress
+from toolkg import memory, progress
 from toolkg.canonicalize.entities import CANONICAL_GRAPH, canonicalize_store
 from toolkg.canonicalize.inference import infer_dependencies
 from toolkg.canonicalize.links import structural_links, tool_text
@@ -187,23 +187,24 @@ def guarded(
     in 3s"."""
     clock = time.perf_counter()
     progress.start(stage, None, unit)
-    try:
-        fault_point(f"before-{stage}")  # test hook: a failure here keeps the stage's previous graph
-        info = work()
-        if info is not None:
-            summary.fold(info)
-        if size is not None:
-            count = size()
-            progress.report(stage, count, count, unit)
-        fault_point(stage)  # test hook: a kill here leaves the stage marked, so the next build redoes it
-        clear_pending(store, stage, digest)
-        return True
-    except Exception as exc:
-        summary.quarantined.append(quarantine(exc, source=summary.store, item=CATALOG, stage=stage))
-        return False
-    finally:
-        summary.add_time(stage, time.perf_counter() - clock)
-        progress.done(stage)
+    with memory.stage(stage):
+        try:
+            fault_point(f"before-{stage}")  # test hook: a failure here keeps the stage's previous graph
+            info = work()
+            if info is not None:
+                summary.fold(info)
+            if size is not None:
+                count = size()
+                progress.report(stage, count, count, unit)
+            fault_point(stage)  # test hook: a kill here leaves the stage marked, so the next build redoes it
+            clear_pending(store, stage, digest)
+            return True
+        except Exception as exc:
+            summary.quarantined.append(quarantine(exc, source=summary.store, item=CATALOG, stage=stage))
+            return False
+        finally:
+            summary.add_time(stage, time.perf_counter() - clock)
+            progress.done(stage)
 
 
 def run_catalog_stages(

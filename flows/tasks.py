@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from toolkg import memory
 from toolkg.errors import ToolkgError
 from toolkg.extractors.ingest import IngestResult, ingest_manifest
 from toolkg.extractors.manifest_triples import NameIndex, extract_structure
@@ -157,7 +158,8 @@ def transform_manifests(
     # max_concurrency requests in flight across manifests of a few tools each.
     items = [(tool, server) for m in manifests for server in m.servers for tool in server.tools]
     try:
-        results = extractor.extract_many(items, run_id)
+        with memory.stage("extract-semantic"):
+            results = extractor.extract_many(items, run_id)
     except Exception as exc:  # the extractor itself broke: every tool loads with its structure only
         reason = quarantine(exc, source="", item="batch", stage="extract").reason
         results = [ExtractionFailure(tool_id=tool.id, reason=reason) for tool, _ in items]
@@ -170,11 +172,13 @@ def transform_manifests(
         try:
             fault_point("transform")  # test hook: one manifest's unexpected failure
             started = time.perf_counter()
-            one = extract_structure(manifest, index)
-            one = with_extractions(one, results[offset : offset + manifest.tool_count], run)
+            with memory.stage(stage):
+                one = extract_structure(manifest, index)
+                one = with_extractions(one, results[offset : offset + manifest.tool_count], run)
             timings["extract"] += time.perf_counter() - started
             stage, started = "validate", time.perf_counter()
-            one, rejected = validator.validate(one)
+            with memory.stage(stage):
+                one, rejected = validator.validate(one)
             timings["validate"] += time.perf_counter() - started
             extracted.append(one)
             problems.append((*one.quarantined, *rejected))

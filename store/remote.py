@@ -173,6 +173,9 @@ class RemoteBackend:
     def named_graphs(self):
         return [row["g"] for row in self.query("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")]
 
+    def contains_named_graph(self, graph: NamedNode) -> bool:
+        return bool(self.query(f"ASK {{ GRAPH {graph} {{ ?s ?p ?o }} }}"))
+
     def __len__(self) -> int:
         rows = list(self.query("SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }"))
         return int(rows[0]["n"].value)

@@ -127,6 +127,32 @@ def test_a_manifest_that_fails_unexpectedly_loses_nothing_already_stored(build, 
     assert comparable(store) == before  # the old version of the manifest is still there, whole
 
 
+def test_graphs_a_killed_bulk_write_left_without_a_record_are_dropped(cli, build, tmp_path):
+    catalog = tmp_path / "catalog"
+    catalog.mkdir()
+    shutil.copy(Path(__file__).parents[1] / "data" / "livemcpbench" / "tools.json", catalog / "tools.json")
+    store = tmp_path / "store"
+    env = {"TOOLKG_FAULT": "kill:before-record"}  # big enough for the bulk loader, killed before its record
+    killed = cli("build", str(catalog), "--store", str(store), "--no-links", env=env)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    with ToolStore(store, read_only=True) as opened:
+        assert not opened.manifest_records()
+        orphans = [g for g in opened.named_graphs() if g.value.startswith(iris.SERVER_GRAPH_PREFIX)]
+    assert len(orphans) == 70  # LiveMCPBench's servers, written, named by no record
+
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(CASES / "openai_tools.json", other)
+    summary = build([other], store, links=False)  # the manifest is gone: its graphs must not linger
+    assert summary.exit_code == 0
+    (notice,) = summary.notices
+    assert "dropped" in notice.what and "interrupted build" in notice.what
+    with ToolStore(store, read_only=True) as opened:
+        named = {g for rec in opened.manifest_records().values() for g in rec.graphs}
+        left = {g.value for g in opened.named_graphs() if g.value.startswith(iris.SERVER_GRAPH_PREFIX)}
+    assert left and left <= named
+
+
 def _without_fingerprints(quads: set[str]) -> set[str]:
     return {q for q in quads if "#fingerprint>" not in q}  # the limits are part of a manifest's fingerprint
 

@@ -68,6 +68,7 @@ class BuildSummary(BaseModel):
     quarantined: list[QuarantinedItem] = Field(default_factory=list)
     notices: list[Notice] = Field(default_factory=list)  # inputs kept but trimmed to fit a limit
     stage_seconds: dict[str, float] = Field(default_factory=dict)  # seconds per stage
+    stage_peak_mb: dict[str, float] = Field(default_factory=dict)  # peak RSS over all processes, per stage
     pipeline_seconds: float = 0.0  # wall time of the flow body (Prefect start-up excluded)
     extraction: dict[str, object] = Field(default_factory=dict)  # extractor, model, prompt, calls, tokens, cost
     inferred: dict[str, int] = Field(default_factory=dict)  # inferred dependency edges by kind, and total
