@@ -89,6 +89,11 @@ def is_output_location(param_name: str) -> bool:
 
 def canonical_key(words: Iterable[str]) -> tuple[str, ...]:
     """Words with short forms spelled out and the head lemmatised: ('repo', 'paths') -> ('repository', 'path')."""
+    return _canonical_key(tuple(words))
+
+
+@lru_cache(maxsize=250_000)  # the rules ask for the same few thousand parameter names over and over
+def _canonical_key(words: tuple[str, ...]) -> tuple[str, ...]:
     out = [ABBREVIATIONS.get(w, w) for w in words if w and not w.isdigit()]
     if out:
         out[-1] = lemma(out[-1])

@@ -29,6 +29,7 @@ from toolkg.canonicalize.inference import infer_dependencies
 from toolkg.canonicalize.links import structural_links, tool_text
 from toolkg.config import BuildConfig, EntityOptions, LinkOptions
 from toolkg.embeddings import Embedder
+from toolkg.embeddings import model_id as embedding_model_id
 from toolkg.failures import fault_point, quarantine
 from toolkg.models import QuarantinedItem, StageInfo, Tool
 from toolkg.store.build_state import clear_pending, options_digests
@@ -57,7 +58,7 @@ class CatalogStages:
         key: dict[str, object] = {
             "canonicalize": self.config.entities.model_dump(),
             "infer": self.config.inference.model_dump() | {"confirmed": self.confirmer is not None},
-            "link": self.config.links.model_dump(),
+            "link": self.config.links.model_dump() | {"model": embedding_model_id()},
         }.get(stage, {})
         key = {"options": key, "code": code_fingerprint(stage)}
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
