@@ -35,6 +35,10 @@ SCHEMA_COMPATIBLE = link_type("schemaCompatibleWith")
 SHARES_PARAMETERS = link_type("sharesParametersWith")
 SYMMETRIC = SYMMETRIC_LINK_TYPES  # owl:SymmetricProperty in the ontology: stored once, read both ways
 MAX_HOLDERS = 200  # a parameter name more tools than this share links nobody (pairs would go quadratic)
+# An output name is read against at most this many of the tools taking it, those it covers best
+# (fewest inputs first): a producer keeps ``per_tool`` links, and a name taken by thousands of tools
+# (an ``invoice_id`` in a 100k-tool catalog) would make every producer of it score them all.
+MAX_CONSUMERS_READ = 200
 
 
 def tool_text(tool: Tool) -> str:
@@ -76,6 +80,7 @@ class LinkIndex:
         self.by_server: dict[str, list[str]] = defaultdict(list)
         self.vectors = vectors  # shared with the caller, who keeps it current
         self._similarity: dict[str, np.ndarray] = {}
+        self._ranked: dict[str, list[str]] = {}  # by_input's holders, best covered first (built on demand)
         for t in tools:
             self.put(t)
 
@@ -87,6 +92,7 @@ class LinkIndex:
         self.outputs[tool.id] = _names([o.name for o in tool.outputs])
         for n in self.inputs[tool.id]:
             self.by_input[n].add(tool.id)
+            self._ranked.pop(n, None)
         for n in self.outputs[tool.id]:
             self.by_output[n].add(tool.id)
         self.by_server[tool.server_id].append(tool.id)
@@ -98,6 +104,7 @@ class LinkIndex:
             return
         for n in self.inputs.pop(tool_id):
             self.by_input[n].discard(tool_id)
+            self._ranked.pop(n, None)
         for n in self.outputs.pop(tool_id):
             self.by_output[n].discard(tool_id)
         self.by_server[tool.server_id].remove(tool_id)
@@ -117,7 +124,7 @@ class LinkIndex:
 
     def _schema(self, producer: str, options: LinkOptions) -> list[ToolLink]:
         outputs = self.outputs[producer]
-        candidates = set().union(*(self.by_input.get(n, set()) for n in outputs)) - {producer} if outputs else set()
+        candidates = set().union(*(self._consumers(n) for n in outputs)) - {producer} if outputs else set()
         links = []
         for consumer in sorted(candidates):
             shared = outputs & self.inputs[consumer]
@@ -128,6 +135,16 @@ class LinkIndex:
                 )
                 links.append(ToolLink(producer, consumer, SCHEMA_COMPATIBLE, round(coverage, 3), evidence))
         return links
+
+    def _consumers(self, name: str) -> list[str]:
+        """The tools taking ``name`` that an output of that name covers best: fewest inputs (then id)
+        first, at most ``MAX_CONSUMERS_READ``."""
+        ranked = self._ranked.get(name)
+        if ranked is None:
+            holders = self.by_input.get(name, ())
+            ranked = sorted(holders, key=lambda c: (len(self.inputs[c]), c))[:MAX_CONSUMERS_READ]
+            self._ranked[name] = ranked
+        return ranked
 
     def _shared(self, a: str, options: LinkOptions) -> list[ToolLink]:
         names = self.inputs[a]
@@ -154,12 +171,14 @@ class LinkIndex:
             self._similarity[server] = block @ block.T
         similarity = self._similarity[server]
         i = members.index(a)
+        # One value for both directions: the upper triangle's (row j < i reads column i).
+        row = np.concatenate([similarity[:i, i], similarity[i, i:]])
         links = []
-        for j, b in enumerate(members):
-            score = round(float(similarity[min(i, j), max(i, j)]), 3)  # one value for both directions
-            if j != i and similarity[min(i, j), max(i, j)] > options.co_invoke:
+        for j in np.flatnonzero(row > options.co_invoke):
+            if j != i:
+                score = round(float(row[j]), 3)
                 evidence = f"same server {server}, embedding cosine {score:.2f}"
-                links.append(ToolLink(a, b, CO_INVOKED, score, evidence))
+                links.append(ToolLink(a, members[j], CO_INVOKED, score, evidence))
         return links
 
 
