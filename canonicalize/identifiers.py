@@ -121,7 +121,7 @@ def identifier_edges(profiles: list[Profile], consumers: set[str] | None = None)
         by_server[p.tool.server_id].append(p)
     edges: list[InferredEdge] = []
     for members in by_server.values():
-        if len(members) > MAX_SERVER_TOOLS:
+        if len(members) > MAX_SERVER_TOOLS or not _wanted(members, consumers):
             continue
         producers = [(p, _heads(p)) for p in members if p.capability in PRODUCING or _converts(p)]
         producers = [(p, heads) for p, heads in producers if heads]
@@ -179,6 +179,11 @@ def _edge(consumer: Profile, param, producer: Profile, confidence: float, what: 
     )
 
 
+def _wanted(members: list[Profile], consumers: set[str] | None) -> bool:
+    """Whether a server has a tool whose edges are asked for (all are, without ``consumers``)."""
+    return consumers is None or any(p.tool.id in consumers for p in members)
+
+
 def opener_edges(profiles: list[Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
     """A server whose one opener (navigate, open, connect, launch, start) makes the page or session its
     interaction tools (click, fill, hover, screenshot...) act on: the opener runs first."""
@@ -187,7 +192,7 @@ def opener_edges(profiles: list[Profile], consumers: set[str] | None = None) -> 
         by_server[p.tool.server_id].append(p)
     edges = []
     for members in by_server.values():
-        if len(members) > MAX_SERVER_TOOLS:
+        if len(members) > MAX_SERVER_TOOLS or not _wanted(members, consumers):
             continue
         openers = [
             p for p in members if p.action in OPENERS and p.capability in ("interact", "execute", "read", "manage")

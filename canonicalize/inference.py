@@ -103,9 +103,14 @@ def infer_dependencies(
     _assign_namespaces(profiles, options)
     edges: list[InferredEdge] = []
     edges += _parameter_edges(profiles, options, consumers, producers)
-    edges += mention_edges(profiles, consumers)
-    edges += identifier_edges(profiles, consumers)
-    edges += opener_edges(profiles, consumers)
+    # These rules link only near tools (one server, or one service namespace): with ``producers``
+    # given, only tools near one of them can gain an edge, so only those are read as consumers.
+    near = consumers
+    if producers is not None:
+        near = _near(profiles, producers) & consumers if consumers is not None else _near(profiles, producers)
+    edges += mention_edges(profiles, near)
+    edges += identifier_edges(profiles, near)
+    edges += opener_edges(profiles, near)
     edges += file_edges(profiles, consumers)
     groups: dict[str, list[Profile]] = defaultdict(list)
     for p in profiles:
@@ -127,6 +132,14 @@ def infer_dependencies(
         return edges
     hubs = {p.tool.id for p in profiles if not p.needs_input}
     return _sparsify(edges, options, set(declared), hubs)
+
+
+def _near(profiles: list[Profile], producers: set[str]) -> set[str]:
+    """Ids of the tools on a producer's server or in a producer's service namespace."""
+    chosen = [p for p in profiles if p.tool.id in producers]
+    servers = {p.tool.server_id for p in chosen}
+    namespaces = set().union(*(p.namespace for p in chosen))
+    return {p.tool.id for p in profiles if p.tool.server_id in servers or p.namespace & namespaces}
 
 
 def _parameter_edges(

@@ -82,6 +82,7 @@ class Profile:
 OUTPUT_WORDS = frozenset({"output", "out", "destination", "dest", "dst", "target", "save", "export"})
 
 
+@lru_cache(maxsize=250_000)
 def is_output_location(param_name: str) -> bool:
     """``outputDir``, ``destination_filename``, ``save_path``: where the result goes, not an input."""
     return bool(OUTPUT_WORDS & set(split_identifier(param_name)))

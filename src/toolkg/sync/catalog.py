@@ -116,8 +116,8 @@ class CatalogSync:
             self.link_index = LinkIndex(list(self.tools.values()), self.vectors)
             self.link_state = IncrementalLinks(self.link_index)  # every tool's top lists: computed once
             self._links_checked = False  # the first operation also writes any stored link that differs
-            for _ in range(2 if warm else 0):  # load the model and let torch settle before the first operation
-                self.embedder.encode(["warm up the model with a sentence of a usual length"] * 4, cache=False)
+            if warm:  # the ONNX session now: an operation's few texts never wait for it, nor take the NumPy pass
+                self.embedder.warm()
         self.index = NameIndex()
         self.index.add(self.tools, "sync")
         self.extractor = make_extractor("offline", store.directory)

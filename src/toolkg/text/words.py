@@ -56,10 +56,15 @@ def nlp():
 
 def split_identifier(name: str) -> list[str]:
     """snake_case, camelCase, kebab-case, dotted and spaced names to lower-case words."""
+    return list(_split_identifier(name))  # a fresh list: callers may change theirs
+
+
+@lru_cache(maxsize=250_000)  # the same parameter and tool names are split by every rule, every sync
+def _split_identifier(name: str) -> tuple[str, ...]:
     words = []
     for chunk in re.split(r"[\s_\-./:]+", name):
         words += [w.lower() for w in _IDENTIFIER_PARTS.findall(chunk)]
-    return words
+    return tuple(words)
 
 
 @lru_cache(maxsize=1)
