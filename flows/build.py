@@ -23,6 +23,8 @@ from prefect.utilities.annotations import quote
 
 from toolkg import memory, progress
 from toolkg.config import BuildConfig
+from toolkg.embed_ahead import EmbedAhead
+from toolkg.embeddings import tool_text
 from toolkg.errors import ConfigError, NotFoundError
 from toolkg.extractors.ingest import IngestResult
 from toolkg.extractors.manifest_triples import NameIndex
@@ -131,13 +133,28 @@ def _pipeline(run: BuildRun, paths: list[str], stages: CatalogStages) -> None:
     owners = {g: rec.path for rec in run.records.values() if rec not in gone for g in rec.graphs}
     index = _name_index(run, manifests, owners)
     used = [r.file for r in manifests]
-    loaded = _extract_validate_load(run, manifests, index, owners)
-    _remove(run, gone)
-    fault_point("loaded")
-    changed = bool(loaded or summary.removed)
-    wrote = run_catalog_stages(store, summary, stages, changed, run.owed)
+    if run.config.link:
+        stages.ahead = EmbedAhead.start(store.directory / "cache" / "embeddings.sqlite", _tool_texts(manifests))
+    try:
+        loaded = _extract_validate_load(run, manifests, index, owners)
+        _remove(run, gone)
+        fault_point("loaded")
+        changed = bool(loaded or summary.removed)
+        wrote = run_catalog_stages(store, summary, stages, changed, run.owed)
+    finally:
+        stages.finish_ahead()
     _record(run, used, changed)
     publish_if_due(store, summary, changed or wrote, run.owed)
+
+
+def _tool_texts(manifests: list[IngestResult]) -> list[str]:
+    """The texts the link stage will embed for the tools being (re)loaded (toolkg.embed_ahead)."""
+    return [
+        tool_text(t.name, t.description, [p.name for p in t.parameters])
+        for r in manifests
+        for s in r.manifest.servers
+        for t in s.tools
+    ]
 
 
 def _drop_orphans(run: BuildRun) -> None:

@@ -28,6 +28,7 @@ from toolkg.canonicalize.entities import CANONICAL_GRAPH, canonicalize_store
 from toolkg.canonicalize.inference import infer_dependencies
 from toolkg.canonicalize.links import structural_links, tool_text
 from toolkg.config import BuildConfig, EntityOptions, LinkOptions
+from toolkg.embed_ahead import EmbedAhead
 from toolkg.embeddings import Embedder
 from toolkg.embeddings import model_id as embedding_model_id
 from toolkg.failures import fault_point, quarantine
@@ -51,6 +52,13 @@ class CatalogStages:
 
     config: BuildConfig = field(default_factory=BuildConfig)  # which stages run (infer, link) and their options
     confirmer: DependencyConfirmer | None = None  # an LLM reviews inferred edges
+    ahead: EmbedAhead | None = None  # new tool texts being embedded beside the other stages
+
+    def finish_ahead(self) -> None:
+        """Stop the embed-ahead worker (what it embedded is in the cache); idempotent."""
+        if self.ahead is not None:
+            self.ahead.finish()
+            self.ahead = None
 
     def digest(self, stage: str) -> str:
         """What a stage's result depends on besides the catalog: its options (and the reviewer), and
@@ -258,14 +266,12 @@ def run_catalog_stages(
             digest=stages.digest("infer"),
         )
     if link:
-        wrote |= guarded(
-            store,
-            summary,
-            "link",
-            lambda: link_task(quote(store), quote(tools), stages.config.links),
-            lambda: len(tools),
-            digest=stages.digest("link"),
-        )
+
+        def relink() -> LinkInfo:
+            stages.finish_ahead()  # the vectors it embedded are in the cache; the rest are embedded here
+            return link_task(quote(store), quote(tools), stages.config.links)
+
+        wrote |= guarded(store, summary, "link", relink, lambda: len(tools), digest=stages.digest("link"))
     return wrote
 
 

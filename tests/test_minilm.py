@@ -69,3 +69,39 @@ def test_a_query_is_embedded_without_torch(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"], out.stdout + out.stderr
+
+
+def _texts(n: int) -> list[str]:
+    verbs, things = ["get", "list", "create", "delete", "send"], ["invoice", "flight", "ticket", "report", "file"]
+    return [f"{verbs[i % 5]} {things[i // 5 % 5]} {i}: does it to record number {i}." for i in range(n)]
+
+
+def test_embedding_ahead_fills_the_cache_with_the_vectors_the_link_stage_would_compute(tmp_path):
+    from toolkg.embed_ahead import MIN_TEXTS, EmbedAhead
+    from toolkg.embeddings import Embedder
+
+    texts = _texts(MIN_TEXTS + 24)
+    assert EmbedAhead.start(tmp_path / "small.sqlite", texts[: MIN_TEXTS - 1]) is None  # not worth a process
+    ahead = EmbedAhead.start(tmp_path / "cache.sqlite", texts)
+    ahead._process.join(timeout=600)  # let it run to the end (finish() would stop it early)
+    assert ahead._process.exitcode == 0
+    ahead.finish()
+    cached = Embedder(tmp_path / "cache.sqlite")
+    assert cached.missing(texts) == []
+    sample = texts[::97]
+    ahead_vectors = cached.encode(sample)
+    assert cached.computed == 0  # every one came from the worker
+    fresh = Embedder().encode(sample)
+    assert float(np.min(np.sum(ahead_vectors * fresh, axis=1))) > 0.9999
+
+
+def test_embedding_ahead_stops_after_its_current_chunk(tmp_path):
+    from toolkg.embed_ahead import CHUNK, EmbedAhead
+    from toolkg.embeddings import Embedder
+
+    texts = _texts(20 * CHUNK)
+    ahead = EmbedAhead.start(tmp_path / "cache.sqlite", texts)
+    ahead.finish()  # at once: the link stage embeds the rest itself
+    assert not ahead._process.is_alive()
+    left = Embedder(tmp_path / "cache.sqlite").missing(texts)
+    assert len(left) >= len(texts) - CHUNK

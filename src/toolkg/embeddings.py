@@ -87,11 +87,17 @@ def _load_model():
     global _model
     with _model_lock:
         if _model is None:
-            from toolkg.onnx_minilm import OnnxMiniLM, model_file
-
-            path = _weights()
-            _model = OnnxMiniLM(model_file(path, MODEL_SHA256, precision()), path, max_tokens=MAX_TOKENS, batch=BATCH)
+            _model = onnx_model()
     return _model
+
+
+def onnx_model(threads: int | None = None):
+    """A new ONNX Runtime session of the model on ``threads`` threads (all cores by default)."""
+    from toolkg.onnx_minilm import OnnxMiniLM, model_file
+
+    path = _weights()
+    model = model_file(path, MODEL_SHA256, precision())
+    return OnnxMiniLM(model, path, max_tokens=MAX_TOKENS, batch=BATCH, threads=threads)
 
 
 # Up to this many float32 texts are embedded by the NumPy forward pass (toolkg.minilm, loads in ~0.15 s)
@@ -155,6 +161,21 @@ class Embedder:
     @staticmethod
     def _key(text: str) -> str:
         return hashlib.sha256(f"{model_id()}\x1f{text}".encode()).hexdigest()
+
+    def warm(self) -> None:
+        """Load the ONNX Runtime session and run it once: later calls, however few their texts, use it."""
+        _load_model().encode(["warm up the model with a sentence of a usual length"] * 4)
+
+    def missing(self, texts: Sequence[str]) -> list[str]:
+        """The distinct ``texts`` the disk cache has no vector for."""
+        keys = {self._key(t): t for t in texts}
+        cached = self._cache.get(set(keys)) if self._cache else {}
+        return [t for k, t in keys.items() if k not in cached]
+
+    def store(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Keep vectors computed elsewhere (toolkg.embed_ahead) in the disk cache."""
+        if self._cache is not None:
+            self._cache.put(zip((self._key(t) for t in texts), vectors, strict=True))
 
     def encode(self, texts: Sequence[str], label: str = "embed", cache: bool = True) -> np.ndarray:
         """Unit vectors for ``texts``; ``cache=False`` for one-off text (queries) the disk cache should not keep."""

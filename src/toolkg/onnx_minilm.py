@@ -117,12 +117,14 @@ def _quantize(source: Path, out: Path) -> None:
 class OnnxMiniLM:
     """``encode(texts) -> (n, 384) float32`` unit vectors (mean pooling, as sentence-transformers)."""
 
-    def __init__(self, model_path: Path, weights_dir: Path, max_tokens: int = 128, batch: int = 16) -> None:
+    def __init__(
+        self, model_path: Path, weights_dir: Path, max_tokens: int = 128, batch: int = 16, threads: int | None = None
+    ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         options = ort.SessionOptions()
-        options.intra_op_num_threads = os.cpu_count() or 1
+        options.intra_op_num_threads = threads or os.cpu_count() or 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(Path(weights_dir) / "tokenizer.json"))
