@@ -17,10 +17,12 @@ from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg.extractors.manifest_triples import entity_node
 from toolkg.extractors.offline import OfflineExtractor
-from toolkg.extractors.triples import ExtractionFailure, ToolExtraction
+from toolkg.result_cache import ResultCache, result_key
+from toolkg.extractors.triples import ExtractionFailure, ToolExtraction, input_hash, tool_document
 from toolkg.failures import quarantine
+from toolkg.fingerprint import source_fingerprint
 from toolkg.models import ExtractedManifest, QuarantinedItem, Server, ServerGraph, Tool
-from toolkg.ontology import PROV, RDF, TK, iris
+from toolkg.ontology import PROV, RDF, TK, iris, ontology_version
 
 EXTRACTORS: tuple[str, ...] = ("offline", "llm")
 
@@ -44,11 +46,19 @@ class SemanticExtractor(Protocol):
     def close(self) -> None: ...
 
 
-class OfflineBatch(OfflineExtractor):
-    """The offline extractor with the batch interface the flow uses."""
+# The code the offline rules' results depend on: a change to any of it is a cache miss.
+OFFLINE_CODE = ("toolkg.extractors.offline", "toolkg.extractors.triples", "toolkg.text", "toolkg.ontology")
 
-    def __init__(self) -> None:
+
+class OfflineBatch(OfflineExtractor):
+    """The offline extractor with the batch interface the flow uses; results cached on disk when
+    given a ``cache_path`` (toolkg.result_cache)."""
+
+    def __init__(self, cache_path: str | Path | None = None) -> None:
         self.tools = 0
+        self.cached = 0  # results read from the cache
+        self._cache = ResultCache(cache_path) if cache_path is not None else None
+        self._code = f"{source_fingerprint(OFFLINE_CODE)}/{ontology_version()}"
 
     def extract_many(
         self, items: Sequence[tuple[Tool, Server]], run_id: str
@@ -56,26 +66,45 @@ class OfflineBatch(OfflineExtractor):
         """One result per item; a tool the rules fail on is a failure of its own, not of the batch
         (not retried: the rules are deterministic, a rerun would fail the same way)."""
         self.tools += len(items)
+        keys = [result_key(self._code, input_hash(tool_document(t, s))) for t, s in items] if self._cache else []
+        cached = self._cache.get_many(keys) if self._cache else {}
         out: list[ToolExtraction | ExtractionFailure] = []
-        for tool, server in items:
+        fresh: list[tuple[str, str]] = []
+        for position, (tool, server) in enumerate(items):
+            hit = cached.get(keys[position]) if cached else None
+            if hit is not None:  # the same document on another server id is the same extraction
+                out.append(ToolExtraction.model_validate_json(hit).model_copy(update={"tool_id": tool.id}))
+                self.cached += 1
+                continue
             try:
-                out.append(self.extract(tool, server))
+                result = self.extract(tool, server)
             except Exception as exc:
                 entry = quarantine(exc, source="", item=tool.id, stage="extract")
                 out.append(ExtractionFailure(tool_id=tool.id, reason=entry.reason, retry=False))
+                continue
+            out.append(result)
+            if self._cache is not None:
+                fresh.append((keys[position], result.model_dump_json()))
+        if fresh and self._cache is not None:
+            self._cache.put_many(fresh)
         return out
 
     def usage(self) -> dict[str, object]:
-        return {"extractor": self.name, "version": self.version, "tools": self.tools}
+        return {"extractor": self.name, "version": self.version, "tools": self.tools, "cached": self.cached}
 
     def close(self) -> None:
-        pass
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
 
 
-def make_extractor(name: str, store_dir: str | Path, llm_config: str | None = None) -> SemanticExtractor:
-    """The configured extractor; ``llm`` raises ``ConfigError`` when no endpoint is configured."""
+def make_extractor(name: str, store_dir: str | Path | None, llm_config: str | None = None) -> SemanticExtractor:
+    """The configured extractor, caching under ``<store_dir>/cache`` (the offline one caches nothing
+    without a ``store_dir``); ``llm`` raises ``ConfigError`` when no endpoint is configured."""
     if name == "offline":
-        return OfflineBatch()
+        return OfflineBatch(Path(store_dir) / "cache" / "offline.sqlite" if store_dir is not None else None)
+    if store_dir is None:
+        raise ValueError("the LLM extractor keeps its cache in a store directory")
     if name == "llm":
         from toolkg.extractors.llm_extractor import LLMExtractor  # openai + instructor load only when used
         from toolkg.llm.config import load_llm_config

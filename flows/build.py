@@ -234,7 +234,7 @@ def _transformed(
             run.extractor.tools += info.tools  # type: ignore[attr-defined]  # the run's usage line counts them
             yield batch, info
         return
-    with Validator() as validator:
+    with Validator(cache_path=run.store.directory / "cache" / "validation.sqlite") as validator:
         while work:
             batch = work.pop(0)
             manifests = quote([r.manifest for r in batch])

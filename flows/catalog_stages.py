@@ -9,13 +9,11 @@ build redoes it even when no manifest changed. A stage clears its mark only afte
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +30,7 @@ from toolkg.embed_ahead import EmbedAhead
 from toolkg.embeddings import Embedder
 from toolkg.embeddings import model_id as embedding_model_id
 from toolkg.failures import fault_point, quarantine
+from toolkg.fingerprint import source_fingerprint
 from toolkg.models import QuarantinedItem, StageInfo, Tool
 from toolkg.store.build_state import clear_pending, options_digests
 from toolkg.store.catalog_reads import server_catalogs, stored_tools
@@ -80,19 +79,9 @@ STAGE_CODE = {
 }
 
 
-@cache
 def code_fingerprint(stage: str) -> str:
     """sha256 of the source of the modules (a package: all its modules) behind a stage."""
-    digest = hashlib.sha256()
-    for name in STAGE_CODE.get(stage, ()):
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            continue
-        origin = Path(spec.origin)
-        files = sorted(origin.parent.glob("*.py")) if origin.name == "__init__.py" else [origin]
-        for path in files:
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
+    return source_fingerprint(STAGE_CODE.get(stage, ()))
 
 
 def make_confirmer(store_dir: str, llm_config: str | None) -> DependencyConfirmer:

@@ -58,7 +58,7 @@ class Batch:
 def transform_on_worker(batch: Batch, run_id: str) -> TransformInfo:
     """One batch on a Dask worker: the offline extractor, SHACL in the worker's own process."""
     with Validator(workers=1) as validator:  # Dask workers are daemonic: no process pool of their own
-        info = transform_manifests(batch.manifests, batch.index, validator, make_extractor("offline", "."), run_id)
+        info = transform_manifests(batch.manifests, batch.index, validator, make_extractor("offline", None), run_id)
     return info.model_copy(update={"worker": f"{socket.gethostname()}:{os.getpid()}"})
 
 

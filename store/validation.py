@@ -8,17 +8,23 @@ quarantined and its triples withheld, the rest of the manifest loads.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
+from functools import cache
+from importlib.metadata import version
 from multiprocessing import get_context
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import NamedNode, Triple
 
 from toolkg.models import ExtractedManifest, QuarantinedItem
 from toolkg.ontology import SHAPES_FILE, iris
+from toolkg.result_cache import ResultCache
 from toolkg.store.shacl_worker import Row, shape_predicates, validate_rows
 
 _TOOL_PREFIX = iris.BASE + "tool/"
@@ -74,11 +80,13 @@ def _chunks(triples: Sequence[Triple], size: int) -> list[list[Row]]:
 
 
 class Validator:
-    """Validates extracted manifests; owns the worker pool for the length of a build."""
+    """Validates extracted manifests; owns the worker pool for the length of a build. With a
+    ``cache_path``, verdicts are kept by the hash of the rows checked and of the shapes."""
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, cache_path: str | Path | None = None) -> None:
         self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
         self._pool: Executor | None = None
+        self._cache = ResultCache(cache_path) if cache_path is not None else None
 
     def __enter__(self) -> Validator:
         return self
@@ -90,9 +98,23 @@ class Validator:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
 
     def violations(self, triples: Sequence[Triple]) -> list[Violation]:
         chunks = _chunks(triples, CHUNK_ROWS)
+        if self._cache is None:
+            return self._check(chunks)
+        key = _verdict_key(chunks)
+        hit = self._cache.get_many([key]).get(key)
+        if hit is not None:
+            return [Violation.model_validate(v) for v in json.loads(hit)]
+        found = self._check(chunks)
+        self._cache.put_many([(key, json.dumps([v.model_dump() for v in found]))])
+        return found
+
+    def _check(self, chunks: list[list[Row]]) -> list[Violation]:
         # Spawning workers costs about what validating 10k rows in-process does: only big inputs gain.
         if len(chunks) < POOL_MIN_CHUNKS or self.workers <= 1:
             found = [v for rows in chunks for v in validate_rows(rows, str(SHAPES_FILE))]
@@ -121,6 +143,22 @@ class Validator:
         if not violations:
             return extracted, []
         return _withhold(extracted, violations)
+
+
+@cache
+def _shapes_digest() -> str:
+    """The shapes and the engine that reads them."""
+    return hashlib.sha256(SHAPES_FILE.read_bytes() + version("pyshacl").encode()).hexdigest()
+
+
+def _verdict_key(chunks: list[list[Row]]) -> str:
+    """The rows (in order: the same input gives the same order) and the shapes they are checked against."""
+    digest = hashlib.sha256(_shapes_digest().encode())
+    for rows in chunks:
+        digest.update(b"\x1e")
+        for row in rows:
+            digest.update("\x1f".join(row).encode() + b"\n")
+    return digest.hexdigest()
 
 
 def _withhold(

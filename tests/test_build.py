@@ -148,7 +148,6 @@ def test_a_store_built_by_other_rules_is_brought_up_to_date(build, catalog, stor
 
     build([catalog], store_dir)
     # as if toolkg's inference rules changed after the store was built: only that stage runs again
-    catalog_stages.code_fingerprint.cache_clear()
     original = catalog_stages.code_fingerprint
     monkeypatch.setattr(
         catalog_stages, "code_fingerprint", lambda stage: "new rules" if stage == "infer" else original(stage)

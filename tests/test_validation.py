@@ -66,3 +66,18 @@ def test_shapes_allow_exactly_the_ontology_dependency_kinds():
     ]
     kinds = [found for found in lists if "dependsOn" in found]
     assert kinds == [set(DEPENDENCY_KINDS)]
+
+
+def test_a_cached_verdict_is_the_computed_one(tmp_path):
+    extracted = extracted_openai()
+    weather = iris.tool_iri("openai_tools", "get_weather")
+    bad = tamper(extracted, add=[Triple(weather, DCTERMS.description, Literal("a second description"))])
+    with Validator(workers=1) as plain:
+        expected = [plain.validate(x) for x in (extracted, bad)]
+    for _ in range(2):  # the second validator reads every verdict from the first one's cache
+        with Validator(workers=1, cache_path=tmp_path / "validation.sqlite") as cached:
+            assert [cached.validate(x) for x in (extracted, bad)] == expected
+    from toolkg.result_cache import ResultCache
+
+    keys = ResultCache(tmp_path / "validation.sqlite")._db.execute("SELECT COUNT(*) FROM result").fetchone()[0]
+    assert keys == 2 and expected[1][1]  # one verdict per distinct input; the tampered one has a problem

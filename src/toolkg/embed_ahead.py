@@ -16,14 +16,15 @@ head start, nothing else.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
-MIN_TEXTS = 1000  # fewer new texts take the link stage seconds: not worth a worker's start-up
-CHUNK = 256  # texts per cache write, and how often the worker looks at the stop flag
+MIN_TEXTS = 200  # fewer new texts take the link stage under a second: not worth a worker's start-up
+CHUNK = 32  # texts per cache write; the stop flag is read between chunks, so the link stage waits at most one
 
 
-def _embed(cache_path: str, texts: list[str], stop) -> None:
+def _embed(cache_path: str, texts: list[str], stop, parent: int) -> None:
     from toolkg import progress
     from toolkg.embeddings import Embedder, onnx_model
 
@@ -35,7 +36,7 @@ def _embed(cache_path: str, texts: list[str], stop) -> None:
             return
         model = onnx_model(threads=1)
         for start in range(0, len(todo), CHUNK):
-            if stop.is_set():
+            if stop.is_set() or os.getppid() != parent:  # stopped, or the build was killed: no orphan
                 return
             chunk = todo[start : start + CHUNK]
             embedder.store(chunk, model.encode(chunk))
@@ -57,7 +58,10 @@ class EmbedAhead:
         context = multiprocessing.get_context("spawn")  # the flow runs threads (Prefect): never fork
         stop = context.Event()
         process = context.Process(
-            target=_embed, args=(str(cache_path), list(texts), stop), name="toolkg-embed-ahead", daemon=True
+            target=_embed,
+            args=(str(cache_path), list(texts), stop, os.getpid()),
+            name="toolkg-embed-ahead",
+            daemon=True,
         )
         process.start()
         return cls(process, stop)

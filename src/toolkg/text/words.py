@@ -3,7 +3,7 @@
 Lemmas come from spaCy's English lookup table (spacy-lookups-data; no trained pipeline can be
 installed offline), read without importing spaCy; the table is case-sensitive, so text is
 lower-cased first. spaCy itself (a blank English pipeline, ``nlp()``) is loaded only by what
-tokenises sentences: the offline extractor.
+tokenises sentences: the offline extractor, and the rules reading a description's lead verb.
 
 >>> split_identifier("getStockPrice"), split_identifier("list-HTTPRoutes_v2")
 (['get', 'stock', 'price'], ['list', 'http', 'routes', 'v2'])
@@ -21,6 +21,7 @@ import gzip
 import hashlib
 import json
 import re
+import sys
 import threading
 import unicodedata
 from collections import Counter
@@ -38,6 +39,23 @@ _lock = threading.Lock()
 _nlp = None
 
 
+def _import_spacy():
+    """spaCy without torch: thinc imports torch when it can (~1.1 s of spaCy's ~1.6 s import) for
+    models we never run (a blank pipeline tokenises and looks lemmas up). ``None`` in sys.modules
+    makes thinc's guarded ``import torch`` fail, which it takes as "no torch"; the entry is removed
+    at once, so torch stays importable for whatever needs it later. Left alone if torch is loaded."""
+    if "torch" in sys.modules:
+        import spacy
+
+        return spacy
+    sys.modules["torch"] = None  # type: ignore[assignment]
+    try:
+        import spacy
+    finally:
+        del sys.modules["torch"]
+    return spacy
+
+
 def nlp():
     """The shared blank-English pipeline (built once; thread-safe to create)."""
     global _nlp
@@ -45,7 +63,7 @@ def nlp():
         return _nlp
     with _lock:
         if _nlp is None:
-            import spacy  # imports thinc and torch (~2 s): only when text is tokenised or lemmatised
+            spacy = _import_spacy()
 
             pipeline = spacy.blank("en")
             pipeline.add_pipe("lemmatizer", config={"mode": "lookup"})
