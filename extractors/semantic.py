@@ -17,12 +17,12 @@ from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg.extractors.manifest_triples import entity_node
 from toolkg.extractors.offline import OfflineExtractor
-from toolkg.result_cache import ResultCache, result_key
 from toolkg.extractors.triples import ExtractionFailure, ToolExtraction, input_hash, tool_document
 from toolkg.failures import quarantine
 from toolkg.fingerprint import source_fingerprint
 from toolkg.models import ExtractedManifest, QuarantinedItem, Server, ServerGraph, Tool
 from toolkg.ontology import PROV, RDF, TK, iris, ontology_version
+from toolkg.result_cache import ResultCache, result_key
 
 EXTRACTORS: tuple[str, ...] = ("offline", "llm")
 
