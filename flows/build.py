@@ -35,7 +35,7 @@ from toolkg.flows.catalog_stages import CatalogStages, make_confirmer, publish_i
 from toolkg.flows.scale import DEFAULT_WORKERS, fan_out
 from toolkg.flows.tasks import TransformInfo, batches, ingest_batch, load_task, tool_batches, transform_batch
 from toolkg.memory import PeakSampler
-from toolkg.models import ExtractedManifest, ManifestFile, Notice, QuarantinedItem
+from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem
 from toolkg.store.build_state import CATALOG_STAGES, mark_pending, pending_stages
 from toolkg.store.loading import BuildOptions, ManifestParts, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
@@ -162,8 +162,7 @@ def _drop_orphans(run: BuildRun) -> None:
     orphans = run.store.drop_orphans(run.records.values())
     if orphans:
         run.before_write()  # the catalog-wide graphs may have counted them: redo those stages
-        what = f"dropped {len(orphans)} graph(s) an interrupted build left without a manifest record"
-        run.summary.notices.append(Notice(source=run.summary.store, item="store", what=what))
+        run.summary.orphans_dropped = len(orphans)
 
 
 def _discover(paths: list[str], summary: BuildSummary) -> list[str]:

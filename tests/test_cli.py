@@ -39,6 +39,7 @@ def test_build_prints_the_summary(built):
         out,
     )
     assert "extraction: offline: 8 tools" in out
+    assert re.search(r"memory: peak [\d,]+ MiB over the build's processes \(during [a-z-]+\)", out)
     assert "quarantined: none" in out and "Traceback" not in result.stderr
 
 

@@ -77,6 +77,7 @@ class BuildSummary(BaseModel):
     canonical: dict[str, object] = Field(default_factory=dict)  # entities, fuzzy clusters, largest clusters
     workers: list[str] = Field(default_factory=list)  # Dask worker processes that ran extraction (--dask)
     snapshot: str = ""  # the read-only snapshot published for the endpoint (snapshots/<name>)
+    orphans_dropped: int = 0  # graphs an interrupted build wrote without their manifest record, dropped
 
     @property
     def exit_code(self) -> int:
@@ -161,8 +162,15 @@ class BuildSummary(BaseModel):
         if self.notices:
             first = one_line(str(self.notices[0]), 160)
             lines.append(f"trimmed to fit the limits: {len(self.notices)} value(s) (first: {first})")
+        if self.orphans_dropped:
+            lines.append(
+                f"repaired: dropped {self.orphans_dropped} graph(s) an interrupted build left without a manifest record"
+            )
         timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items())
         lines.append(f"timings: {timing} (pipeline wall {self.pipeline_seconds:.2f}s)")
+        if self.stage_peak_mb:
+            stage, peak = max(self.stage_peak_mb.items(), key=lambda item: item[1])
+            lines.append(f"memory: peak {peak:,.0f} MiB over the build's processes (during {stage})")
         if self.quarantined:
             lines.append(f"quarantined: {len(self.quarantined)} item(s)")
             for item in self.quarantined[:50]:
