@@ -104,6 +104,10 @@ def scale_latency(size: int) -> dict:
         texts = [t.description for t in rng.sample(index.catalog.tools, 200)]
         out = {"tools": len(index.catalog.tools), "manifests": len(files), "build_seconds": round(seconds, 1)}
         out["embed_seconds"] = round(embed_seconds, 1)
+        summary = json.loads(next((store / "runs").glob("*/summary.json")).read_text())
+        out["build_pipeline_seconds"] = summary["pipeline_seconds"]
+        out["build_stage_seconds"] = summary["stage_seconds"]
+        out["build_peak_mb"] = summary["stage_peak_mb"]
         out["cold_retrieve_seconds"] = cold_retrieve(store, texts[0])
         for method in ("auto", "bm25", "dense", "grtf"):
             retriever = make_retriever(method, index)

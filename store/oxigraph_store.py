@@ -217,7 +217,8 @@ class ToolStore:
         if not existing and not (manifest and self._has_subject(iris.MANIFESTS_GRAPH, manifest)):
             # Nothing to replace: the graphs first, the record that names them last.
             self._write_new(
-                [Quad(t.subject, t.predicate, t.object, graph) for graph, triples in graphs for t in triples]
+                (Quad(t.subject, t.predicate, t.object, graph) for graph, triples in graphs for t in triples),
+                sum(len(triples) for _, triples in graphs),
             )
             fault_point("before-record")  # test hook: graphs written, their record not
             self._store.extend(Quad(t.subject, t.predicate, t.object, iris.MANIFESTS_GRAPH) for t in record_triples)
@@ -245,9 +246,9 @@ class ToolStore:
         if parts:
             self.update(" ;\n".join(parts))
 
-    def _write_new(self, quads: Sequence[Quad]) -> None:
-        """Add quads to graphs nothing else is writing: in bulk when there are many (see the module doc)."""
-        if self.remote or len(quads) < BULK_MIN_QUADS:
+    def _write_new(self, quads: Iterable[Quad], count: int) -> None:
+        """Add ``count`` quads to graphs nothing else is writing: in bulk when there are many (see the module doc)."""
+        if self.remote or count < BULK_MIN_QUADS:
             self._store.extend(quads)
         else:
             self._store.bulk_extend(quads)
@@ -295,7 +296,8 @@ class ToolStore:
                 self.update(f"DROP SILENT GRAPH {graph} ; INSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
             return
         self.update(f"DROP SILENT GRAPH {graph}")
-        self._write_new([Quad(t.subject, t.predicate, t.object, graph) for t in triples])
+        # Streamed: 100k tools' links are 2M quads, a list of which would cost a gigabyte for nothing.
+        self._write_new((Quad(t.subject, t.predicate, t.object, graph) for t in triples), len(triples))
         self._store.add_graph(graph)
 
     def patch(
