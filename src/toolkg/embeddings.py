@@ -103,7 +103,12 @@ def onnx_model(threads: int | None = None):
 # Up to this many float32 texts are embedded by the NumPy forward pass (toolkg.minilm, loads in ~0.15 s)
 # unless the ONNX model is loaded already; more go to ONNX Runtime (~4x the throughput, ~0.5 s to load).
 FEW_TEXTS = 32
+# Only a process's first such call takes the NumPy pass: it starts in a fraction of a second (a one-shot
+# `toolkg retrieve`), but runs ~5x slower per text, so a process asking again (a warm retriever: eval,
+# serve, many queries) loads ONNX Runtime once and keeps it (LiveMCPBench with steps: p50 54 -> ~15 ms).
+NUMPY_CALLS = 1
 _numpy = None
+_numpy_calls = 0
 
 
 def _numpy_model():
@@ -200,7 +205,9 @@ class Embedder:
 
     @staticmethod
     def _compute(todo: list[str], label: str) -> np.ndarray:
-        if len(todo) <= FEW_TEXTS and _model is None and precision() == "fp32":
+        global _numpy_calls
+        if len(todo) <= FEW_TEXTS and _model is None and precision() == "fp32" and _numpy_calls < NUMPY_CALLS:
+            _numpy_calls += 1
             return _numpy_model().encode(todo)  # a query: the lightest start-up for a few texts
         model = _load_model()
         if len(todo) <= CHUNK:  # a handful of texts (a query) is no progress to report
