@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from toolkg.canonicalize.calibration import CONFIDENCE
+from toolkg.canonicalize.candidates import offer_classes, order, other_server_producers, own_server_producers
 from toolkg.canonicalize.files import file_edges
 from toolkg.canonicalize.identifiers import MAX_SERVER_TOOLS, identifier_edges, opener_edges
 from toolkg.canonicalize.mentions import mention_edges
@@ -57,17 +58,15 @@ from toolkg.canonicalize.profiles import (
     Offer,
     Profile,
     canonical_key,
-    generalises,
     is_informative,
     is_near,
     is_output_location,
     offers,
-    parameter_match,
     profile,
 )
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Tool
-from toolkg.text.lexicon import FORM_HEADS, STOP_WORDS, UNIVERSAL_VALUES, VERB_CAPABILITY
+from toolkg.text.lexicon import FORM_HEADS, STOP_WORDS, VERB_CAPABILITY
 from toolkg.text.words import lemma, split_identifier
 
 # Across unrelated catalogs only an exact match of specific names counts (a product code that one
@@ -167,8 +166,8 @@ def _parameter_edges(
                 by_server_key[p.tool.server_id, key].append((p, offer))
     # Offers of the bucket's own key first (a 'time' before a 'screen time' for a 'time' parameter)
     for key, bucket in (*by_key.items(), *((k, b) for (_, k), b in by_server_key.items())):
-        bucket.sort(key=lambda c, key=key: _order(c, key))
-    classes = {key: _offer_classes(bucket, key) for key, bucket in by_key.items()}
+        bucket.sort(key=lambda c, key=key: order(c, key))
+    classes = {key: offer_classes(bucket, key) for key, bucket in by_key.items()}
     wanted = options.max_producers_per_parameter
     server_sizes = Counter(p.tool.server_id for p in profiles)
     edges = []
@@ -184,10 +183,8 @@ def _parameter_edges(
             words, keys = _candidate_keys(param.name)
             scored, seen = [], set()  # an offer is filed under its key and its head: scored once
             for key in keys:
-                found = _own_server_producers(
-                    by_server_key.get((own, key), ()), consumer, words, cohesive, wanted, seen
-                )
-                found += _other_server_producers(classes.get(key, ()), consumer, words, cohesive, wanted, seen)
+                found = own_server_producers(by_server_key.get((own, key), ()), consumer, words, cohesive, wanted, seen)
+                found += other_server_producers(classes.get(key, ()), consumer, words, cohesive, wanted, seen)
                 scored += found
                 seen.update((id(producer), offer.key) for _, producer, offer, _ in found)
             # the consumer's own server first: its tools are written to be used together
@@ -212,104 +209,6 @@ def _parameter_edges(
                     )
                 )
     return edges
-
-
-Candidate = tuple[float, Profile, Offer, str]  # (score, producer, offer, how it matches)
-
-
-def _order(entry: tuple[Profile, Offer], key: tuple[str, ...]) -> tuple:
-    """A bucket's tie-break order: offers of its own key first, then fewest parameters, then id."""
-    producer, offer = entry
-    return (offer.key != key, len(producer.tool.parameters), producer.tool.id)
-
-
-def _match(offer: Offer, words: list[str], cohesive: bool) -> tuple[float, str] | None:
-    match = parameter_match(offer, words)
-    if match is None or (not cohesive and generalises(offer, words)):
-        return None  # 'a car ownership rate is a rate' says little in a catalog-sized server
-    return match
-
-
-def _own_server_producers(
-    bucket: Sequence[tuple[Profile, Offer]], consumer: Profile, words: list[str], cohesive: bool, wanted: int, seen: set
-) -> list[Candidate]:
-    """The first ``wanted`` offers of the consumer's own server that fill the parameter (a server's
-    bucket holds at most its own tools: scanned)."""
-    found: list[Candidate] = []
-    for producer, offer in bucket:
-        if len(found) == wanted:
-            break
-        if producer is consumer or (producer.namespace and not producer.namespace & consumer.namespace):
-            continue  # a service's own tools feed that service only
-        if (id(producer), offer.key) in seen:
-            continue
-        match = _match(offer, words, cohesive)
-        if match is not None:
-            found.append((match[0], producer, offer, match[1]))
-    return found
-
-
-def _offer_classes(bucket: list[tuple[Profile, Offer]], key: tuple[str, ...]) -> list[tuple[Offer, list]]:
-    """A sorted bucket split into classes of offers that match and travel alike (same key, same
-    source, same context), each class in the bucket's order, with that order kept for merging."""
-    classes: dict[tuple, tuple[Offer, list]] = {}
-    for entry in bucket:
-        offer = entry[1]
-        _, members = classes.setdefault((offer.key, offer.described, offer.contextual), (offer, []))
-        members.append((_order(entry, key), *entry))
-    return list(classes.values())
-
-
-def _other_server_producers(
-    classes: Sequence[tuple[Offer, list]],
-    consumer: Profile,
-    words: list[str],
-    cohesive: bool,
-    wanted: int,
-    seen: set,
-) -> list[Candidate]:
-    """The first ``wanted`` offers of other servers, in the bucket's order, that fill the parameter.
-
-    Whether an offer fills a parameter, and whether it may cross servers, depends on its class, not
-    on the tool making it (except nearness: a shared service namespace). So each class is judged
-    once and read only up to its ``wanted``-th acceptable member; the first ``wanted`` of the whole
-    bucket are among those. A 100k-tool catalog's buckets hold thousands of offers: scanning them
-    for every parameter was quadratic."""
-    found = []
-    for rep, members in classes:
-        match = _match(rep, words, cohesive)
-        if match is None:
-            continue
-        anywhere = _travels_anywhere(rep, match[0], words)
-        if not anywhere and not consumer.namespace:
-            continue  # it may fill only a parameter of a near tool, and no other server's tool is near
-        taken = 0
-        for order, producer, offer in members:
-            if taken == wanted:
-                break
-            if producer.tool.server_id == consumer.tool.server_id:
-                continue  # read from its server's own bucket already
-            if producer.namespace and not producer.namespace & consumer.namespace:
-                continue  # a service's own tools feed that service only
-            if (id(producer), offer.key) in seen or not (anywhere or is_near(producer, consumer)):
-                continue
-            found.append((order, match[0], producer, offer, match[1]))
-            taken += 1
-    found.sort(key=lambda f: f[0])
-    return [f[1:] for f in found[:wanted]]
-
-
-def _travels_anywhere(offer: Offer, score: float, words: list[str]) -> bool:
-    """Whether an offer can fill a parameter of any server, not only a near one (same server or
-    service namespace). A bare reference (an ``id``, a ``ticker``, a ``category``) means something
-    only on the platform that issued it; a value of a universal type (a coordinate, a date, an
-    email, a PDF) means the same everywhere, and so does a reference the parameter names in full
-    (``city_code`` filled by what ``get_city_code`` returns) or the user's context that a parameter
-    asks for by a qualified name (``system_uptime``, ``current_bpm``)."""
-    if offer.key[-1] in UNIVERSAL_VALUES or (score >= 1.0 and len(offer.key) >= 2):
-        return True
-    full = canonical_key(words)
-    return offer.contextual and len(full) >= 2 and full[-len(offer.key) :] == offer.key
 
 
 @lru_cache(maxsize=250_000)
