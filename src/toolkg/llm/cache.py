@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
+
+from toolkg.result_cache import open_cache_db
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS extraction (
@@ -39,11 +40,8 @@ class ExtractionCache:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(_SCHEMA)
+        self._db = open_cache_db(self.path, _SCHEMA)
 
     def get(self, key: str) -> tuple[dict, str] | None:
         """(value, run id that produced it), or None."""
