@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install browser demo test fuzz lint bench clean
+.PHONY: install browser mcp-servers demo test fuzz lint bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,20 @@ browser:  ## Chromium and its WebDriver for the browser tests (apt-get, needs ro
 	      chromium chromium-driver >/dev/null; \
 	  else echo "browser tests need: apt-get install chromium chromium-driver"; fi; }
 
-test: $(STAMP) browser  ## lint, then the whole test suite
+# The live-ingestion tests list real MCP servers: three from PyPI (in their own venv, as uvx would run
+# them) and three from npm (node is on the machine), at the versions tests/mcp_servers/ pins.
+SERVERS := .mcp-servers
+$(SERVERS)/.stamp: tests/mcp_servers/requirements.txt tests/mcp_servers/package.json tests/mcp_servers/package-lock.json
+	rm -rf $(SERVERS) && mkdir -p $(SERVERS)
+	$(PYTHON) -m venv $(SERVERS)/py
+	$(SERVERS)/py/bin/python -m pip install --quiet -r tests/mcp_servers/requirements.txt
+	cp tests/mcp_servers/package.json tests/mcp_servers/package-lock.json $(SERVERS)/
+	cd $(SERVERS) && npm ci --no-audit --no-fund --silent
+	touch $@
+
+mcp-servers: $(SERVERS)/.stamp  ## the pinned real MCP servers the live-ingestion tests list (.mcp-servers/)
+
+test: $(STAMP) browser mcp-servers  ## lint, then the whole test suite
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
@@ -41,4 +54,4 @@ bench: $(STAMP)  ## build (sample catalogs, synthetic 10k and 100k tools), extra
 	$(BIN)/python benchmarks/sync_bench.py
 
 clean:
-	rm -rf .toolkg benchmarks/results
+	rm -rf .toolkg benchmarks/results $(SERVERS)

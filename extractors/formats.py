@@ -233,12 +233,14 @@ def parse_mcp(path: str, document: Any, server: str | None, limits: Limits | Non
     server_id = server_id_from(named if isinstance(named, str) and named.strip() else Path(path).stem)
     notices: list[Notice] = []
     tools, quarantined = collect_tools(path, server_id, entries, _mcp_tool(server_id), limits, notices)
-    description = wrapper.get("description") or info.get("description")
+    # A live listing (toolkg.live) has no description of its own: the server's instructions describe it.
+    description = wrapper.get("description") or info.get("description") or wrapper.get("instructions")
     result = Server(
         id=server_id,
         name=server_name(named, server_id, limits),
         description=description[: limits.max_description_chars].strip() if isinstance(description, str) else "",
         category=str_or_none(wrapper.get("category")),
+        homepage=str_or_none(wrapper.get("homepage") or info.get("websiteUrl")),
         version=str_or_none(wrapper.get("version") or info.get("version")),
         tools=tuple(tools),
     )

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,12 +28,13 @@ from toolkg.embed_ahead import EmbedAhead
 from toolkg.errors import ConfigError, NotFoundError
 from toolkg.extractors.ingest import IngestResult
 from toolkg.extractors.manifest_triples import NameIndex
-from toolkg.extractors.reading import discover_all
+from toolkg.extractors.reading import Discovered, discover_all
 from toolkg.extractors.semantic import SemanticExtractor, make_extractor
 from toolkg.failures import fault_point, quarantine
 from toolkg.flows.catalog_stages import CatalogStages, make_confirmer, publish_if_due, run_catalog_stages
 from toolkg.flows.scale import DEFAULT_WORKERS, fan_out
 from toolkg.flows.tasks import TransformInfo, batches, ingest_batch, load_task, tool_batches, transform_batch
+from toolkg.live import refresh_live
 from toolkg.memory import PeakSampler
 from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem
 from toolkg.store.build_state import CATALOG_STAGES, mark_pending, pending_stages
@@ -120,7 +121,8 @@ class BuildRun:
 
 def _pipeline(run: BuildRun, paths: list[str], stages: CatalogStages) -> None:
     store, summary = run.store, run.summary
-    files = _discover(paths, summary)
+    paths, configurations = _list_live(run, paths)
+    files = _discover(paths, summary, exclude=configurations, live=bool(summary.live))
     run.records = store.manifest_records()
     run.owed = pending_stages(store)
     _drop_orphans(run)
@@ -160,14 +162,36 @@ def _drop_orphans(run: BuildRun) -> None:
         run.summary.orphans_dropped = len(orphans)
 
 
-def _discover(paths: list[str], summary: BuildSummary) -> list[str]:
-    found = discover_all(paths)
+def _list_live(run: BuildRun, paths: list[str]) -> tuple[list[str], set[str]]:
+    """List the live MCP servers among ``paths`` (toolkg.live): their snapshots replace them as inputs."""
+    clock = time.perf_counter()
+    with memory.stage("list"):
+        try:
+            live = refresh_live(
+                paths,
+                run.store.directory,
+                timeout=run.config.live.timeout,
+                concurrency=run.config.live.concurrency,
+                on_listed=lambda done, total: progress.report("list live MCP servers", done, total, "servers"),
+            )
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    if live.servers:
+        run.summary.live = [asdict(report) for report in live.servers]
+        run.summary.quarantined += live.quarantined
+        run.summary.add_time("list", time.perf_counter() - clock)
+    return live.paths, live.configurations
+
+
+def _discover(paths: list[str], summary: BuildSummary, exclude: set[str], live: bool) -> list[str]:
+    found = discover_all(paths) if paths else Discovered()
+    files = [str(p) for p in found.files if str(p) not in exclude]
     for path, why in found.skipped:
         summary.quarantined.append(QuarantinedItem(source=path, item=path, stage="read", reason=why))
-    if not found.files:
+    if not files and not live:
         raise NotFoundError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(paths)}")
-    summary.manifests_seen = len(found.files)
-    return [str(p) for p in found.files]
+    summary.manifests_seen = len(files)
+    return files
 
 
 def _ingest(run: BuildRun, files: list[str]) -> list[IngestResult]:

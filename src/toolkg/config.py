@@ -1,7 +1,8 @@
 """One frozen ``BuildConfig`` made of the stage option objects, set from the CLI or a TOML file.
 
 Every knob a build has lives in one section: ``build`` (what to read and which stages run),
-``limits`` (toolkg.limits), ``inference``, ``links`` and ``entities`` (the catalog-wide stages).
+``limits`` (toolkg.limits), ``inference``, ``links`` and ``entities`` (the catalog-wide stages), and
+``live`` (listing live MCP servers).
 ``toolkg build --config FILE.toml`` reads a file of those sections; ``--set SECTION.KEY=VALUE``
 (repeatable) overrides one value; the command's own flags win over both.
 
@@ -61,6 +62,13 @@ class EntityOptions(Options):
     max_block: int = Field(2000, ge=1, description="a word shared by more labels is too common to block on")
 
 
+class LiveOptions(Options):
+    """Listing live MCP servers named by client configurations or addresses (toolkg.live)."""
+
+    timeout: float = Field(60.0, gt=0, description="seconds a server has to start and list all its tools")
+    concurrency: int = Field(4, ge=1, description="servers listed at once")
+
+
 class BuildConfig(Options):
     """Everything one build is told. ``toolkg build --help`` lists the sections; the README the keys."""
 
@@ -80,6 +88,7 @@ class BuildConfig(Options):
     inference: InferenceOptions = InferenceOptions()
     links: LinkOptions = LinkOptions()
     entities: EntityOptions = EntityOptions()
+    live: LiveOptions = LiveOptions()
 
     @classmethod
     def sections(cls) -> dict[str, type[BaseModel]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -50,6 +51,28 @@ def jsonl_line(value: object) -> str:
     return json.dumps(value, ensure_ascii=False).translate(_LINE_BREAKING) + "\n"
 
 
+def _live_lines(servers: list[dict], bullet: str) -> list[str]:
+    """'live MCP servers: 6 listed (1 new, 1 changed, 4 unchanged), 1 failed' and what changed per server."""
+    if not servers:
+        return []
+    count = Counter(s["status"] for s in servers)
+    listed = sum(count[k] for k in ("new", "changed", "unchanged"))
+    states = ", ".join(f"{count[k]} {k}" for k in ("new", "changed", "unchanged") if count[k])
+    line = f"live MCP servers: {listed} listed" + (f" ({states})" if states else "")
+    line += "".join(f", {count[k]} {k}" for k in ("failed", "not listable") if count[k])
+    lines = [line]
+    for s in servers:
+        name = one_line(s["server"], 80)
+        if s["status"] in ("new", "changed"):
+            what = [f"{s['tools']} tools"] if s["status"] == "new" else []
+            for label in ("added", "removed", "changed"):
+                if s[label]:
+                    shown = ", ".join(one_line(t, 60) for t in s[label][:8])
+                    what.append(f"{label} {len(s[label])} ({shown}{', ...' if len(s[label]) > 8 else ''})")
+            lines.append(f"{bullet}{name} [{s['status']}, {s['reached']}, {s['seconds']:.2f}s]: {'; '.join(what)}")
+    return lines
+
+
 class BuildSummary(BaseModel):
     run_id: str
     store: str
@@ -77,6 +100,7 @@ class BuildSummary(BaseModel):
     canonical: dict[str, object] = Field(default_factory=dict)  # entities, fuzzy clusters, largest clusters
     workers: list[str] = Field(default_factory=list)  # Dask worker processes that ran extraction (--dask)
     snapshot: str = ""  # the read-only snapshot published for the endpoint (snapshots/<name>)
+    live: list[dict] = Field(default_factory=list)  # live MCP servers listed (toolkg.live.ServerReport)
     orphans_dropped: int = 0  # graphs an interrupted build wrote without their manifest record, dropped
 
     @property
@@ -120,6 +144,7 @@ class BuildSummary(BaseModel):
             f"{len(self.skipped)} unchanged (skipped), {len(self.removed)} removed",
             f"this run loaded: {self.loaded_servers} servers, {self.loaded_tools} tools, {self.loaded_triples} triples",
         ]
+        lines += _live_lines(self.live, bullet)
         for label, paths in (
             ("new", self.new),
             ("changed", self.changed),

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from toolkg.cli.common import add_output, add_store, add_verbosity, usage
+from toolkg.cli.common import UsageError, add_output, add_store, add_verbosity, usage
 from toolkg.cli.settings import add_settings, build_config, sections, settings_epilog
 from toolkg.config import BuildConfig
 from toolkg.summary import EXIT_OK, EXIT_QUARANTINED
@@ -93,9 +93,16 @@ def _add_prefect_server(sub) -> None:
 
 
 def _require_manifests(paths: list[str]) -> None:
+    """Fail fast, before Prefect starts: a bad address, or nothing to read."""
     from toolkg.extractors.reading import discover
+    from toolkg.live import find_sources
 
-    usage(discover(paths), f"no manifest files (.json, .yaml, .yml) under: {' '.join(paths)}")
+    try:
+        sources, rest, _ = find_sources(paths)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    found = sources.servers or sources.unlistable or discover(rest)
+    usage(found, f"no manifest files (.json, .yaml, .yml), MCP configurations or servers in: {' '.join(paths)}")
 
 
 def _quiet_prefect(verbose: bool) -> None:

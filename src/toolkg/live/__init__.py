@@ -1,0 +1,200 @@
+"""Live MCP ingestion: list the servers users run and hand their listings to the build as manifests.
+
+``refresh_live(paths, store_dir)`` splits a build's inputs: manifest files and folders pass through;
+MCP client configurations, registry ``server.json`` files and server addresses are listed live
+(``listing.py``) and each listing is written as a content-hashed snapshot under the store
+(``snapshots.py``), whose path then goes to the build in their place. A server that cannot be listed
+keeps its previous snapshot (nothing already loaded is lost) and is quarantined with its reason.
+
+Python API::
+
+    from toolkg.live import list_config
+    for listing in list_config("claude_desktop_config.json").listings:
+        print(listing.spec.name, [t["name"] for t in listing.tools])
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from toolkg.extractors.reading import discover_all
+from toolkg.live.listing import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_TIMEOUT,
+    Listing,
+    ListingFailure,
+    ListingRun,
+    list_servers,
+    where,
+)
+from toolkg.live.snapshots import (
+    ToolChanges,
+    read_snapshot,
+    snapshot_bytes,
+    snapshot_dir,
+    snapshot_document,
+    tool_changes,
+    write_snapshot,
+)
+from toolkg.live.sources import (
+    LiveSources,
+    ServerSpec,
+    Unlistable,
+    is_address,
+    parse_address,
+    read_config,
+    sniff_config,
+)
+from toolkg.models import QuarantinedItem
+
+__all__ = [
+    "LiveRefresh",
+    "Listing",
+    "ListingFailure",
+    "ServerReport",
+    "ServerSpec",
+    "find_sources",
+    "list_config",
+    "list_servers",
+    "refresh_live",
+    "Unlistable",
+]
+
+
+@dataclass
+class ServerReport:
+    """One live server in a build's summary."""
+
+    server: str
+    source: str
+    reached: str  # 'stdio mcp-server-time' / 'http https://host/mcp'
+    status: str  # new, changed, unchanged, failed, not listable
+    tools: int = 0
+    seconds: float = 0.0
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+@dataclass
+class LiveRefresh:
+    paths: list[str]  # what the build reads: the manifest paths given and the live snapshots
+    configurations: set[str]  # live-source files found (kept out of manifest discovery)
+    servers: list[ServerReport] = field(default_factory=list)
+    quarantined: list[QuarantinedItem] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def find_sources(paths: list[str]) -> tuple[LiveSources, list[str], set[str]]:
+    """Live sources among ``paths`` (addresses, configuration files, configurations inside folders),
+    the paths left for manifest discovery, and the configuration files found.
+
+    Raises ``ValueError`` for a malformed address (bad scheme, credentials in it)."""
+    sources, rest, configurations = LiveSources(), [], set()
+    for raw in paths:
+        if is_address(raw):
+            sources.servers.append(parse_address(raw))
+            continue
+        rest.append(raw)
+        path = Path(raw).expanduser()
+        candidates = [path] if path.is_file() else discover_all([path]).files if path.is_dir() else []
+        for candidate in candidates:
+            document = sniff_config(candidate)
+            if document is not None:
+                found = read_config(str(candidate.resolve()), document)
+                sources.servers += found.servers
+                sources.unlistable += found.unlistable
+                configurations.add(str(candidate.resolve()))
+    rest = [p for p in rest if str(Path(p).expanduser().resolve()) not in configurations]
+    return sources, rest, configurations
+
+
+def list_config(
+    path: str | Path, *, timeout: float = DEFAULT_TIMEOUT, concurrency: int = DEFAULT_CONCURRENCY
+) -> ListingRun:
+    """List every server a configuration file (or server.json) names, without touching any store."""
+    sources, _, configurations = find_sources([str(path)])
+    if not configurations:
+        raise ValueError(f"{path}: not an MCP client configuration or server.json")
+    return list_servers(sources.servers, timeout=timeout, concurrency=concurrency)
+
+
+def refresh_live(
+    paths: list[str],
+    store_dir: str | Path,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    on_listed: Callable[[int, int], None] | None = None,
+) -> LiveRefresh:
+    """List the live servers among ``paths`` and write their snapshots; see the module docstring."""
+    started = time.perf_counter()
+    sources, rest, configurations = find_sources(paths)
+    refresh = LiveRefresh(paths=rest, configurations=configurations)
+    for item in sources.unlistable:
+        refresh.servers.append(ServerReport(item.name, item.source, "-", "not listable", reason=item.reason))
+        refresh.quarantined.append(_quarantine(item.source, item.name, f"not listable: {item.reason}"))
+    specs = _unique(sources.servers, refresh)
+    if not specs:
+        refresh.seconds = time.perf_counter() - started
+        return refresh
+    run = list_servers(specs, timeout=timeout, concurrency=concurrency, on_listed=on_listed)
+    folder = snapshot_dir(store_dir)
+    for listing in run.listings:
+        path = folder / f"{listing.spec.id}.json"
+        document = snapshot_document(listing)
+        before = read_snapshot(path)
+        changes = tool_changes(before, document)
+        wrote = write_snapshot(path, snapshot_bytes(document))
+        status = "new" if before is None else "changed" if wrote else "unchanged"
+        refresh.servers.append(_report(listing, status, changes))
+        refresh.paths.append(str(path))
+    for failure in run.failures:
+        spec = failure.spec
+        previous = folder / f"{spec.id}.json"
+        kept = previous.exists()
+        if kept:  # what was loaded from its last listing stays
+            refresh.paths.append(str(previous))
+        reason = failure.reason + (f"; stderr: {failure.stderr_tail}" if failure.stderr_tail else "")
+        reason += "; its previous listing is kept" if kept else ""
+        report = ServerReport(spec.name, spec.source, where(spec), "failed", seconds=failure.seconds, reason=reason)
+        refresh.servers.append(report)
+        refresh.quarantined.append(_quarantine(spec.source, spec.name, reason))
+    refresh.seconds = time.perf_counter() - started
+    return refresh
+
+
+def _unique(specs: list[ServerSpec], refresh: LiveRefresh) -> list[ServerSpec]:
+    """One server per id: a second configuration naming the same id is quarantined, not listed."""
+    first: dict[str, ServerSpec] = {}
+    for spec in specs:
+        if spec.id in first:
+            reason = f"server id {spec.id!r} is already named by {first[spec.id].source}"
+            refresh.servers.append(ServerReport(spec.name, spec.source, where(spec), "failed", reason=reason))
+            refresh.quarantined.append(_quarantine(spec.source, spec.name, reason))
+        else:
+            first[spec.id] = spec
+    return list(first.values())
+
+
+def _report(listing: Listing, status: str, changes: ToolChanges) -> ServerReport:
+    spec = listing.spec
+    return ServerReport(
+        spec.name,
+        spec.source,
+        where(spec),
+        status,
+        tools=len(listing.tools),
+        seconds=listing.seconds,
+        added=changes.added if status != "new" else [],
+        removed=changes.removed,
+        changed=changes.changed,
+    )
+
+
+def _quarantine(source: str, name: str, reason: str) -> QuarantinedItem:
+    return QuarantinedItem(source=source, item=name, stage="list", reason=reason)

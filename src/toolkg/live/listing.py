@@ -1,0 +1,199 @@
+"""List live MCP servers with the official SDK: connect, initialize, page through ``tools/list``.
+
+Servers are listed concurrently (at most ``concurrency`` at once), each within ``timeout`` seconds from
+start to last page. Whatever goes wrong with one server (it cannot start, exits, hangs, answers with
+something that is not a valid tool list) becomes a ``ListingFailure`` with a one-line reason and the
+tail of its standard error, every secret of its configuration blanked out; the others go on.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from toolkg.live.sources import ServerSpec, public_url
+from toolkg.models import one_line_text
+
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_CONCURRENCY = 4
+MAX_PAGES = 1000  # a server handing out cursors forever is stopped here
+STDERR_TAIL = 600
+
+
+@dataclass
+class Listing:
+    """One server's answer: what its ``initialize`` and ``tools/list`` said, as JSON values."""
+
+    spec: ServerSpec
+    server_info: dict[str, Any]
+    instructions: str | None
+    protocol_version: str
+    tools: list[dict[str, Any]]
+    pages: int
+    seconds: float
+
+
+@dataclass
+class ListingFailure:
+    spec: ServerSpec
+    reason: str  # one line, secrets blanked
+    stderr_tail: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class ListingRun:
+    listings: list[Listing] = field(default_factory=list)
+    failures: list[ListingFailure] = field(default_factory=list)
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def list_servers(
+    specs: Sequence[ServerSpec],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    on_listed: Callable[[int, int], None] | None = None,
+) -> ListingRun:
+    """List every server of ``specs`` (blocking; runs its own event loop). ``on_listed(done, total)`` is
+    called as each server finishes, for progress."""
+    return anyio.run(alist_servers, specs, timeout, concurrency, on_listed)
+
+
+async def alist_servers(
+    specs: Sequence[ServerSpec],
+    timeout: float = DEFAULT_TIMEOUT,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    on_listed: Callable[[int, int], None] | None = None,
+) -> ListingRun:
+    run = ListingRun()
+    limiter = anyio.CapacityLimiter(max(1, concurrency))
+    results: dict[int, Listing | ListingFailure] = {}
+
+    async def one(position: int, spec: ServerSpec) -> None:
+        async with limiter:
+            results[position] = await list_one(spec, timeout)
+        if on_listed is not None:
+            on_listed(len(results), len(specs))
+
+    async with anyio.create_task_group() as group:
+        for position, spec in enumerate(specs):
+            group.start_soon(one, position, spec)
+    for position in range(len(specs)):  # in configuration order, whatever finished first
+        result = results[position]
+        (run.listings if isinstance(result, Listing) else run.failures).append(result)
+    return run
+
+
+async def list_one(spec: ServerSpec, timeout: float = DEFAULT_TIMEOUT) -> Listing | ListingFailure:
+    """One server listed, or why not. Never raises (but for cancellation)."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+        try:
+            with anyio.fail_after(timeout):
+                listing = await _list(spec, errlog)
+            listing.seconds = round(time.perf_counter() - started, 3)
+            return listing
+        except TimeoutError:
+            reason = f"no answer within {timeout:g}s (server hung or too slow; raise live.timeout)"
+        except Exception as exc:  # noqa: BLE001 - every failure of a stranger's server is this server's alone
+            reason = _reason(exc)
+        errlog.flush()
+        errlog.seek(0)
+        tail = errlog.read()[-STDERR_TAIL:]
+    secrets = spec.secrets()
+    return ListingFailure(
+        spec=spec,
+        reason=one_line_text(redact(reason, secrets), 400),
+        stderr_tail=one_line_text(redact(tail, secrets), STDERR_TAIL),
+        seconds=round(time.perf_counter() - started, 3),
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost useful message of an exception (task groups wrap the real one)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    if type(exc).__name__ == "ValidationError":  # pydantic: the server's answer is not valid MCP
+        first = text.splitlines()
+        text = f"invalid tools/list answer: {' '.join(first[:3])}"
+    elif text == "Connection closed":
+        text = "the server closed the connection before answering (did it exit? see its stderr)"
+    elif isinstance(exc, FileNotFoundError):
+        text = f"cannot start {exc.filename or 'the command'}: not found"
+    elif isinstance(exc, PermissionError):
+        text = f"cannot start {exc.filename or 'the command'}: permission denied"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def _transport(spec: ServerSpec, errlog, stack: AsyncExitStack):
+    if spec.transport == "stdio":
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        parameters = StdioServerParameters(
+            command=spec.command,
+            args=list(spec.args),
+            env=dict(spec.env) or None,
+            cwd=spec.cwd,
+            encoding_error_handler="replace",
+        )
+        return stdio_client(parameters, errlog=errlog)
+    if spec.transport == "sse":
+        from mcp.client.sse import sse_client
+
+        return sse_client(spec.url, headers=dict(spec.headers) or None)
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    # the SDK leaves a client it is given open: this one closes with the listing
+    client = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers) or None))
+    return streamable_http_client(spec.url, http_client=client)
+
+
+async def _list(spec: ServerSpec, errlog) -> Listing:
+    from mcp import Client
+
+    async with AsyncExitStack() as stack:
+        transport = await _transport(spec, errlog, stack)
+        client = await stack.enter_async_context(Client(transport, mode="legacy", cache=None))
+        tools: list[dict[str, Any]] = []
+        cursor, pages, seen = None, 0, set()
+        while True:
+            page = await client.list_tools(cursor=cursor)
+            pages += 1
+            tools += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+            if cursor in seen or pages >= MAX_PAGES:
+                raise RuntimeError(f"tools/list paging does not end (cursor repeated or over {MAX_PAGES} pages)")
+            seen.add(cursor)
+        info = client.server_info
+        return Listing(
+            spec=spec,
+            server_info=info.model_dump(mode="json", by_alias=True, exclude_none=True) if info else {},
+            instructions=client.instructions,
+            protocol_version=client.protocol_version,
+            tools=tools,
+            pages=pages,
+            seconds=0.0,
+        )
+
+
+def where(spec: ServerSpec) -> str:
+    """How the server was reached, safe to print: 'stdio mcp-server-time' or 'http https://host/mcp'."""
+    if spec.transport == "stdio":
+        return f"stdio {spec.public()['command']}"
+    return f"{spec.transport} {public_url(spec.url)}"

@@ -1,0 +1,362 @@
+"""Live MCP sources: client configuration files, registry ``server.json`` entries and server addresses,
+read into ``ServerSpec``s (how to start or reach each server).
+
+Formats read (auto-detected by content, like the manifest formats):
+
+- ``{"mcpServers": {NAME: {...}}}``: Claude Desktop, Cursor and Claude Code's ``.mcp.json``;
+- ``{"servers": {NAME: {...}}}`` (and ``{"mcp": {"servers": ...}}`` in a settings file): VS Code;
+- an MCP Registry ``server.json`` (``packages`` / ``remotes``), bare or as the registry API wraps it
+  (``{"server": {...}}``, ``{"servers": [{"server": {...}}]}``);
+- addresses on the command line: ``mcp+stdio:COMMAND ARG...``, ``https://HOST/PATH`` (Streamable HTTP),
+  ``mcp+sse:URL`` (the older HTTP+SSE transport).
+
+An entry is ``{"command", "args", "env", "cwd"}`` (stdio) or ``{"url", "headers", "type"}`` (HTTP).
+``${env:NAME}`` / ``${NAME}`` in a value is read from the environment; VS Code's ``${input:...}`` needs
+a prompt, so that server is reported as not listable. The values of ``env`` and ``headers`` are used to
+connect and nowhere else: they are kept out of ``repr`` and of everything ``public`` returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from toolkg.extractors.formats import server_id_from
+
+Transport = Literal["stdio", "http", "sse"]
+MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a client configuration is small; a bigger .json is a manifest
+_MARKERS = (b'"mcpServers"', b'"servers"', b'"packages"', b'"remotes"', b"server.schema.json")
+_VARIABLE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+_INPUT = re.compile(r"\$\{input:[^}]*\}")
+ADDRESS_PREFIXES = ("mcp+stdio:", "mcp+sse:", "mcp+http:", "https://", "http://")
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """How to reach one server. ``env`` and ``headers`` may hold secrets: never printed nor written."""
+
+    name: str  # the server's key in its configuration: its id in the graph
+    source: str  # the configuration file (or "address")
+    transport: Transport
+    command: str = ""
+    args: tuple[str, ...] = field(default=(), repr=False)  # may carry a key, like env
+    cwd: str | None = None
+    url: str = ""
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    metadata: Mapping[str, str] = field(default_factory=dict)  # server.json: description, version, homepage
+
+    @property
+    def id(self) -> str:
+        return server_id_from(self.name)
+
+    def secrets(self) -> list[str]:
+        """Every value that must not appear in anything written (longest first, for redaction)."""
+        values = [*self.env.values(), *self.headers.values()]
+        for value in list(values):  # "Bearer TOKEN": the token alone must not leak either
+            values += [part for part in value.split() if len(part) >= 6]
+        return sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)
+
+    def public(self) -> dict[str, str]:
+        """What may be written about how the server was reached: no env, headers, arguments nor query."""
+        if self.transport == "stdio":
+            return {"transport": "stdio", "command": Path(self.command).name}
+        return {"transport": self.transport, "url": public_url(self.url)}
+
+
+@dataclass(frozen=True)
+class Unlistable:
+    """A configured server toolkg cannot list (no command or URL derivable, an input prompt...)."""
+
+    name: str
+    source: str
+    reason: str
+
+
+@dataclass
+class LiveSources:
+    servers: list[ServerSpec] = field(default_factory=list)
+    unlistable: list[Unlistable] = field(default_factory=list)
+
+
+def public_url(url: str) -> str:
+    """``url`` without user info, query or fragment (where tokens hide)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def is_address(text: str) -> bool:
+    return text.startswith(ADDRESS_PREFIXES)
+
+
+def parse_address(text: str) -> ServerSpec:
+    """A server address from the command line (see the module docstring)."""
+    if text.startswith("mcp+stdio:"):
+        words = shlex.split(text.removeprefix("mcp+stdio:").removeprefix("//"))
+        if not words:
+            raise ValueError(f"{text!r}: mcp+stdio: needs a command, e.g. 'mcp+stdio:mcp-server-time'")
+        return ServerSpec(
+            name=Path(words[0]).name, source="address", transport="stdio", command=words[0], args=tuple(words[1:])
+        )
+    transport: Transport = "sse" if text.startswith("mcp+sse:") else "http"
+    url = text.removeprefix("mcp+sse:").removeprefix("mcp+http:")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{public_url(url)!r}: not an http(s) URL")
+    if parts.username or parts.password or parts.query:
+        raise ValueError(
+            f"{public_url(url)}: credentials in an address would be recorded with the run; "
+            "put them in a configuration file's headers instead"
+        )
+    name = parts.hostname + (parts.path.rstrip("/").replace("/", "-") if parts.path.strip("/") else "")
+    return ServerSpec(name=name, source="address", transport=transport, url=url)
+
+
+def sniff_config(path: Path) -> Any | None:
+    """The parsed document when ``path`` is a live-source file (client configuration or server.json)."""
+    try:
+        if path.suffix.lower() != ".json" or path.stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if not any(marker in data for marker in _MARKERS):
+        return None
+    try:
+        document = json.loads(data.decode("utf-8-sig"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return document if config_kind(document) else None
+
+
+def config_kind(document: Any) -> str | None:
+    """'client' (mcpServers / servers mapping), 'registry' (server.json) or None."""
+    if not isinstance(document, Mapping):
+        return None
+    if isinstance(document.get("mcpServers"), Mapping) or isinstance(document.get("servers"), Mapping):
+        return "client"
+    if isinstance(document.get("mcp"), Mapping) and isinstance(document["mcp"].get("servers"), Mapping):
+        return "client"
+    entry = document.get("server") if isinstance(document.get("server"), Mapping) else document
+    if "packages" in entry or "remotes" in entry or "server.schema.json" in str(entry.get("$schema", "")):
+        return "registry"
+    listed = document.get("servers")
+    if isinstance(listed, list) and listed and all(isinstance(s, Mapping) for s in listed):
+        return "registry"
+    return None
+
+
+def read_config(path: str, document: Any) -> LiveSources:
+    """The servers a configuration document names, and the ones that cannot be listed (with why)."""
+    found = LiveSources()
+    if config_kind(document) == "registry":
+        listed = document.get("servers") if isinstance(document.get("servers"), list) else [document]
+        for entry in listed:
+            entry = entry.get("server") if isinstance(entry.get("server"), Mapping) else entry
+            _add(found, lambda e=entry: registry_spec(path, e), path, str(entry.get("name") or "server.json entry"))
+        return found
+    block = document.get("mcpServers") or document.get("servers") or document.get("mcp", {}).get("servers") or {}
+    for name, entry in block.items():
+        _add(found, lambda n=name, e=entry: client_spec(path, str(n), e), path, str(name))
+    return found
+
+
+def _add(found: LiveSources, make, source: str, name: str) -> None:
+    try:
+        found.servers.append(make())
+    except (ValueError, TypeError, KeyError) as exc:
+        found.unlistable.append(Unlistable(name=name, source=source, reason=str(exc)))
+
+
+def _expand(value: Any, what: str) -> str:
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise ValueError(f"{what} must be a string, got {type(value).__name__}")
+    text = str(value)
+    if _INPUT.search(text):
+        raise ValueError(f"{what} asks for {_INPUT.search(text).group(0)} (a prompt toolkg cannot answer)")
+
+    def lookup(match: re.Match) -> str:
+        if match.group(1) not in os.environ:
+            raise ValueError(f"{what} needs the environment variable {match.group(1)}, which is not set")
+        return os.environ[match.group(1)]
+
+    return _VARIABLE.sub(lookup, text)
+
+
+def _strings(value: Any, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{what} must be an object")
+    return {str(k): _expand(v, f"{what}.{k}") for k, v in value.items()}
+
+
+def client_spec(source: str, name: str, entry: Any) -> ServerSpec:
+    """One entry of ``mcpServers`` / ``servers``."""
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"entry must be an object, got {type(entry).__name__}")
+    kind = str(entry.get("type") or entry.get("transport") or "").lower()
+    if entry.get("disabled") is True:
+        raise ValueError("disabled in the configuration")
+    if entry.get("url") or entry.get("serverUrl"):
+        url = _expand(entry.get("url") or entry.get("serverUrl"), "url")
+        transport: Transport = "sse" if kind == "sse" or (not kind and url.rstrip("/").endswith("/sse")) else "http"
+        return ServerSpec(
+            name=name, source=source, transport=transport, url=url, headers=_strings(entry.get("headers"), "headers")
+        )
+    if not entry.get("command"):
+        raise ValueError("neither a command nor a url")
+    args = entry.get("args") or []
+    if not isinstance(args, list):
+        raise ValueError("args must be a list")
+    env = _strings(entry.get("env"), "env")
+    if entry.get("envFile"):
+        env = _env_file(_expand(entry["envFile"], "envFile"), source) | env
+    cwd = _expand(entry["cwd"], "cwd") if entry.get("cwd") else None
+    return ServerSpec(
+        name=name,
+        source=source,
+        transport="stdio",
+        command=_expand(entry["command"], "command"),
+        args=tuple(_expand(a, "args") for a in args),
+        cwd=cwd,
+        env=env,
+    )
+
+
+def _env_file(path: str, source: str) -> dict[str, str]:
+    """A dotenv file (VS Code's envFile): NAME=VALUE lines."""
+    target = Path(path) if Path(path).is_absolute() else Path(source).parent / path
+    values = {}
+    for line in target.read_text(encoding="utf-8").splitlines():
+        name, sep, value = line.strip().partition("=")
+        if sep and name and not name.startswith("#"):
+            values[name.strip()] = value.strip().strip("'\"")
+    return values
+
+
+# --- MCP Registry server.json ---------------------------------------------------------------------
+
+RUNNERS = {"npm": "npx", "pypi": "uvx", "oci": "docker"}
+
+
+def registry_spec(source: str, entry: Mapping[str, Any]) -> ServerSpec:
+    """A server.json entry: the first package whose runner is on PATH, else the first remote.
+
+    Raises ``ValueError`` saying why when neither gives a command or URL."""
+    name = str(entry.get("name") or "").strip()
+    if not name:
+        raise ValueError("server.json entry without a name")
+    repository = entry.get("repository") if isinstance(entry.get("repository"), Mapping) else {}
+    metadata = {
+        key: str(value)
+        for key, value in (
+            ("title", entry.get("title")),
+            ("description", entry.get("description")),
+            ("version", entry.get("version")),
+            ("homepage", entry.get("websiteUrl") or repository.get("url")),
+        )
+        if isinstance(value, str) and value.strip()
+    }
+    short = name.rsplit("/", 1)[-1]
+    reasons = []
+    for package in entry.get("packages") or ():
+        try:
+            return ServerSpec(name=short, source=source, metadata=metadata, **_package(package))
+        except ValueError as exc:
+            reasons.append(str(exc))
+    for remote in entry.get("remotes") or ():
+        try:
+            kind = str(remote.get("type") or "streamable-http")
+            url = _template(str(remote.get("url") or ""), remote.get("variables"), "remote url")
+            headers = {h["name"]: _registry_value(h, "header") for h in remote.get("headers") or ()}
+            transport: Transport = "sse" if kind == "sse" else "http"
+            return ServerSpec(
+                name=short,
+                source=source,
+                transport=transport,
+                url=url,
+                headers={k: v for k, v in headers.items() if v},
+                metadata=metadata,
+            )
+        except ValueError as exc:
+            reasons.append(str(exc))
+    raise ValueError("not listable: " + ("; ".join(reasons) or "no packages or remotes"))
+
+
+def _package(package: Mapping[str, Any]) -> dict[str, Any]:
+    kind, identifier = str(package.get("registryType") or ""), str(package.get("identifier") or "")
+    transport = package.get("transport") if isinstance(package.get("transport"), Mapping) else {}
+    if transport.get("type", "stdio") != "stdio":
+        raise ValueError(f"{kind} package {identifier}: {transport.get('type')} transport needs a URL to reach it")
+    runner = str(package.get("runtimeHint") or RUNNERS.get(kind, ""))
+    if not runner or not identifier:
+        raise ValueError(f"{kind or 'a'} package {identifier}: no runner toolkg knows for it")
+    if shutil.which(runner) is None:
+        raise ValueError(f"{kind} package {identifier} runs with {runner}, which is not on PATH")
+    version = str(package.get("version") or "")
+    pinned = (
+        {"npm": f"{identifier}@{version}", "pypi": f"{identifier}=={version}", "oci": f"{identifier}:{version}"}.get(
+            kind, identifier
+        )
+        if version
+        else identifier
+    )
+    runtime = [_argument(a) for a in package.get("runtimeArguments") or ()]
+    if not runtime:
+        runtime = {"npx": ["-y"], "docker": ["run", "-i", "--rm"]}.get(runner, [])
+    env = {v["name"]: _registry_value(v, "environment variable") for v in package.get("environmentVariables") or ()}
+    args = [*runtime, pinned, *(_argument(a) for a in package.get("packageArguments") or ())]
+    return {
+        "transport": "stdio",
+        "command": runner,
+        "args": tuple(a for a in args if a),
+        "env": {k: v for k, v in env.items() if v},
+    }
+
+
+def _registry_value(spec: Mapping[str, Any], what: str) -> str:
+    """A header or environment variable of server.json: from the environment, else its default/value."""
+    name = str(spec.get("name") or "")
+    value = os.environ.get(name) or spec.get("value") or spec.get("default") or ""
+    if not value and spec.get("isRequired"):
+        raise ValueError(f"needs the {what} {name} (set it in the environment)")
+    return _template(str(value), spec.get("variables"), f"{what} {name}")
+
+
+def _argument(argument: Any) -> str:
+    if not isinstance(argument, Mapping):
+        return str(argument)
+    value = str(argument.get("value") or argument.get("default") or "")
+    if argument.get("type") == "named":
+        return f"{argument.get('name')}={value}" if value else str(argument.get("name") or "")
+    if not value and argument.get("isRequired"):
+        raise ValueError(f"needs the argument {argument.get('valueHint') or argument.get('name') or '?'}")
+    return value
+
+
+def _template(text: str, variables: Any, what: str) -> str:
+    """Fill ``{name}`` placeholders from the environment or their defaults."""
+    variables = variables if isinstance(variables, Mapping) else {}
+
+    def fill(match: re.Match) -> str:
+        key = match.group(1)
+        spec = variables.get(key) if isinstance(variables.get(key), Mapping) else {}
+        value = os.environ.get(key) or spec.get("default")
+        if not value:
+            raise ValueError(f"{what} needs {{{key}}} (set {key} in the environment)")
+        return str(value)
+
+    return re.sub(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", fill, text)
