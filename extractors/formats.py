@@ -213,10 +213,17 @@ def _mcp_tool(server_id: str) -> Callable[[Mapping[str, Any], str], Tool]:
             description=optional_str(entry.get("description"), "description", item),
             parameters=tuple(parameters_from_object_schema(entry.get("inputSchema"), item=item)),
             outputs=tuple(outputs_from_schema(entry.get("outputSchema"), item=item)),
-            annotations=_annotations(entry.get("annotations"), item),
+            annotations=_titled(_annotations(entry.get("annotations"), item), entry.get("title")),
         )
 
     return parse
+
+
+def _titled(annotations: Annotations | None, title: Any) -> Annotations | None:
+    """A tool's own ``title`` (MCP 2025-06) when its annotations give none."""
+    if not isinstance(title, str) or not title.strip() or (annotations is not None and annotations.title):
+        return annotations
+    return (annotations or Annotations()).model_copy(update={"title": " ".join(title.split())})
 
 
 def parse_mcp(path: str, document: Any, server: str | None, limits: Limits | None = None) -> ParsedServers:

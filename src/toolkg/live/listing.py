@@ -99,16 +99,19 @@ async def alist_servers(
 async def list_one(spec: ServerSpec, timeout: float = DEFAULT_TIMEOUT) -> Listing | ListingFailure:
     """One server listed, or why not. Never raises (but for cancellation)."""
     started = time.perf_counter()
+    refusals: list[str] = []  # HTTP error statuses, which the SDK's error message does not carry
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
         try:
             with anyio.fail_after(timeout):
-                listing = await _list(spec, errlog)
+                listing = await _list(spec, errlog, refusals)
             listing.seconds = round(time.perf_counter() - started, 3)
             return listing
         except TimeoutError:
             reason = f"no answer within {timeout:g}s (server hung or too slow; raise live.timeout)"
         except Exception as exc:  # noqa: BLE001 - every failure of a stranger's server is this server's alone
             reason = _reason(exc)
+        if refusals:
+            reason += f" (HTTP {', '.join(dict.fromkeys(refusals))})"
         errlog.flush()
         errlog.seek(0)
         tail = errlog.read()[-STDERR_TAIL:]
@@ -138,7 +141,7 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-async def _transport(spec: ServerSpec, errlog, stack: AsyncExitStack):
+async def _transport(spec: ServerSpec, errlog, stack: AsyncExitStack, refusals: list[str]):
     if spec.transport == "stdio":
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -159,14 +162,20 @@ async def _transport(spec: ServerSpec, errlog, stack: AsyncExitStack):
 
     # the SDK leaves a client it is given open: this one closes with the listing
     client = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers) or None))
+
+    async def note_refusal(response) -> None:
+        if response.status_code >= 400:
+            refusals.append(f"{response.status_code} {response.reason_phrase}".strip())
+
+    client.event_hooks["response"] = [*client.event_hooks.get("response", []), note_refusal]
     return streamable_http_client(spec.url, http_client=client)
 
 
-async def _list(spec: ServerSpec, errlog) -> Listing:
+async def _list(spec: ServerSpec, errlog, refusals: list[str]) -> Listing:
     from mcp import Client
 
     async with AsyncExitStack() as stack:
-        transport = await _transport(spec, errlog, stack)
+        transport = await _transport(spec, errlog, stack, refusals)
         client = await stack.enter_async_context(Client(transport, mode="legacy", cache=None))
         tools: list[dict[str, Any]] = []
         cursor, pages, seen = None, 0, set()

@@ -1,0 +1,113 @@
+"""A small MCP server of our own for the live-ingestion tests, built on the SDK's MCPServer.
+
+Its tools come from a JSON file (``--tools FILE``: a list of {name, description, inputSchema}), read on
+every ``tools/list``, so a test can change them between two listings. It pages its list ``--page-size``
+tools at a time. ``--mode`` makes it misbehave: ``crash`` exits at start with a message on stderr,
+``hang`` never answers ``tools/list``, ``invalid`` (HTTP only) answers with a tool whose inputSchema is
+not an object.
+Over HTTP, ``TOY_REQUIRED_TOKEN`` in its environment makes it refuse requests without
+``Authorization: Bearer <token>``.
+
+    python toy_server.py --tools tools.json [--transport stdio|http --port N] [--mode ok|crash|hang|invalid]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+from mcp.server import MCPServer
+from mcp.types import ListToolsResult, Tool
+
+
+class PagingServer(MCPServer):
+    def __init__(self, tools_file: Path, page_size: int, mode: str) -> None:
+        super().__init__("toy-bookings", version="1.0.0", instructions="Book trips: log in, search, then book.")
+        self.tools_file, self.page_size, self.mode = tools_file, page_size, mode
+
+    async def _handle_list_tools(self, ctx, params) -> ListToolsResult:
+        if self.mode == "hang":
+            await anyio.sleep(3600)
+        entries = json.loads(self.tools_file.read_text(encoding="utf-8"))
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        page = entries[start : start + self.page_size]
+        tools = [Tool.model_validate(entry) for entry in page]
+        following = start + self.page_size
+        return ListToolsResult(tools=tools, next_cursor=str(following) if following < len(entries) else None)
+
+
+def invalid_app():
+    """Streamable HTTP without the SDK (whose server checks its own answers): a JSON-RPC endpoint that
+    initializes properly, then lists a tool whose inputSchema is a string, which no client can accept."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    async def endpoint(request: Request) -> Response:
+        message = await request.json()
+        if "id" not in message:  # a notification
+            return Response(status_code=202)
+        if message["method"] == "initialize":
+            result = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "toy-invalid", "version": "0.0.1"},
+            }
+        elif message["method"] == "tools/list":
+            result = {"tools": [{"name": "broken", "inputSchema": "not a schema"}]}
+        else:
+            return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no"}})
+        return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    return Starlette(routes=[Route("/mcp", endpoint, methods=["POST"])])
+
+
+def _guarded(app, token: str):
+    """An ASGI wrapper refusing HTTP requests without the bearer token."""
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            if headers.get(b"authorization", b"").decode() != f"Bearer {token}":
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"missing or wrong token"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tools", required=True, type=Path)
+    parser.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--page-size", type=int, default=2)
+    parser.add_argument("--mode", choices=("ok", "crash", "hang", "invalid"), default="ok")
+    args = parser.parse_args()
+    if args.mode == "crash":
+        print("toy-bookings: fatal: cannot open the bookings database", file=sys.stderr)
+        sys.exit(3)
+    if args.mode == "invalid":
+        import uvicorn
+
+        uvicorn.run(invalid_app(), host="127.0.0.1", port=args.port, log_level="warning")
+        return
+    server = PagingServer(args.tools, args.page_size, args.mode)
+    if args.transport == "stdio":
+        server.run("stdio")
+        return
+    import uvicorn
+
+    app = server.streamable_http_app()
+    token = os.environ.get("TOY_REQUIRED_TOKEN")
+    uvicorn.run(_guarded(app, token) if token else app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
