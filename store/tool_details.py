@@ -94,7 +94,8 @@ def _parameters(store: ToolStore, wanted: list[str], found: dict[str, dict[str, 
 def resolve_tool(store: ToolStore, text: str) -> list[str]:
     """Tool ids ``text`` names: itself when it is a stored ``server::tool`` id, else the tools of that name."""
     rows = store.select(
-        "SELECT ?id WHERE { { ?t tk:identifier ?text } UNION { ?t tk:name ?text } ?t a tk:Tool ; tk:identifier ?id }",
+        "SELECT ?id ?text WHERE { { ?t tk:identifier ?text } UNION { ?t tk:name ?text } "
+        "?t a tk:Tool ; tk:identifier ?id }",
         {"text": Literal(text)},
     )
     return sorted({r["id"].value for r in rows})

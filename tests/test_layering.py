@@ -23,7 +23,9 @@ STAGES = (
     "toolkg.store",
     "toolkg.retrieval",
     "toolkg.sync",
+    "toolkg.live",
     "toolkg.flows",
+    "toolkg.toolsearch",
     "toolkg.serve",
     "toolkg.cli",
 )

@@ -1,5 +1,6 @@
-"""For analysts: `toolkg serve` (read-only SPARQL endpoint with a browser UI and the saved queries) and
-`toolkg report` (one self-contained HTML page about a build run)."""
+"""For analysts and agents: `toolkg serve` (read-only SPARQL endpoint with a browser UI, the saved queries and a
+JSON /search route), `toolkg mcp` (tool search for agents over MCP) and `toolkg report` (one self-contained
+HTML page about a build run)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from toolkg.summary import EXIT_OK
 
 def add_parsers(sub) -> None:
     _add_serve(sub)
+    _add_mcp(sub)
     _add_report(sub)
 
 
@@ -28,6 +30,30 @@ def _add_serve(sub) -> None:
     serve.add_argument("--timeout", type=int, default=30, metavar="SECONDS", help="query timeout (default 30)")
     add_verbosity(serve)
     serve.set_defaults(handler=cmd_serve)
+
+
+def _add_mcp(sub) -> None:
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve tool search to agents as an MCP server (stdio or Streamable HTTP)",
+        description="Run toolkg as a read-only MCP server over the store's published snapshot, so an agent "
+        "loads four tools instead of thousands: search_tools(query, k, steps) ranks the catalog's tools for a "
+        "task and says which to call first; get_tool(id); tool_dependencies(id) (transitive, with kinds and "
+        "confidence); sparql(query) (read-only, with a timeout and a row cap). Builds can run beside it: it "
+        "moves to each newly published snapshot. Over stdio (the default) an MCP client starts it as a "
+        "command; over HTTP it listens on --bind at /mcp.",
+    )
+    add_store(mcp)
+    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default stdio")
+    mcp.add_argument(
+        "--bind", default="127.0.0.1:7879", metavar="HOST:PORT", help="with --transport http (default 127.0.0.1:7879)"
+    )
+    mcp.add_argument("--sparql-timeout", type=float, default=10.0, metavar="SECONDS", help="default 10")
+    mcp.add_argument(
+        "--max-rows", type=int, default=1000, metavar="N", help="SPARQL rows returned at most (default 1000)"
+    )
+    add_verbosity(mcp)
+    mcp.set_defaults(handler=cmd_mcp)
 
 
 def _add_report(sub) -> None:
@@ -49,6 +75,30 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     path = write_report(args.store, args.run, args.output)
     print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
+    return EXIT_OK
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from toolkg import progress
+    from toolkg.errors import StoreError
+    from toolkg.serve.endpoint import parse_bind
+    from toolkg.store.oxigraph_store import ToolStore
+    from toolkg.toolsearch.mcp_server import serve
+
+    usage(args.sparql_timeout > 0, "--sparql-timeout must be positive")
+    usage(args.max_rows >= 1, "--max-rows must be at least 1")
+    host, port = parse_bind(args.bind)
+    if not ToolStore.exists(args.store):  # checked, not opened: a build may hold the store's lock
+        raise StoreError(f"no toolkg store at {args.store} (run 'toolkg build PATH... --store {args.store}' first)")
+    progress.enable(False)  # over stdio, standard output is the protocol's
+    if args.transport == "http":
+        print(
+            f"toolkg MCP server on http://{host}:{port}/mcp (read-only); Ctrl-C stops it", file=sys.stderr, flush=True
+        )
+    try:
+        serve(args.store, args.transport, host, port, sparql_timeout=args.sparql_timeout, max_rows=args.max_rows)
+    except KeyboardInterrupt:
+        pass
     return EXIT_OK
 
 

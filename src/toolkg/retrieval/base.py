@@ -55,8 +55,10 @@ def as_query(row: dict) -> Query:
 class Index:
     """A store opened for retrieval: catalog snapshot, BM25 and (lazily) embedding matrices."""
 
-    def __init__(self, store_dir: str | Path) -> None:
-        self.store = ToolStore(store_dir, read_only=True)
+    def __init__(self, store_dir: str | Path, *, store: ToolStore | None = None) -> None:
+        """``store``: an already opened store (a published snapshot) instead of ``store_dir``'s database;
+        ``store_dir`` still holds the embedding cache."""
+        self.store = store or ToolStore(store_dir, read_only=True)
         self.catalog = Catalog.load(self.store)
         if not self.catalog.tools:
             raise NotFoundError(f"store {store_dir} has no tools: build it first")

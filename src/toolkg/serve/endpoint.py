@@ -10,7 +10,8 @@ address never changes.
 
 What the proxy adds to Oxigraph's own server: updates and Graph Store writes are refused (403)
 before they reach anything; the root page is Oxigraph's YASGUI (served from its binary, no CDN)
-plus a panel of the saved analyst queries; ``/status`` says which snapshot is being served.
+plus a panel of the saved analyst queries; ``/status`` says which snapshot is being served; ``/search``
+answers tool search as JSON (``toolkg.toolsearch``: the same answers as ``toolkg mcp``'s search_tools).
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
-from toolkg.errors import ConfigError, StoreError
+from toolkg.display import one_line
+from toolkg.errors import ConfigError, NotFoundError, StoreError
 from toolkg.store.saved_queries import saved_queries
 from toolkg.store.snapshots import current_snapshot, ensure_snapshot
 
@@ -153,6 +155,7 @@ class Endpoint:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._assets: dict[str, tuple[str, bytes]] = {}
+        self._search = None  # toolkg.toolsearch.ToolSearch, when /search is first asked
         self._watcher = threading.Thread(target=self._watch, name="snapshot-watcher", daemon=True)
         self._watcher.start()
 
@@ -226,9 +229,21 @@ class Endpoint:
                 self.release(backend)
         return self._assets[path]
 
+    def search(self, query: str, k: int, steps: list[str]) -> dict[str, object]:
+        """``/search``: ranked tools with what to call first (toolkg.toolsearch), loaded on first use."""
+        with self._lock:
+            if self._search is None:
+                from toolkg.toolsearch.service import ToolSearch
+
+                self._search = ToolSearch(self.store_dir)
+        tools = self._search.search_tools(query, k, steps)
+        return {"query": query, "steps": steps, "snapshot": self._search.snapshot, "tools": tools}
+
     def close(self) -> None:
         self._stopping.set()
         self.backend.stop(grace=0)
+        if self._search is not None:
+            self._search.close()
 
 
 def _page() -> bytes:
@@ -265,6 +280,8 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, body, "application/json")
         elif path == "/status":
             self._send(200, json.dumps(self.endpoint.status()).encode(), "application/json")
+        elif path == "/search":
+            self._search()
         elif path in ASSETS:
             content_type, body = self.endpoint.asset(path)
             self._send(200, body, content_type, {"Cache-Control": "max-age=3600"})
@@ -290,6 +307,19 @@ class Handler(BaseHTTPRequestHandler):
         self._refuse()
 
     do_DELETE = do_PATCH = do_PUT
+
+    def _search(self) -> None:
+        """GET /search?q=TEXT[&k=N][&step=TEXT...]: JSON, or 400 with {"error": one line}."""
+        from toolkg.errors import ToolkgError
+
+        params = parse_qs(urlsplit(self.path).query)
+        try:
+            k = int((params.get("k") or ["5"])[0])
+            answer = self.endpoint.search((params.get("q") or [""])[0], k, params.get("step") or [])
+        except (ValueError, ToolkgError) as exc:
+            body = json.dumps({"error": one_line(str(exc))}).encode()
+            return self._send(400 if not isinstance(exc, NotFoundError) else 404, body, "application/json")
+        self._send(200, json.dumps(answer, ensure_ascii=False).encode(), "application/json")
 
     def _proxy(self) -> None:
         """Forward a SPARQL query to the current backend and relay its answer."""

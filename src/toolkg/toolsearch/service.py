@@ -1,0 +1,185 @@
+"""Tool search over a store's published snapshot: what ``toolkg mcp`` and ``toolkg serve``'s ``/search`` answer.
+
+``ToolSearch`` reads the snapshot the last build published (``store/snapshots.py``), never the database a
+build is writing, and moves to a newer snapshot when one is published: builds run beside it. Every
+answer is plain JSON values::
+
+    from toolkg.toolsearch import ToolSearch
+    with ToolSearch(".toolkg") as search:
+        for hit in search.search_tools("book a flight", k=3):
+            print(hit["id"], hit["score"], [d["tool"] for d in hit["call_first"]])
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict, deque
+from pathlib import Path
+from typing import Any
+
+from toolkg.errors import NotFoundError, RequestError
+from toolkg.retrieval import Index, Query, make_retriever
+from toolkg.store.dependencies import dependency_rows
+from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.snapshots import current_snapshot, ensure_snapshot
+from toolkg.store.tool_details import resolve_tool, tool_details
+from toolkg.toolsearch.sparql_worker import SparqlWorker
+
+MAX_K = 50
+MAX_DEPTH = 6
+
+
+class _Opened:
+    """One snapshot opened: its store, retrieval index, auto retriever and dependency edges by consumer."""
+
+    def __init__(self, store_dir: Path, snapshot: Path) -> None:
+        self.snapshot = snapshot
+        self.store = ToolStore.open_snapshot(snapshot)
+        self.index = Index(store_dir, store=self.store)
+        self.retriever = make_retriever("auto", self.index)
+        self.edges: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in dependency_rows(self.store):
+            self.edges[row["consumer"]].append(row)
+
+    def close(self) -> None:
+        self.index.close()
+
+
+class ToolSearch:
+    """Read-only tool search, tool lookup, dependency closure and SPARQL over one store's snapshots.
+
+    Thread-safe: calls are serialised (one retriever, one snapshot at a time)."""
+
+    def __init__(self, store_dir: str | Path, *, sparql_timeout: float = 10.0, max_rows: int = 1000) -> None:
+        self.store_dir = Path(store_dir)
+        self.sparql_timeout, self.max_rows = sparql_timeout, max_rows
+        self._lock = threading.Lock()
+        self._opened = _Opened(self.store_dir, ensure_snapshot(self.store_dir))
+        self._sparql: SparqlWorker | None = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._opened.close()
+            if self._sparql is not None:
+                self._sparql.close()
+
+    def __enter__(self) -> ToolSearch:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _current(self) -> _Opened:
+        """The open snapshot, moved to the newest published one first (a build may have finished)."""
+        latest = current_snapshot(self.store_dir)
+        if latest is not None and latest != self._opened.snapshot:
+            fresh = _Opened(self.store_dir, latest)
+            self._opened.close()
+            self._opened = fresh
+            if self._sparql is not None:
+                self._sparql.close()
+                self._sparql = None
+        return self._opened
+
+    @property
+    def snapshot(self) -> str:
+        return self._opened.snapshot.name
+
+    # --- the four answers ------------------------------------------------------------------
+
+    def search_tools(self, query: str, k: int = 5, steps: list[str] | None = None) -> list[dict[str, Any]]:
+        """The ``k`` tools that best serve ``query`` (and its ``steps``), each with what to call first."""
+        if not isinstance(query, str) or not query.strip():
+            raise RequestError("query must be a non-empty string")
+        k = max(1, min(int(k), MAX_K))
+        steps = [s for s in steps or () if isinstance(s, str) and s.strip()]
+        with self._lock:
+            opened = self._current()
+            ranking = opened.retriever.retrieve(Query("q", query, tuple(steps)), k)
+            details = tool_details(opened.store, [h.tool.id for h in ranking.tools])
+            out = []
+            for hit in ranking.tools:
+                tool = details.get(hit.tool.id) or {"id": hit.tool.id, "server": hit.tool.server, "name": hit.tool.name}
+                out.append(
+                    {
+                        **tool,
+                        "score": round(hit.score, 6),
+                        "why": hit.why,
+                        "call_first": self._direct(opened, hit.tool.id),
+                    }
+                )
+            return out
+
+    def get_tool(self, tool: str) -> dict[str, Any]:
+        """One tool by ``server::tool`` id (or a name only one server has), with its direct dependencies and
+        the tools that depend on it."""
+        with self._lock:
+            opened = self._current()
+            tool_id = self._resolve(opened, tool)
+            found = tool_details(opened.store, [tool_id])[tool_id]
+            users = sorted({r["consumer"] for rows in opened.edges.values() for r in rows if r["producer"] == tool_id})
+            return {**found, "call_first": self._direct(opened, tool_id), "needed_by": users}
+
+    def tool_dependencies(self, tool: str, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
+        """Everything ``tool`` depends on, transitively (breadth first, each tool once, at its shortest depth),
+        with the kind and confidence of the edge that reached it."""
+        with self._lock:
+            opened = self._current()
+            tool_id = self._resolve(opened, tool)
+            reached: list[dict[str, Any]] = []
+            seen, queue = {tool_id}, deque([(tool_id, 0)])
+            while queue:
+                consumer, depth = queue.popleft()
+                if depth >= max_depth:
+                    continue
+                for edge in self._direct(opened, consumer):
+                    if edge["tool"] in seen:
+                        continue
+                    seen.add(edge["tool"])
+                    reached.append({**edge, "needed_by": consumer, "depth": depth + 1})
+                    queue.append((edge["tool"], depth + 1))
+            return {"tool": tool_id, "dependencies": reached, "order": _call_order(tool_id, reached)}
+
+    def sparql(self, query: str) -> dict[str, Any]:
+        """A read-only SPARQL query on the snapshot: at most ``max_rows`` rows within ``sparql_timeout``."""
+        with self._lock:
+            opened = self._current()
+            if self._sparql is None:
+                self._sparql = SparqlWorker(opened.snapshot)
+            return self._sparql.run(query, self.sparql_timeout, self.max_rows)
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _resolve(opened: _Opened, tool: str) -> str:
+        if not isinstance(tool, str) or not tool.strip():
+            raise RequestError("tool must be a tool id (server::tool) or a tool name")
+        ids = resolve_tool(opened.store, tool.strip())
+        if not ids:
+            raise NotFoundError(f"no tool {tool!r} in the catalog (search_tools finds tools by what they do)")
+        if len(ids) > 1:
+            shown = ", ".join(ids[:10]) + (", ..." if len(ids) > 10 else "")
+            raise RequestError(f"{len(ids)} tools are named {tool!r}: give one of {shown}")
+        return ids[0]
+
+    @staticmethod
+    def _direct(opened: _Opened, tool_id: str) -> list[dict[str, Any]]:
+        """The tools ``tool_id`` needs called first, strongest first (one line per producer)."""
+        out: dict[str, dict[str, Any]] = {}
+        for row in opened.edges.get(tool_id, ()):
+            if row["producer"] not in out:
+                out[row["producer"]] = {
+                    "tool": row["producer"],
+                    "kind": row["kind"],
+                    "parameter": row["parameter"],
+                    "confidence": row["confidence"] if row["confidence"] is not None else 1.0,
+                    "basis": row["basis"],
+                    "why": row["evidence"],
+                }
+        return sorted(out.values(), key=lambda e: (-e["confidence"], e["tool"]))
+
+
+def _call_order(tool_id: str, reached: list[dict[str, Any]]) -> list[str]:
+    """The tools in an order to call them: deepest prerequisites first, ``tool_id`` last."""
+    ordered = sorted(reached, key=lambda e: -e["depth"])
+    return [e["tool"] for e in ordered] + [tool_id]

@@ -1,0 +1,126 @@
+"""Read-only SPARQL with a timeout and a row cap, for agents: queries run in a child process on the snapshot.
+
+An Oxigraph query cannot be interrupted from Python, so a query that runs past its time is stopped by
+ending the process that runs it (the next query starts a fresh one). Updates are refused before they
+reach the store, which is opened read-only anyway.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import re
+from pathlib import Path
+from typing import Any
+
+from toolkg.errors import RequestError
+
+_COMMENT = re.compile(r"#[^\n]*")
+_PROLOGUE = re.compile(r"^\s*(?:(?:PREFIX\s+[^:\s]*:\s*<[^>]*>|BASE\s+<[^>]*>)\s*)*", re.IGNORECASE)
+_UPDATE = re.compile(r"^(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH)\b", re.IGNORECASE)
+
+
+def is_update(query: str) -> bool:
+    """Whether ``query`` is a SPARQL update (its first keyword after the prologue).
+
+    >>> is_update("PREFIX ex: <http://e/> # note\\n INSERT DATA { ex:a ex:b ex:c }"), is_update("SELECT * {}")
+    (True, False)
+    """
+    body = _PROLOGUE.sub("", _COMMENT.sub(" ", query), count=1)
+    return bool(_UPDATE.match(body.lstrip()))
+
+
+def _term(term: Any) -> dict[str, str]:
+    from pyoxigraph import BlankNode, Literal, NamedNode
+
+    if isinstance(term, NamedNode):
+        return {"type": "uri", "value": term.value}
+    if isinstance(term, BlankNode):
+        return {"type": "bnode", "value": term.value}
+    if isinstance(term, Literal):
+        out = {"type": "literal", "value": term.value}
+        if term.language:
+            out["xml:lang"] = term.language
+        elif term.datatype.value != "http://www.w3.org/2001/XMLSchema#string":
+            out["datatype"] = term.datatype.value
+        return out
+    return {"type": "triple", "value": str(term)}
+
+
+def answer(store, query: str, max_rows: int) -> dict[str, Any]:
+    """One query's result as SPARQL-JSON-like values: SELECT rows, ASK's boolean or a graph's triples."""
+    from pyoxigraph import QueryBoolean, QuerySolutions
+
+    result = store.query(query)
+    if isinstance(result, QueryBoolean):
+        return {"type": "ask", "boolean": bool(result)}
+    rows, truncated = [], False
+    if isinstance(result, QuerySolutions):
+        names = [v.value for v in result.variables]
+        for solution in result:
+            if len(rows) == max_rows:
+                truncated = True
+                break
+            rows.append({n: _term(solution[n]) for n in names if solution[n] is not None})
+        return {"type": "select", "variables": names, "rows": rows, "truncated": truncated}
+    for triple in result:
+        if len(rows) == max_rows:
+            truncated = True
+            break
+        rows.append([_term(triple.subject), _term(triple.predicate), _term(triple.object)])
+    return {"type": "graph", "triples": rows, "truncated": truncated}
+
+
+def _serve(snapshot: str, connection) -> None:
+    """The child: open the snapshot read-only, answer queries until the pipe closes."""
+    from toolkg.store.oxigraph_store import ToolStore
+
+    store = ToolStore.open_snapshot(Path(snapshot))
+    while True:
+        try:
+            query, max_rows = connection.recv()
+        except EOFError:
+            return
+        try:
+            connection.send(("ok", answer(store, query, max_rows)))
+        except SyntaxError as exc:
+            connection.send(("error", f"invalid SPARQL: {str(exc).splitlines()[0]}"))
+        except Exception as exc:  # noqa: BLE001 - the message goes back to the caller as one line
+            connection.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+class SparqlWorker:
+    def __init__(self, snapshot: Path) -> None:
+        self.snapshot = snapshot
+        self._process = None
+        self._connection = None
+
+    def _start(self) -> None:
+        context = multiprocessing.get_context("spawn")  # no copy of the parent's threads and open store
+        parent, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(str(self.snapshot), child), daemon=True)
+        self._process.start()
+        child.close()
+        self._connection = parent
+
+    def run(self, query: str, timeout: float, max_rows: int) -> dict[str, Any]:
+        if not isinstance(query, str) or not query.strip():
+            raise RequestError("query must be a non-empty SPARQL string")
+        if is_update(query):
+            raise RequestError("SPARQL updates are refused: this endpoint is read-only")
+        if self._process is None or not self._process.is_alive():
+            self._start()
+        self._connection.send((query, max_rows))
+        if not self._connection.poll(timeout):
+            self.close()  # the only way to stop a running Oxigraph query
+            raise RequestError(f"query stopped after {timeout:g}s (narrow it, or add a LIMIT)")
+        status, payload = self._connection.recv()
+        if status == "error":
+            raise RequestError(payload)
+        return payload
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.join(5)
+            self._connection.close()
+        self._process = self._connection = None
