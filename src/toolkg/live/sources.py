@@ -30,6 +30,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from toolkg.extractors.formats import server_id_from
+from toolkg.models import one_line_text
 
 Transport = Literal["stdio", "http", "sse"]
 MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a client configuration is small; a bigger .json is a manifest
@@ -97,6 +98,17 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+def _http_url(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError as exc:
+        raise ValueError(f"url is not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("url must be an http:// or https:// address")
+    return url
+
+
 def is_address(text: str) -> bool:
     return text.startswith(ADDRESS_PREFIXES)
 
@@ -112,9 +124,7 @@ def parse_address(text: str) -> ServerSpec:
         )
     transport: Transport = "sse" if text.startswith("mcp+sse:") else "http"
     url = text.removeprefix("mcp+sse:").removeprefix("mcp+http:")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"{public_url(url)!r}: not an http(s) URL")
+    parts = urlsplit(_http_url(url))
     if parts.username or parts.password or parts.query:
         raise ValueError(
             f"{public_url(url)}: credentials in an address would be recorded with the run; "
@@ -149,13 +159,30 @@ def config_kind(document: Any) -> str | None:
         return "client"
     if isinstance(document.get("mcp"), Mapping) and isinstance(document["mcp"].get("servers"), Mapping):
         return "client"
+    if "openapi" in document or "swagger" in document:  # OpenAPI has a "servers" list of its own
+        return None
     entry = document.get("server") if isinstance(document.get("server"), Mapping) else document
-    if "packages" in entry or "remotes" in entry or "server.schema.json" in str(entry.get("$schema", "")):
+    if _registry_entry(entry):
         return "registry"
-    listed = document.get("servers")
-    if isinstance(listed, list) and listed and all(isinstance(s, Mapping) for s in listed):
+    listed = document.get("servers")  # the registry API's list: [{"server": {...}, "_meta": {...}}]
+    if (
+        isinstance(listed, list)
+        and listed
+        and all(isinstance(s, Mapping) and _registry_entry(s.get("server")) for s in listed)
+    ):
         return "registry"
     return None
+
+
+def _registry_entry(entry: Any) -> bool:
+    """A server.json: named, with packages or remotes (or its schema says so)."""
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+        return False
+    return (
+        isinstance(entry.get("packages"), list)
+        or isinstance(entry.get("remotes"), list)
+        or ("server.schema.json" in str(entry.get("$schema", "")))
+    )
 
 
 def read_config(path: str, document: Any) -> LiveSources:
@@ -167,17 +194,21 @@ def read_config(path: str, document: Any) -> LiveSources:
             entry = entry.get("server") if isinstance(entry.get("server"), Mapping) else entry
             _add(found, lambda e=entry: registry_spec(path, e), path, str(entry.get("name") or "server.json entry"))
         return found
-    block = document.get("mcpServers") or document.get("servers") or document.get("mcp", {}).get("servers") or {}
+    nested = document.get("mcp") if isinstance(document.get("mcp"), Mapping) else {}
+    candidates = (document.get("mcpServers"), document.get("servers"), nested.get("servers"))
+    block = next((c for c in candidates if isinstance(c, Mapping)), {})
     for name, entry in block.items():
         _add(found, lambda n=name, e=entry: client_spec(path, str(n), e), path, str(name))
     return found
 
 
 def _add(found: LiveSources, make, source: str, name: str) -> None:
+    """One entry read; whatever is wrong with it (a wrong type anywhere) makes that entry alone unlistable."""
     try:
         found.servers.append(make())
-    except (ValueError, TypeError, KeyError) as exc:
-        found.unlistable.append(Unlistable(name=name, source=source, reason=str(exc)))
+    except Exception as exc:  # noqa: BLE001 - a stranger's configuration: one line per bad entry
+        reason = str(exc) if isinstance(exc, ValueError) else f"malformed entry ({type(exc).__name__}: {exc})"
+        found.unlistable.append(Unlistable(name=name, source=source, reason=one_line_text(reason, 300)))
 
 
 def _expand(value: Any, what: str) -> str:
@@ -211,7 +242,7 @@ def client_spec(source: str, name: str, entry: Any) -> ServerSpec:
     if entry.get("disabled") is True:
         raise ValueError("disabled in the configuration")
     if entry.get("url") or entry.get("serverUrl"):
-        url = _expand(entry.get("url") or entry.get("serverUrl"), "url")
+        url = _http_url(_expand(entry.get("url") or entry.get("serverUrl"), "url"))
         transport: Transport = "sse" if kind == "sse" or (not kind and url.rstrip("/").endswith("/sse")) else "http"
         return ServerSpec(
             name=name, source=source, transport=transport, url=url, headers=_strings(entry.get("headers"), "headers")
@@ -280,7 +311,7 @@ def registry_spec(source: str, entry: Mapping[str, Any]) -> ServerSpec:
     for remote in entry.get("remotes") or ():
         try:
             kind = str(remote.get("type") or "streamable-http")
-            url = _template(str(remote.get("url") or ""), remote.get("variables"), "remote url")
+            url = _http_url(_template(str(remote.get("url") or ""), remote.get("variables"), "remote url"))
             headers = {h["name"]: _registry_value(h, "header") for h in remote.get("headers") or ()}
             transport: Transport = "sse" if kind == "sse" else "http"
             return ServerSpec(
