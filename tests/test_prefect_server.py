@@ -20,6 +20,7 @@ import pytest
 
 from tests.conftest import CASES, TOOLKG
 from tests.endpoint_helpers import free_port
+from tests.live_helpers import TOY_TOOLS, files_containing, toy_stdio
 
 PREFECT = Path(sys.executable).with_name("prefect")
 
@@ -117,6 +118,58 @@ def test_schedule_registers_a_cron_deployment_and_a_run_builds(prefect_server, t
     finally:
         serving.terminate()
         serving.wait(30)
+
+
+def test_a_scheduled_configuration_relists_and_reloads_only_the_changed_server(prefect_server, tmp_path):
+    """Each run of a scheduled MCP configuration lists every server again; the second run's summary names
+    the tools that changed on the one server that changed, and the secret in its env is in no file."""
+    api, env = prefect_server
+    secret = "sk-" + os.urandom(8).hex()
+    changing = tmp_path / "changing.json"
+    tools = json.loads(TOY_TOOLS.read_text())
+    changing.write_text(json.dumps(tools))
+    config = tmp_path / "claude_desktop_config.json"
+    steady = {**toy_stdio(), "env": {"BOOKINGS_API_KEY": secret}}
+    config.write_text(json.dumps({"mcpServers": {"steady": steady, "changing": toy_stdio(changing)}}))
+    store = tmp_path / "store"
+    serving = subprocess.Popen(
+        [str(TOOLKG), "schedule", str(config), "--store", str(store), "--cron", "0 * * * *", "--name", "mcp"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def run_now() -> dict:
+        run = subprocess.run(
+            [str(PREFECT), "deployment", "run", "toolkg-build/mcp", "--watch", "--watch-timeout", "300"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=360,
+        )
+        assert run.returncode == 0 and "Completed" in run.stdout + run.stderr, run.stdout + run.stderr
+        latest = max((store / "runs").glob("*/summary.json"), key=lambda p: p.stat().st_mtime)
+        return json.loads(latest.read_text())
+
+    try:
+        deadline = time.monotonic() + 120
+        while not _post(api + "/deployments/filter", {"deployments": {"name": {"any_": ["mcp"]}}}):
+            assert serving.poll() is None, serving.stderr.read()
+            assert time.monotonic() < deadline, "the deployment was not registered"
+            time.sleep(1)
+        first = run_now()
+        changing.write_text(json.dumps([{**tools[0], "description": "Sign in."}, *tools[1:]]))
+        second = run_now()
+    finally:
+        serving.terminate()
+        serving.wait(30)
+    assert {s["server"]: s["status"] for s in first["live"]} == {"steady": "new", "changing": "new"}
+    live = {s["server"]: s for s in second["live"]}
+    assert live["steady"]["status"] == "unchanged"
+    assert (live["changing"]["status"], live["changing"]["changed"]) == ("changed", ["login"])
+    assert [Path(p).name for p in second["changed"]] == ["changing.json"]
+    assert files_containing([store, Path(env["PREFECT_HOME"])], secret) == []
 
 
 def test_build_fans_extraction_out_over_dask_workers(prefect_server, tmp_path):

@@ -29,14 +29,24 @@ def add_parsers(sub) -> None:
 def _add_build(sub) -> None:
     build = sub.add_parser(
         "build",
-        help="build or update the graph from manifest files or folders",
+        help="build or update the graph from manifest files or folders, or live MCP servers",
         description="Ingest tool manifests (MCP tools/list, MCP catalogs, OpenAI functions, OpenAPI 3, ToolLinkOS) "
-        "into the store with a Prefect flow. Unchanged manifests are skipped; changed ones replace their graphs "
+        "into the store with a Prefect flow. Live MCP servers named by a client configuration or an address are "
+        "started or connected to, their tools listed (live.timeout seconds each, live.concurrency at once) and "
+        "kept as snapshots under STORE/live; a server that fails is quarantined with its reason and keeps its "
+        "last listing. Unchanged manifests and listings are skipped; changed ones replace their graphs "
         "atomically. Settings can also come from --config FILE.toml and --set SECTION.KEY=VALUE (sections "
         f"{sections()}); the flags given win over both.",
         epilog=settings_epilog(),
     )
-    build.add_argument("paths", nargs="+", metavar="PATH", help="manifest files or folders (searched recursively)")
+    build.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="manifest files or folders (searched recursively), MCP client configurations (mcpServers, VS Code "
+        "servers), registry server.json files, or server addresses (mcp+stdio:COMMAND ARGS, https://HOST/mcp, "
+        "mcp+sse:URL)",
+    )
     add_store(build)
     add_settings(build)
     build.add_argument(
@@ -68,7 +78,13 @@ def _add_schedule(sub) -> None:
         f"settings are those of toolkg build (--config FILE.toml, --set SECTION.KEY=VALUE, sections {sections()}).",
         epilog=settings_epilog(),
     )
-    schedule.add_argument("paths", nargs="+", metavar="PATH", help="catalog files or folders to build")
+    schedule.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="catalog files or folders, MCP client configurations or server addresses: each run re-lists the "
+        "live servers and reloads only those whose tools changed",
+    )
     add_store(schedule)
     schedule.add_argument("--cron", required=True, help="cron expression, e.g. '0 * * * *' (hourly)")
     schedule.add_argument("--name", default="catalog", help="deployment name (default: catalog)")
@@ -175,7 +191,7 @@ def _build_only(args: argparse.Namespace, config: BuildConfig, started: float) -
     # With a Prefect server the sync is a flow run that shows in its UI; without one it runs in-process
     # rather than spend 10-15 s starting a temporary server for a sub-second change.
     run = sync_servers if os.environ.get("PREFECT_API_URL") else sync_servers.fn
-    results = run(paths=list(args.paths), store_dir=args.store, servers=args.only, links=config.link)
+    results = run(paths=list(args.paths), store_dir=args.store, servers=args.only, links=config.link, live=config.live)
     timing = f"  wall time: {time.perf_counter() - started:.2f}s"
     if args.output_format == "json":
         from pydantic import TypeAdapter
@@ -206,8 +222,11 @@ def cmd_schedule(args: argparse.Namespace) -> int:
     from prefect.deployments.runner import EntrypointType
 
     from toolkg.flows.build import build_catalog
+    from toolkg.live.sources import is_address
 
-    paths, store_dir = [str(Path(p).resolve()) for p in args.paths], str(Path(args.store).resolve())
+    # Runs may start elsewhere: absolute paths (server addresses as given).
+    paths = [p if is_address(p) else str(Path(p).resolve()) for p in args.paths]
+    store_dir = str(Path(args.store).resolve())
     print(
         f"serving deployment 'toolkg-build/{args.name}' (cron '{args.cron}') from {os.environ['PREFECT_API_URL']}; "
         f"run it now with: prefect deployment run 'toolkg-build/{args.name}'; Ctrl-C stops serving",

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolkg.extractors.formats import server_id_from
 from toolkg.extractors.reading import discover_all
 from toolkg.live.listing import (
     DEFAULT_CONCURRENCY,
@@ -130,8 +131,10 @@ def refresh_live(
     timeout: float = DEFAULT_TIMEOUT,
     concurrency: int = DEFAULT_CONCURRENCY,
     on_listed: Callable[[int, int], None] | None = None,
+    only: set[str] | None = None,
 ) -> LiveRefresh:
-    """List the live servers among ``paths`` and write their snapshots; see the module docstring."""
+    """List the live servers among ``paths`` (only the ids in ``only``, when given) and write their
+    snapshots; see the module docstring."""
     started = time.perf_counter()
     sources, rest, configurations = find_sources(paths)
     refresh = LiveRefresh(paths=rest, configurations=configurations)
@@ -139,6 +142,10 @@ def refresh_live(
         refresh.servers.append(ServerReport(item.name, item.source, "-", "not listable", reason=item.reason))
         refresh.quarantined.append(_quarantine(item.source, item.name, f"not listable: {item.reason}"))
     specs = _unique(sources.servers, refresh)
+    if only is not None:  # `toolkg build --only SERVER`: list just those
+        specs = [s for s in specs if s.id in only]
+        refresh.servers = [r for r in refresh.servers if server_id_from(r.server) in only]
+        refresh.quarantined = [q for q in refresh.quarantined if server_id_from(q.item) in only]
     if not specs:
         refresh.seconds = time.perf_counter() - started
         return refresh

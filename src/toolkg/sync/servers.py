@@ -29,12 +29,16 @@ def read_manifest(path: str | Path, format: str | None = None, server: str | Non
     return result.manifest
 
 
-def find_servers(paths: Iterable[str], servers: Iterable[str]) -> dict[str, tuple[Server, Manifest]]:
-    """The ``servers`` the manifests under ``paths`` define, each with its manifest (the last one
-    read wins when two define it); a server no manifest defines is left out."""
+def find_servers(
+    paths: Iterable[str], servers: Iterable[str], exclude: set[str] = frozenset()
+) -> dict[str, tuple[Server, Manifest]]:
+    """The ``servers`` the manifests under ``paths`` (but the files in ``exclude``) define, each with its
+    manifest (the last one read wins when two define it); a server no manifest defines is left out."""
     wanted = set(servers)
     found: dict[str, tuple[Server, Manifest]] = {}
     for path in discover(list(paths)):
+        if str(path) in exclude:
+            continue
         manifest = read_manifest(path)
         for server in manifest.servers:
             if server.id in wanted:
