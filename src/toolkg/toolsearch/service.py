@@ -138,7 +138,9 @@ class ToolSearch:
                     seen.add(edge["tool"])
                     reached.append({**edge, "needed_by": consumer, "depth": depth + 1})
                     queue.append((edge["tool"], depth + 1))
-            return {"tool": tool_id, "dependencies": reached, "order": _call_order(tool_id, reached)}
+            within = {tool_id} | {e["tool"] for e in reached}
+            needs = {t: [e["tool"] for e in self._direct(opened, t) if e["tool"] in within] for t in within}
+            return {"tool": tool_id, "dependencies": reached, "order": _call_order(tool_id, needs)}
 
     def sparql(self, query: str) -> dict[str, Any]:
         """A read-only SPARQL query on the snapshot: at most ``max_rows`` rows within ``sparql_timeout``."""
@@ -179,7 +181,24 @@ class ToolSearch:
         return sorted(out.values(), key=lambda e: (-e["confidence"], e["tool"]))
 
 
-def _call_order(tool_id: str, reached: list[dict[str, Any]]) -> list[str]:
-    """The tools in an order to call them: deepest prerequisites first, ``tool_id`` last."""
-    ordered = sorted(reached, key=lambda e: -e["depth"])
-    return [e["tool"] for e in ordered] + [tool_id]
+def _call_order(tool_id: str, needs: dict[str, list[str]]) -> list[str]:
+    """The tools in an order to call them: each after every prerequisite ``needs`` gives it (depth first,
+    post-order; a dependency cycle is cut where it closes), ``tool_id`` last."""
+    order: list[str] = []
+    done: set[str] = set()
+    stack: list[tuple[str, int]] = [(tool_id, 0)]
+    on_path: set[str] = {tool_id}
+    while stack:
+        tool, next_child = stack.pop()
+        children = needs.get(tool, [])
+        if next_child < len(children):
+            stack.append((tool, next_child + 1))
+            child = children[next_child]
+            if child not in done and child not in on_path:
+                on_path.add(child)
+                stack.append((child, 0))
+            continue
+        on_path.discard(tool)
+        done.add(tool)
+        order.append(tool)
+    return order
