@@ -46,12 +46,13 @@ test: $(STAMP) browser mcp-servers  ## lint, then the whole test suite
 fuzz: $(STAMP)  ## the hostile-catalog property tests with many more random examples (a new seed each run)
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_hostile_manifests.py -k "any_catalog" -x -q --timeout=0
 
-bench: $(STAMP)  ## build (sample catalogs, synthetic 10k and 100k tools), extraction, inference and retrieval benchmarks
+bench: $(STAMP) mcp-servers  ## build (sample catalogs, synthetic 10k and 100k tools), extraction, inference, retrieval, sync and live-listing benchmarks
 	$(BIN)/python benchmarks/build_bench.py
 	$(BIN)/python benchmarks/extraction_bench.py
 	$(BIN)/python benchmarks/inference_bench.py
 	$(BIN)/python benchmarks/retrieval_bench.py
 	$(BIN)/python benchmarks/sync_bench.py
+	$(BIN)/python benchmarks/live_bench.py
 
 clean:
 	rm -rf .toolkg benchmarks/results $(SERVERS)
