@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.endpoint_helpers import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 SERVERS = Path(os.environ.get("TOOLKG_TEST_MCP_SERVERS", ROOT / ".mcp-servers"))
 TOY = ROOT / "tests" / "mcp_servers" / "toy_server.py"
@@ -37,12 +39,6 @@ def real_servers(repository: Path, folder: Path) -> dict[str, dict]:
 
 def toy_stdio(tools: Path = TOY_TOOLS, *extra: str) -> dict:
     return {"command": sys.executable, "args": [str(TOY), "--tools", str(tools), *extra]}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_listening(port: int, process: subprocess.Popen, seconds: float = 30) -> None:

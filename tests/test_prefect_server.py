@@ -33,6 +33,18 @@ def _post(url: str, body: dict) -> object:
         return json.loads(response.read())
 
 
+def _run_deployment(name: str, env: dict[str, str]) -> None:
+    """A run of the deployment now (what its cron fires), watched until it completes."""
+    run = subprocess.run(
+        [str(PREFECT), "deployment", "run", name, "--watch", "--watch-timeout", "300"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=360,
+    )
+    assert run.returncode == 0 and "Completed" in run.stdout + run.stderr, run.stdout + run.stderr
+
+
 @pytest.fixture(scope="module")
 def prefect_server(tmp_path_factory):
     home = tmp_path_factory.mktemp("prefect-server-home")
@@ -102,15 +114,7 @@ def test_schedule_registers_a_cron_deployment_and_a_run_builds(prefect_server, t
         assert deployment["parameters"]["store_dir"] == str(store.resolve())
 
         # A manual run of the deployment (what the cron fires) is picked up by the serving process.
-        run = subprocess.run(
-            [str(PREFECT), "deployment", "run", "toolkg-build/nightly", "--watch", "--watch-timeout", "300"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=360,
-        )
-        assert run.returncode == 0, run.stdout + run.stderr
-        assert "Completed" in run.stdout + run.stderr
+        _run_deployment("toolkg-build/nightly", env)
         stats = subprocess.run(
             [str(TOOLKG), "stats", "--store", str(store), "--json"], capture_output=True, text=True, env=env
         )
@@ -141,14 +145,7 @@ def test_a_scheduled_configuration_relists_and_reloads_only_the_changed_server(p
     )
 
     def run_now() -> dict:
-        run = subprocess.run(
-            [str(PREFECT), "deployment", "run", "toolkg-build/mcp", "--watch", "--watch-timeout", "300"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=360,
-        )
-        assert run.returncode == 0 and "Completed" in run.stdout + run.stderr, run.stdout + run.stderr
+        _run_deployment("toolkg-build/mcp", env)
         latest = max((store / "runs").glob("*/summary.json"), key=lambda p: p.stat().st_mtime)
         return json.loads(latest.read_text())
 

@@ -15,8 +15,8 @@ import anyio
 import pytest
 
 from tests.conftest import TOOLKG
-from tests.endpoint_helpers import request, serving
-from tests.live_helpers import TOY_TOOLS, free_port, wait_listening
+from tests.endpoint_helpers import free_port, request, serving
+from tests.live_helpers import TOY_TOOLS, wait_listening
 
 pytestmark = pytest.mark.slow
 

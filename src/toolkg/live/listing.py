@@ -176,7 +176,8 @@ async def _list(spec: ServerSpec, errlog, refusals: list[str]) -> Listing:
 
     async with AsyncExitStack() as stack:
         transport = await _transport(spec, errlog, stack, refusals)
-        client = await stack.enter_async_context(Client(transport, mode="legacy", cache=None))
+        # "auto": the 2026 discovery handshake where the server speaks it, else the initialize one
+        client = await stack.enter_async_context(Client(transport, mode="auto", cache=None))
         tools: list[dict[str, Any]] = []
         cursor, pages, seen = None, 0, set()
         while True:

@@ -72,7 +72,11 @@ def answer(store, query: str, max_rows: int) -> dict[str, Any]:
 
 def _serve(snapshot: str, connection) -> None:
     """The child: open the snapshot read-only, answer queries until the pipe closes."""
+    import os
+
     from toolkg.store.oxigraph_store import ToolStore
+
+    os.dup2(2, 1)  # under `toolkg mcp` over stdio, the inherited standard output is the protocol's pipe
 
     store = ToolStore.open_snapshot(Path(snapshot))
     while True:
