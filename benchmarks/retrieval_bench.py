@@ -134,8 +134,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from toolkg import progress
+    from toolkg.cli.render import format_eval
     from toolkg.retrieval import Index, read_queries
-    from toolkg.retrieval.evaluate import evaluate, format_table, write_outputs
+    from toolkg.retrieval.evaluate import evaluate, write_outputs
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from references import REFERENCES
@@ -160,7 +161,7 @@ def main() -> None:
         report["settings"][name] = result
         write_outputs(result, RESULTS / f"retrieval-{name}.json", RESULTS / f"retrieval-{name}.png")
         print(f"\n== {name}, {args.half} half: {len(rows)} queries (store build {seconds:.0f}s incl. Prefect start-up)")
-        print(format_table(result), flush=True)
+        print(format_eval(result), flush=True)
         if "cold_retrieve_seconds" in result:
             print(f"cold `toolkg retrieve` (spawn to exit, fresh processes): {result['cold_retrieve_seconds']} s")
     print("\n== targets")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -188,7 +189,9 @@ def test_cli_eval_prints_table_and_writes_json_and_plot(cli, store, tmp_path):
         str(tmp_path),
     )
     assert result.returncode == 0, result.stderr
-    assert "grtf" in result.stdout and "map@3" in result.stdout
+    # a row per metric and method, a column per K
+    assert re.search(r"^metric +method +@1 +@3$", result.stdout, re.M)
+    assert re.search(r"^map +grtf +\d\.\d{3} +\d\.\d{3}$", result.stdout, re.M)
     report = json.loads((tmp_path / "eval.json").read_text())
     assert set(report["methods"]) == {"bm25", "grtf"} and report["queries"] == 3
     grtf = report["methods"]["grtf"]["metrics"]

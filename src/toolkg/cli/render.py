@@ -1,32 +1,109 @@
-"""Human-readable output for query results and stats (tables that fit a terminal)."""
+"""Human-readable output for query results, stats and evaluations: tables that fit a terminal.
+
+Every text table goes through ``table``, which lays it out with rich (wide characters take two columns,
+long cells are cut to fit) after ``display.one_line`` has escaped each cell: names come from manifests.
+"""
 
 from __future__ import annotations
 
+import io
+import re
+import shutil
+from collections.abc import Collection
 from typing import IO
 
 from pyoxigraph import QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat, serialize
 
-from toolkg.display import clip, one_line, pad, width
+from toolkg.display import clip, one_line
 from toolkg.store.oxigraph_store import compact
 
-MAX_CELL = 80
+MAX_WIDTH = 120  # wider lines are hard to read, and a pasted issue or log wraps them anyway
+MIN_WIDTH = 40  # below this a table of a few columns would be all ellipses
+GAP = 2  # spaces between columns
+K_PER_TABLE = 10  # cut-offs per eval table: 10 score columns and the names fit MAX_WIDTH
 
 
-def table(headers: list[str], rows: list[list[str]]) -> str:
-    """Columns aligned by terminal width (a CJK character takes two); every cell one line, at most
-    ``MAX_CELL`` columns, its control characters escaped (``display.one_line``).
+def terminal_width() -> int:
+    """Columns to lay tables out in: the terminal's (or $COLUMNS), at most ``MAX_WIDTH``; ``MAX_WIDTH`` when
+    standard output is no terminal (a pipe or a file), so what a script reads does not depend on a window."""
+    columns = shutil.get_terminal_size((MAX_WIDTH, 24)).columns
+    return max(MIN_WIDTH, min(columns, MAX_WIDTH))
 
-    >>> print(table(["tool", "n"], [["東京", "1"], ["a\\nb", "22"]]))
-    tool  n
-    ----  --
-    東京  1
-    a\\nb  22
+
+NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?%?|-?\.\d+")  # 12, -3, 1,024, 0.125, 50%; not 'inf' or 'nan'
+
+
+def _numeric(values: list[str]) -> bool:
+    """A column of numbers (blanks and '-' allowed) is right-aligned and never cut first."""
+    filled = [v for v in values if v not in ("", "-")]
+    return bool(filled) and all(NUMBER.fullmatch(v) for v in filled)
+
+
+def _bounded(text: str, width: int) -> str:
+    return text if len(text) <= width else clip(text, width)
+
+
+def table(headers: list[str], rows: list[list[str]], *, width: int | None = None, breaks: Collection[int] = ()) -> str:
+    """Columns aligned by terminal width (a CJK character takes two), ``GAP`` spaces apart, a dashed rule
+    under the header; every cell one line, its control characters escaped (``display.one_line``), and cut
+    with '…' where the table would be wider than ``width`` (default ``terminal_width()``). Numeric
+    columns are right-aligned. A blank line follows each row whose index is in ``breaks``.
+
+    >>> print(table(["tool", "n"], [["東京", "1"], ["a\\nb", "22"], ["[bold]x", "333"]]))
+    tool       n
+    -------  ---
+    東京       1
+    a\\nb      22
+    [bold]x  333
+    >>> print(table(["tool", "description"], [["t", "word " * 20]], width=40))
+    tool  description
+    ----  ----------------------------------
+    t     word word word word word word wor…
     """
-    headers = [clip(one_line(h), MAX_CELL) for h in headers]
-    cells = [[clip(one_line(c), MAX_CELL) for c in row] for row in rows]
-    widths = [max([width(h)] + [width(r[i]) for r in cells]) for i, h in enumerate(headers)]
-    line = lambda values: "  ".join(pad(v, w) for v, w in zip(values, widths, strict=True)).rstrip()  # noqa: E731
-    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in cells])
+    from rich.cells import cell_len
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    width = width or terminal_width()
+    # Cut before rich sees them: a cell never shows more than the width, and a huge literal costs nothing.
+    # (A text of at most `width` characters needs no look: it is cut, if at all, by the layout.)
+    heads = [_bounded(one_line(h), width) for h in headers]
+    cells = [[_bounded(one_line(c), width) for c in row] for row in rows]
+    # box=None: no borders, just GAP spaces between columns, so every row stays one grep-able line.
+    grid = Table(box=None, padding=(0, GAP, 0, 0), pad_edge=False, show_edge=False, highlight=False)
+    for i, head in enumerate(heads):
+        numeric = _numeric([r[i] for r in cells])
+        # A non-numeric column is "wrappable" to rich only so that it shrinks the widest columns first;
+        # each cell's own no_wrap then cuts it with '…' instead of wrapping it onto more lines.
+        justify = "right" if numeric else "left"
+        grid.add_column(Text(head, no_wrap=True, overflow="ellipsis"), justify=justify, no_wrap=numeric)
+    # The rule under the header is a row of dashes as wide as the column's widest cell, cropped (not cut
+    # with '…') when rich narrows the column: it always ends where the column ends.
+    natural = [max([cell_len(h)] + [cell_len(r[i]) for r in cells]) for i, h in enumerate(heads)]
+    grid.add_row(*(Text("-" * n, no_wrap=True, overflow="crop") for n in natural))
+    for index, row in enumerate(cells):
+        grid.add_row(*(Text(c, no_wrap=True, overflow="ellipsis") for c in row))
+        if index in breaks and index < len(cells) - 1:
+            grid.add_row(*(Text("") for _ in heads))
+    # Plain text: no colour, and no markup, emoji codes or highlighting read into a tool named "[bold]x".
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        width=width,
+        color_system=None,
+        no_color=True,
+        force_terminal=False,
+        force_jupyter=False,
+        force_interactive=False,
+        markup=False,
+        emoji=False,
+        highlight=False,
+        legacy_windows=False,
+        soft_wrap=False,
+    )
+    console.print(grid)
+    return "\n".join(line.rstrip() for line in out.getvalue().rstrip("\n").split("\n"))
 
 
 def print_result(result, fmt: str, out: IO[str]) -> None:
@@ -74,4 +151,49 @@ def format_stats(data: dict) -> str:
             ],
         ),
     ]
+    return "\n".join(parts)
+
+
+def format_eval(report: dict) -> str:
+    """``retrieval.evaluate``'s report as tables: one row per metric and method with a column per K (metric
+    blocks apart, at most ``K_PER_TABLE`` cut-offs per table), then one row of latencies per method.
+
+    >>> report = {"queries": 2, "k": [1, 3], "methods": {
+    ...     "bm25": {"metrics": {"recall": {1: 0.5, 3: 1.0}, "map": {1: 0.5, 3: 0.75}},
+    ...              "latency_ms": {"p50": 1.23, "p95": 2.5, "mean": 1.4}},
+    ...     "grtf": {"metrics": {"recall": {1: 1.0, 3: 1.0}, "map": {1: 1.0, 3: 1.0}},
+    ...              "latency_ms": {"p50": 4.0, "p95": 9.87, "mean": 5.0}}}}
+    >>> print(format_eval(report))
+    2 queries, K = 1, 3 (latency after one warm-up query)
+    <BLANKLINE>
+    metric  method     @1     @3
+    ------  ------  -----  -----
+    recall  bm25    0.500  1.000
+    recall  grtf    1.000  1.000
+    <BLANKLINE>
+    map     bm25    0.500  0.750
+    map     grtf    1.000  1.000
+    <BLANKLINE>
+    method  p50 ms  p95 ms  mean ms
+    ------  ------  ------  -------
+    bm25       1.2     2.5      1.4
+    grtf       4.0     9.9      5.0
+    """
+    from toolkg.retrieval.evaluate import METRICS  # here: query and stats need not import the retrievers
+
+    ks, methods = report["k"], report["methods"]
+    metrics = [m for m in METRICS if any(m in r["metrics"] for r in methods.values())]
+    parts = [f"{report['queries']} queries, K = {', '.join(map(str, ks))} (latency after one warm-up query)"]
+    for start in range(0, len(ks), K_PER_TABLE):
+        chunk = ks[start : start + K_PER_TABLE]
+        rows, breaks = [], set()
+        for metric in metrics:
+            for name, result in methods.items():
+                if metric in result["metrics"]:
+                    values = result["metrics"][metric]  # keys are ints, or strings in a report read from JSON
+                    rows.append([metric, name, *(f"{values.get(k, values.get(str(k))):.3f}" for k in chunk)])
+            breaks.add(len(rows) - 1)
+        parts += ["", table(["metric", "method", *(f"@{k}" for k in chunk)], rows, breaks=breaks)]
+    latency = [[name, *(f"{r['latency_ms'][p]:.1f}" for p in ("p50", "p95", "mean"))] for name, r in methods.items()]
+    parts += ["", table(["method", "p50 ms", "p95 ms", "mean ms"], latency)]
     return "\n".join(parts)

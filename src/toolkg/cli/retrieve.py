@@ -135,7 +135,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     try:
         retriever = make_retriever(args.method, index, **options.get(args.method, {}))
         if rows is None:
-            _rank_one(retriever, args)
+            _rank_one(retriever, len(index.catalog.tools), args)
         else:
             _rank_all(retriever, rows, args)
         return EXIT_OK
@@ -143,7 +143,8 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
         index.close()
 
 
-def _rank_one(retriever, args: argparse.Namespace) -> None:
+def _rank_one(retriever, tools: int, args: argparse.Namespace) -> None:
+    from toolkg.cli.render import table
     from toolkg.display import one_line
     from toolkg.retrieval import Query
 
@@ -151,12 +152,28 @@ def _rank_one(retriever, args: argparse.Namespace) -> None:
     if args.output_format == "json":
         print_json(ranking.as_json("query"))
         return
-    for rank, hit in enumerate(ranking.tools, start=1):
-        print(
-            f"{rank:>3}. {one_line(hit.tool.server, 80)}  {one_line(hit.tool.name, 120)}  "
-            f"{hit.score:.4f}  {one_line(hit.why, 200)}"
-        )
+    print(_header(args, tools))
+    rows = [
+        [str(rank), hit.tool.server, hit.tool.name, f"{hit.score:.4f}", hit.why]
+        for rank, hit in enumerate(ranking.tools, start=1)
+    ]
+    print(table(["rank", "server", "tool", "score", "why"], rows))
     print("servers: " + ", ".join(one_line(s, 80) for s, _ in ranking.servers))
+
+
+def _header(args: argparse.Namespace, tools: int) -> str:
+    """What was asked of what: the query (cut), its steps, the method, k, and the store with its snapshot
+    (the last build's run id), so a pasted result says where it came from."""
+    from toolkg.display import one_line
+    from toolkg.store.snapshots import current_snapshot
+
+    steps = f" + {len(args.step)} step{'s' if len(args.step) != 1 else ''}" if args.step else ""
+    snapshot = current_snapshot(args.store)  # None for a store on a SPARQL server: no local snapshots
+    about = f"snapshot {one_line(snapshot.name)}, {tools} tools" if snapshot else f"{tools} tools"
+    return (
+        f'retrieve "{one_line(args.query, 60)}"{steps} with {args.method}, k={args.k}, '
+        f"store {one_line(Path(args.store).resolve())} ({about})"
+    )
 
 
 def _rank_all(retriever, rows: list[dict], args: argparse.Namespace) -> None:
@@ -205,8 +222,10 @@ def _methods(text: str) -> list[str]:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from toolkg import progress
+    from toolkg.cli.render import format_eval
+    from toolkg.display import one_line
     from toolkg.retrieval import parse_options
-    from toolkg.retrieval.evaluate import evaluate, format_table, write_outputs
+    from toolkg.retrieval.evaluate import evaluate, write_outputs
 
     ks, methods = _cut_offs(args.k), _methods(args.methods)
     rows = _checked_queries(args.queries, labelled=True, skip_invalid=args.skip_invalid)[: args.limit]
@@ -226,7 +245,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if as_json:
         print_json(report)
     else:
-        print(format_table(report))
-    # With --json, standard output is the report alone.
-    print(f"wrote {out / 'eval.json'} and {out / 'eval.png'}", file=sys.stderr if as_json else sys.stdout)
+        print(format_eval(report))
+    # With --json, standard output is the report alone. The folder once: a long path fills a line by itself.
+    print(f"wrote eval.json and eval.png to {one_line(out)}", file=sys.stderr if as_json else sys.stdout)
     return EXIT_OK

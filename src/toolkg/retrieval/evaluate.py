@@ -2,7 +2,8 @@
 
 Per method and K: Recall@K, mAP@K, nDCG@K, CompleteRecall@K over tools, Recall@K over servers
 (when the queries name gold servers), plus query latency (p50/p95 after one warm-up query).
-Printed as a table, written as JSON and as a PNG with one panel per metric against K.
+Written as JSON and as a PNG with one panel per metric against K (``plot``); ``toolkg eval`` prints it as
+tables (``toolkg.cli.render.format_eval``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import numpy as np
 
 from toolkg import progress
 from toolkg.atomic import atomic_output
-from toolkg.display import one_line, pad
 from toolkg.retrieval import Index, as_query, make_retriever
 from toolkg.retrieval.metrics import (
     average_precision_at,
@@ -84,46 +84,93 @@ def evaluate(
     return report
 
 
-def format_table(report: dict) -> str:
-    ks = report["k"]
-    metrics = [m for m in METRICS if any(m in r["metrics"] for r in report["methods"].values())]
-    width = max([8, *(len(one_line(name, 40)) + 1 for name in report["methods"])])
-    header = f"{'method':<{width}}" + "".join(f"{f'{m}@{k}':>{max(9, len(m) + 4)}}" for m in metrics for k in ks)
-    header += f"{'p50 ms':>9}{'p95 ms':>9}"
-    lines = [f"{report['queries']} queries", header]
-    for name, result in report["methods"].items():
-        cells = "".join(
-            f"{result['metrics'][m][k]:>{max(9, len(m) + 4)}.3f}" for m in metrics for k in ks if m in result["metrics"]
-        )
-        latency = result["latency_ms"]
-        lines.append(f"{pad(one_line(name, 40), width)}{cells}{latency['p50']:>9.1f}{latency['p95']:>9.1f}")
-    return "\n".join(lines)
-
-
 def write_outputs(report: dict, json_path: Path, plot_path: Path | None) -> None:
     json_path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output(json_path) as out:  # whole or not at all, like the plot
         out.write(json.dumps(report, indent=2))
     if plot_path is None:
         return
+    figure = plot(report)
+    with atomic_output(plot_path, "wb") as out:
+        figure.savefig(out, format="png", dpi=110)
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)
+
+
+# Each method's look: colours, markers and dash patterns cycle at different lengths (10, 8, 4), so no two of
+# the first 40 methods share all three. Where methods score the same, three things keep each one visible:
+# lines drawn later are thinner with smaller markers (they lie inside the ones below), the baselines are
+# drawn last with hollow markers, and each method's points sit a few points left or right of the K they
+# belong to (the values and ticks stay exact; only the drawing is nudged, like a dodged bar chart).
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+DASHES = ("-", "--", "-.", ":")
+BASELINES = ("bm25", "dense", "hybrid")  # the references: on top, so no method hides them
+DODGE = 4.0  # points between neighbouring methods' markers at one K
+PANELS_PER_ROW = 3
+
+
+def plot(report: dict):
+    """One panel per metric against K, x ticks at exactly the K values evaluated, one legend for all."""
+    import math
+
     import matplotlib
 
     matplotlib.use("Agg")  # no display: write the file only
     import matplotlib.pyplot as plt
+    from matplotlib.transforms import offset_copy
 
-    metrics = [m for m in METRICS if any(m in r["metrics"] for r in report["methods"].values())]
-    figure, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.6), squeeze=False)
-    for axis, metric in zip(axes[0], metrics, strict=True):
-        for name, result in report["methods"].items():
-            if metric in result["metrics"]:
-                values = result["metrics"][metric]
-                axis.plot(report["k"], [values[k] for k in report["k"]], marker="o", label=name)
+    ks, methods = report["k"], report["methods"]
+    metrics = [m for m in METRICS if any(m in r["metrics"] for r in methods.values())]
+    colours = plt.get_cmap("tab10").colors
+    look = {
+        name: {"color": colours[i % len(colours)], "marker": MARKERS[i % len(MARKERS)], "linestyle": DASHES[i % 4]}
+        for i, name in enumerate(methods)
+    }
+    dodge = {name: (i - (len(methods) - 1) / 2) * DODGE for i, name in enumerate(methods)}
+    order = sorted(methods, key=lambda name: name in BASELINES)  # stable: the others first, baselines on top
+    last = max(len(order) - 1, 1)
+    columns = min(len(metrics), PANELS_PER_ROW)
+    rows = math.ceil(len(metrics) / columns)
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(4 * columns + 1.4, 3.4 * rows), squeeze=False, layout="constrained"
+    )
+    panels = list(axes.flat)
+    for axis, metric in zip(panels, metrics, strict=False):
+        for drawn, name in enumerate(order):
+            if metric not in methods[name]["metrics"]:
+                continue
+            values = methods[name]["metrics"][metric]  # int keys, or strings in a report read from JSON
+            axis.plot(
+                ks,
+                [values.get(k, values.get(str(k))) for k in ks],
+                label=name,
+                linewidth=2.6 - 1.3 * drawn / last,
+                markersize=8.5 - 3 * drawn / last,
+                markerfacecolor="none" if name in BASELINES else look[name]["color"],
+                zorder=2 + drawn,
+                transform=offset_copy(axis.transData, fig=figure, x=dodge[name], units="points"),
+                **look[name],
+            )
+        margin = 0.06 * (ks[-1] - ks[0]) or 0.5  # room for the dodged markers at the first and last K
+        axis.set_xlim(ks[0] - margin, ks[-1] + margin)
+        axis.set_xticks(ks)
+        axis.set_xticklabels([str(k) for k in ks])
         axis.set_title(metric)
         axis.set_xlabel("K")
-        axis.set_ylim(0, 1)
+        axis.set_ylim(-0.02, 1.02)  # a score of 0 or 1 is drawn whole, not cut by the frame
         axis.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
-    figure.tight_layout()
-    with atomic_output(plot_path, "wb") as out:
-        figure.savefig(out, format="png", dpi=110)
-    plt.close(figure)
+    for axis in axes[:, 0]:
+        axis.set_ylabel("score")
+    handles: dict = {}  # one legend, in the report's order, where it covers no line
+    for axis in panels[: len(metrics)]:
+        handles |= {label: line for line, label in zip(*axis.get_legend_handles_labels(), strict=True)}
+    shown = [name for name in methods if name in handles]
+    spare = panels[len(metrics) :]
+    for axis in spare:
+        axis.set_axis_off()
+    if spare:  # the empty panel of the last row holds it
+        spare[0].legend([handles[n] for n in shown], shown, loc="center", title="method")
+    else:
+        figure.legend([handles[n] for n in shown], shown, loc="outside right upper", title="method")
+    return figure

@@ -1,0 +1,190 @@
+"""What a person sees in a terminal: tables that fit 120 columns and align CJK text, `toolkg retrieve`'s header
+line, and the eval plot's ticks and lines.
+
+The CLI runs in a subprocess with COLUMNS=200 (a wide window: tables still stop at 120) against a store built
+from the retrieval test catalog plus a server whose tool names are Japanese, very long, or look like markup.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from tests.conftest import CASES, TOOLKG
+from toolkg.cli.render import MAX_WIDTH, table, terminal_width
+from toolkg.display import width
+
+QUERIES = CASES / "retrieval" / "queries.jsonl"
+LONG = "Returns the weather forecast for a Japanese city, with rain probability, temperatures and wind " * 3
+CJK_SERVER = {
+    "server_name": "tokyo",
+    "tools": [
+        {"name": "天気_予報", "description": f"東京の天気予報を返します。{LONG}", "inputSchema": {"type": "object"}},
+        {"name": "路線検索", "description": "電車の経路を検索します。", "inputSchema": {"type": "object"}},
+        {"name": "[bold]x", "description": "Looks like markup :smile: [red]", "inputSchema": {"type": "object"}},
+        {"name": "a_tool_name_that_goes_on_" + "and_on_" * 12, "description": LONG, "inputSchema": {"type": "object"}},
+    ],
+}
+TOOLS = "SELECT ?name ?id ?d WHERE { ?t a tk:Tool ; tk:name ?name ; tk:identifier ?id ; dcterms:description ?d }"
+
+
+def second_column(line: str) -> int:
+    """The terminal column where a table line's second cell starts (cells are 2+ spaces apart)."""
+    gap = re.search(r"\S( {2,})\S", line)
+    assert gap, f"no second column in {line!r}"
+    return width(line[: gap.end(1)])
+
+
+def assert_fits(text: str, columns: int, what: str) -> None:
+    for line in text.split("\n"):
+        assert width(line) <= columns, f"{what}: {width(line)} columns: {line!r}"
+
+
+# -- the table function --------------------------------------------------------------------------------
+
+
+def test_table_cuts_long_cells_to_the_width_and_keeps_numbers_whole():
+    text = table(["tool", "description", "count"], [["get_order", LONG, "123456"], ["東京", "short", "7"]], width=60)
+    lines = text.split("\n")
+    assert len(lines) == 4  # header, rule, one line per row: nothing wraps
+    assert_fits(text, 60, "table")
+    assert lines[2].endswith("123456") and lines[3].endswith("     7")  # right-aligned, never cut
+    assert "…" in lines[2] and lines[2].startswith("get_order  Returns the weather")
+    assert len({second_column(line) for line in lines}) == 1
+
+
+def test_table_prints_markup_and_emoji_codes_literally():
+    text = table(["tool"], [["[bold]x[/bold]"], [":smile:"], ["http://example.com"]])
+    assert text.split("\n")[2:] == ["[bold]x[/bold]", ":smile:", "http://example.com"]
+    assert "\x1b" not in text
+
+
+def test_terminal_width_is_the_window_up_to_120(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    assert terminal_width() == MAX_WIDTH
+    monkeypatch.setenv("COLUMNS", "80")
+    assert terminal_width() == 80
+
+
+# -- the eval plot -------------------------------------------------------------------------------------
+
+
+def _report(ks: list[int]) -> dict:
+    same = {k: 0.5 + 0.01 * k for k in ks}  # dense and agent score the same: dense must still show
+    methods = {
+        name: {"metrics": {"recall": dict(values), "map": dict(values)}, "latency_ms": {"p50": 1, "p95": 2, "mean": 1}}
+        for name, values in (("auto", {k: 0.9 for k in ks}), ("agent", same), ("dense", same), ("bm25", same))
+    }
+    return {"queries": 3, "k": ks, "methods": methods}
+
+
+def test_plot_ticks_are_the_ks_and_every_method_is_drawn_apart(tmp_path):
+    from toolkg.retrieval.evaluate import plot, write_outputs
+
+    ks = [3, 5, 10, 20]
+    report = _report(ks)
+    figure = plot(report)
+    panels = [axis for axis in figure.axes if axis.get_title()]
+    assert [axis.get_title() for axis in panels] == ["recall", "map"]
+    for axis in panels:
+        assert list(axis.get_xticks()) == ks
+        assert [label.get_text() for label in axis.get_xticklabels()] == ["3", "5", "10", "20"]
+        lines = {line.get_label(): line for line in axis.get_lines()}
+        assert set(lines) == {"auto", "agent", "dense", "bm25"}
+        looks = {(line.get_color(), line.get_marker(), line.get_linestyle()) for line in lines.values()}
+        assert len(looks) == 4  # colour, marker and dash pattern: no two methods alike
+        assert list(lines["dense"].get_ydata()) == [report["methods"]["dense"]["metrics"]["recall"][k] for k in ks]
+        # the same scores: dense lies on top of agent, thinner, so both show
+        assert lines["dense"].get_zorder() > lines["agent"].get_zorder()
+        assert lines["dense"].get_linewidth() < lines["agent"].get_linewidth()
+    legends = [*figure.legends, *(axis.get_legend() for axis in figure.axes if axis.get_legend())]
+    assert len(legends) == 1 and [t.get_text() for t in legends[0].get_texts()] == ["auto", "agent", "dense", "bm25"]
+
+    import matplotlib.image
+
+    write_outputs(report, tmp_path / "eval.json", tmp_path / "eval.png")
+    assert matplotlib.image.imread(tmp_path / "eval.png").shape[2] == 4  # a real RGBA picture
+    assert json.loads((tmp_path / "eval.json").read_text()) == json.loads(json.dumps(report))  # the report as is
+
+
+# -- the CLI -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, prefect_api):
+    root = tmp_path_factory.mktemp("terminal")
+    folder = root / "catalog"
+    folder.mkdir()
+    shutil.copy(CASES / "retrieval" / "catalog.json", folder / "catalog.json")
+    (folder / "tokyo.json").write_text(json.dumps(CJK_SERVER, ensure_ascii=False), encoding="utf-8")
+    result = subprocess.run(
+        [str(TOOLKG), "build", str(folder), "--store", str(root / "store")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PREFECT_API_URL": prefect_api},
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    return root / "store"
+
+
+@pytest.fixture
+def wide(cli):
+    """The CLI in a 200-column window."""
+    return lambda *args: cli(*args, env={"COLUMNS": "200"})
+
+
+def test_stats_query_and_eval_fit_120_columns_in_a_wide_window(wide, store, tmp_path):
+    outputs = {
+        "stats": wide("stats", "--store", str(store)),
+        "query": wide("query", "--store", str(store), TOOLS),
+        "eval": wide("eval", "--store", str(store), "--queries", str(QUERIES), "--out", str(tmp_path), "-q"),
+    }
+    for name, result in outputs.items():
+        assert result.returncode == 0, (name, result.stderr)
+        assert_fits(result.stdout, MAX_WIDTH, name)
+    assert "天気_予報" in outputs["query"].stdout and "…" in outputs["query"].stdout  # cut, not wrapped
+    lines = outputs["query"].stdout.split("\n")  # header, rule, one line per tool, '(N rows)', ''
+    assert lines[-2] == f"({len(lines) - 4} rows)" and len(lines) - 4 == 16
+    # eval: a row per metric and method, a column per K (the default 3,5,10,20), then the latencies
+    text = outputs["eval"].stdout
+    assert re.search(r"^metric +method +@3 +@5 +@10 +@20$", text, re.M)
+    assert re.search(r"^map +grtf +(\d\.\d{3} +){3}\d\.\d{3}$", text, re.M)
+    assert re.search(r"^method +p50 ms +p95 ms +mean ms$", text, re.M)
+    assert set(json.loads((tmp_path / "eval.json").read_text())["methods"]) == {
+        "auto", "bm25", "dense", "hybrid", "grtf", "ego", "agent"
+    }  # fmt: skip
+
+
+def test_a_narrow_window_narrows_the_tables(cli, store):
+    result = cli("query", "--store", str(store), TOOLS, env={"COLUMNS": "70"})
+    assert result.returncode == 0, result.stderr
+    assert_fits(result.stdout, 70, "query")
+
+
+def test_cjk_names_align_and_markup_prints_as_written(wide, store):
+    result = wide("query", "--store", str(store), TOOLS + " ORDER BY ?name")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")[:-2]  # the table, without '(N rows)' and the final ''
+    assert any("東京" in line or "天気_予報" in line for line in lines) and any("路線検索" in line for line in lines)
+    assert len({second_column(line) for line in lines}) == 1  # the id column starts at one terminal column
+    assert any(line.startswith("[bold]x  ") for line in lines)  # no markup read into it
+    assert "Looks like markup :smile: [red]" in result.stdout
+
+
+def test_retrieve_prints_a_header_line_above_its_table(cli, store):
+    result = cli("retrieve", "--store", str(store), "--method", "bm25", "-k", "3", "--step", "city", "天気 forecast")
+    assert result.returncode == 0, result.stderr
+    header, columns, rule, *rest = result.stdout.split("\n")
+    snapshot = (store / "snapshots" / "CURRENT").read_text().strip()
+    assert header == (
+        f'retrieve "天気 forecast" + 1 step with bm25, k=3, store {store.resolve()} (snapshot {snapshot}, 16 tools)'
+    )
+    assert columns.split() == ["rank", "server", "tool", "score", "why"] and set(rule) == {"-", " "}
+    assert re.match(r" +1  tokyo +天気_予報 +\d\.\d{4}  ", rest[0])
+    assert rest[-2].startswith("servers: ")
