@@ -19,12 +19,17 @@ demo: $(STAMP)  ## build the bundled sample catalogs into ./.toolkg and print th
 
 # The UI tests drive a real headless Chromium: Debian's chromium + chromium-driver, installed when missing
 # and we may (root); otherwise the tests say what to install (and fail under CI rather than skip).
-browser:  ## Chromium and its WebDriver for the browser tests (apt-get, needs root)
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+# The report's tests also need Graphviz's dot (its graph layout) and a CJK font, or Chinese names show as
+# boxes: fonts-wqy-microhei (1.6 MB download, 5 MB installed; covers Chinese, Japanese kana and Hangul)
+# rather than fonts-noto-cjk (57 MB, 91 MB) or fonts-wqy-zenhei (7.5 MB, 16 MB).
+BROWSER_PACKAGES := chromium chromium-driver graphviz fonts-wqy-microhei
+browser:  ## Chromium, its WebDriver, Graphviz and a CJK font for the browser tests (apt-get, needs root)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && command -v dot >/dev/null \
+	  && [ -n "$$(fc-list :lang=zh 2>/dev/null)" ] || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	      chromium chromium-driver >/dev/null; \
-	  else echo "browser tests need: apt-get install chromium chromium-driver"; fi; }
+	      $(BROWSER_PACKAGES) >/dev/null; \
+	  else echo "browser tests need: apt-get install $(BROWSER_PACKAGES)"; fi; }
 
 # The live-ingestion tests list real MCP servers: three from PyPI (in their own venv, as uvx would run
 # them) and three from npm (node is on the machine), at the versions tests/mcp_servers/ pins.

@@ -33,6 +33,7 @@ from toolkg import PIPELINE_VERSION
 from toolkg.errors import StoreError, StoreLockedError
 from toolkg.failures import fault_point
 from toolkg.ontology import PREFIXES, PROV, RDF, SPARQL_PREFIXES, TK, iris, ontology_version
+from toolkg.store import export
 from toolkg.store.remote import CONFIG_FILE, RemoteBackend, remote_config
 
 # Prefixes for output meant for people (exports, tables): the vocabularies plus toolkg's own ids.
@@ -343,13 +344,26 @@ class ToolStore:
 
     # --- export -----------------------------------------------------------------------------
 
-    def dump(self, output, format: RdfFormat) -> None:
-        """Write all graphs (quad formats) or their union (triple formats) to ``output``."""
-        if format.supports_datasets:
-            self._store.dump(output, format=format)
+    def dump(self, output, format: RdfFormat, *, remote_context: bool = False) -> None:
+        """Write all graphs (quad formats) or their union (triple formats) to ``output``.
+
+        Turtle, TriG and JSON-LD go through toolkg.store.export (readable prefixed names, compact JSON-LD
+        with toolkg's context; ``remote_context`` names the published context instead of embedding it)."""
+        union = "CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"  # a triple in several graphs is written once
+        if format not in export.FORMATS:
+            if format.supports_datasets:
+                self._store.dump(output, format=format)
+            else:
+                triples = self._store.query(union, use_default_graph_as_union=True)
+                serialize(triples, output, format=format, prefixes=DISPLAY_PREFIXES)
             return
-        triples = self._store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", use_default_graph_as_union=True)
-        serialize(triples, output, format=format, prefixes=DISPLAY_PREFIXES)
+        if format == RdfFormat.TURTLE:
+            data = self._store.query(union, use_default_graph_as_union=True)
+        else:
+            data = self._store.quads_for_pattern(None, None, None, None)
+        if self.remote:  # a SPARQL server returns them in no particular order: grouped, the output is shorter
+            data = sorted(data, key=lambda q: (str(getattr(q, "graph_name", "")), str(q.subject), str(q.predicate)))
+        export.write(data, output, format, remote_context=remote_context)
 
 
 def _delete_subject(graph: NamedNode, subject: NamedNode) -> str:

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from toolkg.cli.common import UsageError, add_output, add_store, add_verbosity, one_of, open_store, print_json, usage
+from toolkg.ontology.docs import CONTEXT_IRI, ontology_html
 from toolkg.summary import EXIT_OK
 
 EXPORT_FORMATS = {"ttl": "TURTLE", "nq": "N_QUADS", "trig": "TRIG", "jsonld": "JSON_LD", "nt": "N_TRIPLES"}
@@ -49,11 +50,24 @@ def _add_export(sub) -> None:
     export = sub.add_parser(
         "export",
         help="dump the store as RDF",
-        description="Dump every graph (nq, trig, jsonld keep graphs; ttl, nt merge them).",
+        description="Dump every graph (nq, trig, jsonld keep graphs; ttl, nt merge them). Turtle and TriG use one "
+        "prefix per id family (tool:, server:, server-graph: ...); JSON-LD is compact, with toolkg's context "
+        "embedded (published at " + CONTEXT_IRI + "). --ontology-html writes the ontology's documentation "
+        "page instead.",
     )
     add_store(export)
     add_output(export, formats=sorted(EXPORT_FORMATS), default="trig", json_format="jsonld", what="RDF format")
     export.add_argument("-o", "--output", "--out", help="output file (default: standard output)")
+    export.add_argument(
+        "--remote-context",
+        action="store_true",
+        help="jsonld: name the published context instead of embedding it (readers must be able to fetch it)",
+    )
+    export.add_argument(
+        "--ontology-html",
+        metavar="FILE",
+        help="write the ontology's HTML documentation (what toolkg serve shows at /ontology) to FILE; no store needed",
+    )
     add_verbosity(export)
     export.set_defaults(handler=cmd_export)
 
@@ -152,15 +166,28 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     import pyoxigraph
 
+    if args.ontology_html:
+        return _write_ontology_html(args)
+    usage(not args.remote_context or args.output_format == "jsonld", "--remote-context goes with --format jsonld")
     store = open_store(args.store)
     fmt = getattr(pyoxigraph.RdfFormat, EXPORT_FORMATS[args.output_format])
     if args.output:
         with open(args.output, "wb") as out:
-            store.dump(out, fmt)
+            store.dump(out, fmt, remote_context=args.remote_context)
         size = Path(args.output).stat().st_size
         print(f"wrote {args.output} ({size} bytes, {args.output_format})", file=sys.stderr)
     else:
-        store.dump(sys.stdout.buffer, fmt)
+        store.dump(sys.stdout.buffer, fmt, remote_context=args.remote_context)
+    return EXIT_OK
+
+
+def _write_ontology_html(args: argparse.Namespace) -> int:
+    usage(not args.output, "--ontology-html names its own file: leave out -o")
+    try:
+        Path(args.ontology_html).write_text(ontology_html(), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.ontology_html}: {exc.strerror}") from None
+    print(f"wrote {args.ontology_html} (the ontology's documentation page)", file=sys.stderr)
     return EXIT_OK
 
 

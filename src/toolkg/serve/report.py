@@ -1,8 +1,13 @@
 """`toolkg report`: one self-contained HTML page per build run.
 
 What a run did (its summary.json), the quarantine (quarantine.jsonl), a SHACL validation of the
-store as it is now, and a picture of each server's dependency graph (inline SVG). Everything is
-inline: the page opens from disk, mails as one file, and loads nothing from anywhere.
+store as it is now, and a section per server (report_servers.py): its dependency graph laid out by
+Graphviz dot (inline SVG), the dependencies not drawn and its tools. A table of contents leads to each
+part; server sections stay closed until opened, so the page is as long as its contents list.
+
+Everything is inline: the page opens from disk, mails as one file, and loads nothing from anywhere
+(its only links are to its own sections). It has no <script> element: three event-handler attributes
+open the section a link or the address's #fragment names (``OPEN_TARGET``).
 
 The graph is read from the published snapshot (store/snapshots.py), so a report can be made while
 another build runs.
@@ -18,27 +23,59 @@ from pathlib import Path
 from toolkg.display import one_line
 from toolkg.errors import NotFoundError, StoreError
 from toolkg.ontology.iris import SERVER_GRAPH_PREFIX
-from toolkg.serve.graph_svg import dependency_svg
-from toolkg.store.dependencies import dependency_rows
+from toolkg.serve.report_servers import servers_html, table
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.remote import CONFIG_FILE
 from toolkg.store.snapshots import current_snapshot
 from toolkg.store.validation import Validator
 from toolkg.summary import BuildSummary
 
-MAX_GRAPHS = 200  # servers drawn; a page with more pictures than this helps nobody
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 24px auto; max-width: 1200px; color: #222; }
-h1 { color: #1f3a5f; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 32px; }
-table { border-collapse: collapse; margin: 8px 0; }
-td, th { border: 1px solid #ddd; padding: 4px 8px; text-align: left; overflow-wrap: break-word; unicode-bidi: isolate; }
-th { white-space: nowrap; }
-th { background: #f3f5f8; } .num { text-align: right; } .ok { color: #176a2b; } .bad { color: #a31515; }
-.cards { display: flex; flex-wrap: wrap; gap: 12px; }
-.card { border: 1px solid #ccd; border-radius: 6px; padding: 8px 14px; }
-.card b { display: block; font-size: 22px; } figure { margin: 12px 0 24px; overflow-x: auto; }
-figcaption { font-weight: 600; margin-bottom: 4px; overflow-wrap: anywhere; } .legend { color: #555; font-size: 13px; }
+# CJK names and descriptions need a CJK font; Latin text keeps the system's. The families named cover
+# macOS, Windows and Linux (Debian: fonts-wqy-microhei, which `make browser` installs, or fonts-noto-cjk).
+FONTS = (
+    'system-ui, "Segoe UI", Roboto, "Noto Sans", "Noto Sans CJK SC", "WenQuanYi Micro Hei", "WenQuanYi Zen Hei", '
+    '"PingFang SC", "Hiragino Sans", "Microsoft YaHei", "Malgun Gothic", sans-serif'
+)
+STYLE = f"""
+:root {{ --fonts: {FONTS}; }}
+body {{ font-family: var(--fonts); margin: 24px auto; max-width: 1200px; padding: 0 16px; color: #222; }}
+h1 {{ color: #1f3a5f; }} h2 {{ border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 32px; }}
+table {{ border-collapse: collapse; margin: 8px 0; max-width: 100%; }}
+td, th {{ border: 1px solid #ddd; padding: 4px 8px; text-align: left; overflow-wrap: anywhere; unicode-bidi: isolate; }}
+th {{ white-space: nowrap; background: #f3f5f8; }} .num {{ text-align: right; }}
+.ok {{ color: #176a2b; }} .bad {{ color: #a31515; }} .meta, .legend, .note {{ color: #555; font-size: 13px; }}
+.cards {{ display: flex; flex-wrap: wrap; gap: 12px; }}
+.card {{ border: 1px solid #ccd; border-radius: 6px; padding: 8px 14px; }}
+.card b {{ display: block; font-size: 22px; }}
+nav ol {{ padding-left: 20px; }} nav li {{ margin: 2px 0; }}
+ul.servers {{ columns: 22em; column-gap: 28px; list-style: none; padding: 0; margin: 6px 0; }}
+ul.servers li {{ break-inside: avoid; overflow-wrap: anywhere; }}
+[id] {{ scroll-margin-top: 8px; }}
+details.server {{ border: 1px solid #d5dbe5; border-radius: 6px; margin: 6px 0; }}
+details.server > summary {{ cursor: pointer; padding: 6px 10px; background: #f6f8fb; overflow-wrap: anywhere; }}
+details.server > summary .name {{ font-weight: 600; font-size: 17px; }}
+details.server[open] > summary {{ border-bottom: 1px solid #d5dbe5; }}
+details.server > .body {{ padding: 4px 14px 8px; }}
+details.part > summary {{ cursor: pointer; font-weight: 600; margin: 8px 0; }}
+.tools td:first-child, .edges td:nth-child(-n+2) {{ min-width: 13em; }}
+figure {{ margin: 8px 0 12px; }} figcaption {{ color: #555; font-size: 13px; margin-top: 4px; }}
+svg.graph {{ display: block; height: auto; }}
+svg.graph text {{ font-family: "WenQuanYi Micro Hei", var(--fonts); font-size: 11px; }}
+.top {{ text-align: right; font-size: 13px; margin: 4px 0 0; }}
 """
+# Opens the <details> around (and at) the element the address's #fragment names, then shows it. On load and
+# on hashchange it runs as is; a click on a link opens the target before the browser scrolls to it (so a link
+# to the fragment already in the address, which fires no hashchange, still opens a closed section).
+OPEN_TARGET = (
+    "for (var d = document.getElementById(decodeURIComponent(HASH.slice(1))); d; d = d.parentElement)"
+    " if (d.tagName == 'DETAILS') d.open = true;"
+)
+ON_HASH = OPEN_TARGET.replace("HASH", "location.hash") + (
+    " var t = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));"
+    " if (t) t.scrollIntoView();"
+)
+ON_CLICK = "var a = event.target.closest('a'); if (a && a.hash) {" + OPEN_TARGET.replace("HASH", "a.hash") + "}"
+TOGGLE_ALL = "document.querySelectorAll('details.server').forEach(function (d) { d.open = OPEN; })"
 
 
 def latest_run(store_dir: Path) -> str:
@@ -46,20 +83,6 @@ def latest_run(store_dir: Path) -> str:
     if not runs:
         raise StoreError(f"no build runs in {store_dir} (run 'toolkg build' first)")
     return runs[-1]
-
-
-def _table(headers: list[str], rows: list[list[object]], numeric: set[int] = frozenset()) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>"
-        + "".join(
-            f'<td class="num">{escape(str(c))}</td>' if i in numeric else f"<td>{escape(str(c))}</td>"
-            for i, c in enumerate(row)
-        )
-        + "</tr>"
-        for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _shacl(store: ToolStore) -> tuple[int, list[list[object]]]:
@@ -72,19 +95,6 @@ def _shacl(store: ToolStore) -> tuple[int, list[list[object]]]:
     for v in violations:
         grouped[f"{v.message} ({v.path.rsplit('#', 1)[-1] or 'node'})"].append(v.focus.rsplit("/", 1)[-1])
     return len(graphs), [[m, len(f), ", ".join(sorted(f)[:5])] for m, f in sorted(grouped.items())]
-
-
-def _server_pictures(store: ToolStore) -> list[tuple[str, int, str]]:
-    """(server, edges, svg) for each server with dependency edges, most edges first."""
-    by_server: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
-    for r in dependency_rows(store):
-        by_server[r["consumer"].partition("::")[0]].append((r["consumer"], r["producer"], r["basis"]))
-    pictures = []
-    for server, edges in sorted(by_server.items(), key=lambda kv: (-len(kv[1]), kv[0]))[:MAX_GRAPHS]:
-        edges = sorted(set(edges))
-        own = {n for e in edges for n in e[:2] if n.startswith(server + "::")}
-        pictures.append((server, len(edges), dependency_svg(edges, own)))
-    return pictures
 
 
 def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
@@ -104,7 +114,7 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
     store = ToolStore.open_snapshot(snapshot)
     try:
         checked, violations = _shacl(store)
-        pictures = _server_pictures(store)
+        contents, sections, servers = servers_html(store)
     finally:
         store.close()
 
@@ -132,7 +142,7 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
         f"structural links: {summary.links.get('total', 0)}."
     )
     quarantine_html = (
-        _table(
+        table(
             ["stage", "source", "item", "reason"],
             [
                 [one_line(q["stage"]), one_line(Path(q["source"]).name, 120), one_line(q["item"], 200)]
@@ -147,31 +157,39 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
         f'<p class="ok">The {checked} server graphs conform to the shapes (ontology/shapes.ttl).</p>'
         if not violations
         else f'<p class="bad">{sum(r[1] for r in violations)} violations in {checked} server graphs:</p>'
-        + _table(["shape message", "focus nodes", "examples"], violations, {1})
+        + table(["shape message", "focus nodes", "examples"], violations, {1})
     )
     withheld = [q for q in quarantine if q["stage"] == "validate"]
     if withheld:
         shacl_html += f"<p>This run withheld {len(withheld)} item(s) that failed validation (listed above).</p>"
-    figures = "".join(
-        f'<figure id="server-{escape(one_line(server))}"><figcaption>{escape(one_line(server, 120))} — {count} edge(s)'
-        "</figcaption>"
-        f"{svg}</figure>"
-        for server, count, svg in pictures
+    timings = table(["stage", "seconds"], [[k, f"{v:.2f}"] for k, v in summary.stage_seconds.items()], {1})
+    toggle = "".join(
+        f'<button type="button" onclick="{escape(TOGGLE_ALL.replace("OPEN", value))}">{text}</button> '
+        for value, text in (("true", "open all"), ("false", "close all"))
     )
-    timings = _table(["stage", "seconds"], [[k, f"{v:.2f}"] for k, v in summary.stage_seconds.items()], {1})
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>toolkg run {escape(run_id)}</title><style>{STYLE}</style></head>
-<body>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>toolkg run {escape(run_id)}</title><style>{STYLE}</style></head>
+<body onload="{escape(ON_HASH)}" onhashchange="{escape(ON_HASH)}" onclick="{escape(ON_CLICK)}">
 <h1>toolkg build {escape(run_id)}</h1>
 <p>Store <code>{escape(summary.store)}</code>; started {escape(summary.started)}, ended {escape(summary.ended)};
 snapshot <code>{escape(snapshot.name)}</code>.</p>
+<nav id="contents"><h2>Contents</h2><ol>
+<li><a href="#counts">Counts</a></li><li><a href="#changes">What changed</a></li>
+<li><a href="#quarantine">Quarantine ({len(quarantine)})</a></li><li><a href="#shacl">SHACL validation</a></li>
+<li><a href="#servers">Servers ({servers})</a>: each with its tools and dependencies (the dependencies its tools
+consume)<ul class="servers">{contents}</ul></li>
+<li><a href="#timings">Timings</a></li></ol></nav>
 <h2 id="counts">Counts</h2><div class="cards">{cards}</div>
-<h2 id="changes">What changed</h2>{_table(["manifests", "count", "files"], changes, {1})}<p>{escape(loaded)}</p>
+<h2 id="changes">What changed</h2>{table(["manifests", "count", "files"], changes, {1})}<p>{escape(loaded)}</p>
 <h2 id="quarantine">Quarantine ({len(quarantine)})</h2>{quarantine_html}
 <h2 id="shacl">SHACL validation</h2>{shacl_html}
-<h2 id="graphs">Dependency graphs by server ({len(pictures)})</h2>
-<p class="legend">Producers left of their consumers; solid arrows declared, dashed inferred; grey boxes are tools of
-other servers. Hover a box or an arrow for its full name.</p>{figures or "<p>No dependency edges.</p>"}
+<h2 id="servers">Servers ({servers})</h2>
+<p class="legend">Each section opens on a click ({toggle}). A graph's arrows run from a tool to the tools that
+depend on it, producers left of their consumers: solid when declared by the manifest, dashed when inferred; each
+producer's arrows share its border's colour. Blue boxes are the server's tools, amber ones tools of other servers
+(named "server · tool"). Hover a box or an arrow for its full name.</p>
+{sections or "<p>No servers.</p>"}
 <h2 id="timings">Timings</h2>{timings}
 </body></html>
 """

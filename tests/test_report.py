@@ -1,0 +1,264 @@
+"""`toolkg report` as a reader meets it in a real headless Chromium: a table of contents, a closed section per
+server that a contents link opens and shows, a big dependency graph that fits its section and names other
+servers' tools, CJK text in a CJK font, nothing loaded from elsewhere; and, without a browser, the drawing's
+choice of tools, its escaping and the fallback when Graphviz is missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from tests.browser import chromium, resources_loaded, screenshot
+from tests.conftest import CASES, TOOLKG
+from toolkg.serve import graph_dot
+from toolkg.serve.graph_dot import CAP, pick
+
+HUBS = 8
+BIG = 150  # one server well past the picture's cap, as ToolLinkOS's 523-tool server is
+CJK_FONTS = {"WenQuanYi Micro Hei", "WenQuanYi Zen Hei", "Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK TC"}
+
+
+def assert_self_contained(html: str) -> None:
+    """Nothing to fetch: no src at all, and every link goes to a section of the page itself."""
+    assert "src=" not in html
+    links = re.findall(r"href=\"([^\"]*)\"", html)
+    assert links and all(link.startswith("#") for link in links), [x for x in links if not x.startswith("#")]
+    assert len(links) == html.count("href="), "an href the pattern missed"
+    assert "url(" not in html.replace("url(#arrow-", "")  # the fallback drawing's arrowheads, in-page too
+
+
+def open_from_contents(browser, anchor: str):
+    """Click the contents' link to a section; the section, which must then be open and on screen."""
+    browser.find_element(By.CSS_SELECTOR, f'nav#contents a[href="#{anchor}"]').click()
+    section = browser.find_element(By.ID, anchor)
+    top, bottom, height = browser.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return [r.top, r.bottom, innerHeight]", section
+    )
+    assert section.get_attribute("open") is not None, anchor
+    assert 0 <= top < height / 4 and bottom > top, (anchor, top, height)  # scrolled to, near the top
+    return section
+
+
+def no_horizontal_scroll(browser) -> bool:
+    return browser.execute_script(
+        "const d = document.documentElement; return d.scrollWidth <= d.clientWidth && document.body.scrollWidth "
+        "<= d.clientWidth"
+    )
+
+
+def test_report_page_in_the_browser(cli, tmp_path):
+    """`toolkg report` writes one self-contained page: contents, counts, changes, quarantine, SHACL, servers."""
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    shutil.copy(CASES / "inference" / "shop.json", folder / "shop.json")
+    (folder / "broken.json").write_text("{ not json")
+    store = tmp_path / "store"
+    assert cli("build", str(folder), "--store", str(store), "--no-links").returncode == 3  # quarantined input
+    made = cli("report", "--store", str(store))
+    assert made.returncode == 0, made.stderr
+    page = Path(made.stdout.split()[1])
+    assert page.parent.parent == store / "runs" and page.name == "report.html"
+    html = page.read_text()
+    assert_self_contained(html)
+
+    browser = chromium()
+    try:
+        browser.get(page.as_uri())
+        assert browser.title.startswith("toolkg run ")
+        contents = browser.find_element(By.ID, "contents").text
+        for part in ("Counts", "What changed", "Quarantine (1)", "SHACL validation", "Servers (1)", "Timings"):
+            assert part in contents
+        assert "shop 20 tools · " in contents
+        cards = {
+            c.text.split("\n")[1]: int(c.text.split("\n")[0]) for c in browser.find_elements(By.CSS_SELECTOR, ".card")
+        }
+        assert cards["tools"] == 20 and cards["servers"] == 1
+        quarantine = browser.find_element(By.ID, "quarantine").find_element(By.XPATH, "following-sibling::table").text
+        assert "broken.json" in quarantine and "parse" in quarantine
+        assert "conform" in browser.find_element(By.ID, "shacl").find_element(By.XPATH, "following-sibling::p").text
+
+        section = browser.find_element(By.ID, "server-shop")
+        assert section.get_attribute("open") is None and not section.find_element(By.CSS_SELECTOR, "svg").is_displayed()
+        section = open_from_contents(browser, "server-shop")
+        figure = section.find_element(By.CSS_SELECTOR, "figure")
+        boxes = figure.find_elements(By.CSS_SELECTOR, "svg g.node")
+        arrows = figure.find_elements(By.CSS_SELECTOR, "svg g.edge")
+        assert len(boxes) >= 5 and len(arrows) >= 5 and figure.size["height"] > 100  # drawn, not just present
+        assert "acme_user_login" in figure.text
+        assert ("Graphviz is not installed" in section.text) == (shutil.which("dot") is None)  # dot drew it
+        assert resources_loaded(browser) == []
+        screenshot(browser, "build-report.png")
+
+        # Back to the contents and down again; then closed, and the same link (no hashchange now) opens it again.
+        section.find_element(By.CSS_SELECTOR, "a[href='#contents']").click()
+        assert 0 <= browser.execute_script("return contents.getBoundingClientRect().top") < 20
+        open_from_contents(browser, "server-shop")
+        browser.execute_script("arguments[0].open = false; scrollTo(0, 0)", section)
+        open_from_contents(browser, "server-shop")
+    finally:
+        browser.quit()
+
+
+def _catalog(folder: Path) -> None:
+    """Three servers: 'hub' (8 tools every other depends on), 'big' (150 tools in a tree, each also using three
+    hubs) and 'cn' (tools named and described in Chinese, one using a hub)."""
+
+    def dep(name: str) -> dict:
+        return {"name": name, "dependence_type": "TOOL_DIRECTLY_DEPENDS_ON", "reason": "needs it first"}
+
+    hub = [{"name": f"hub_tool_{h}", "description": f"Hub tool {h}.", "parameters": []} for h in range(HUBS)]
+    big = [
+        {
+            "name": f"big_tool_{i}",
+            "description": f"Big tool number {i}.",
+            "parameters": [],
+            "depends_on": [dep(f"hub_tool_{(i + k) % HUBS}") for k in (0, 3, 5)]
+            + ([dep(f"big_tool_{i // 2}")] if i else []),
+        }
+        for i in range(BIG)
+    ]
+    cn = [
+        {"name": "查询余票", "description": "查询12306余票信息，返回车次、时间和票价。", "parameters": []},
+        {
+            "name": "获取车站代码",
+            "description": "通过中文城市名查询车站代码。",
+            "parameters": [],
+            "depends_on": [dep("hub_tool_0")],
+        },
+    ]
+    for name, tools in (("hub", hub), ("big", big), ("cn", cn)):
+        (folder / f"{name}.json").write_text(json.dumps(tools, ensure_ascii=False), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def big_store(prefect_api, tmp_path_factory) -> Path:
+    """A store built from ``_catalog`` (once for the module: the build takes ~10 s)."""
+    root = tmp_path_factory.mktemp("big-report")
+    (root / "catalog").mkdir()
+    _catalog(root / "catalog")
+    env = {**os.environ, "PREFECT_API_URL": prefect_api}
+    built = subprocess.run(
+        [str(TOOLKG), "build", str(root / "catalog"), "--store", str(root / "store"), "--no-links"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    return root / "store"
+
+
+def test_a_big_graph_fits_its_section_and_names_other_servers(big_store):
+    page = big_store / "report.html"
+    made = subprocess.run([str(TOOLKG), "report", "--store", str(big_store), "-o", str(page)], capture_output=True)
+    assert made.returncode == 0, made.stderr
+    assert_self_contained(page.read_text())
+    browser = chromium()
+    try:
+        browser.get(page.as_uri())
+        contents = browser.find_element(By.ID, "contents")
+        listed = [a.text for a in contents.find_elements(By.CSS_SELECTOR, "ul.servers a")]
+        assert listed == ["big", "cn", "hub"]
+        assert f"big {BIG} tools · {BIG * 4 - 1} dependencies ({BIG * 3} on other servers)" in contents.text
+        screenshot(browser, "report-contents.png")
+
+        section = open_from_contents(browser, "server-big")
+        svg = section.find_element(By.CSS_SELECTOR, "svg.graph")
+        boxes = svg.find_elements(By.CSS_SELECTOR, "g.node")
+        assert 30 <= len(boxes) <= CAP  # capped, yet a real picture
+        body_width = browser.execute_script("return arguments[0].querySelector('.body').clientWidth", section)
+        assert 0 < svg.size["width"] <= body_width and no_horizontal_scroll(browser)
+        labels = {t.text for t in svg.find_elements(By.CSS_SELECTOR, "g.node text")}
+        assert {f"hub · hub_tool_{h}" for h in range(HUBS)} <= labels  # other servers' tools, by name
+        assert all(label for label in labels)
+        # Every dependency is somewhere: an arrow in the picture or a row in the table under it.
+        arrows = len(svg.find_elements(By.CSS_SELECTOR, "g.edge"))
+        caption = section.find_element(By.CSS_SELECTOR, "figcaption").text
+        drawn, left = map(int, re.search(r"the (\d+) dependencies among them .*the other (\d+) are", caption).groups())
+        assert drawn == arrows and drawn + left == BIG * 4 - 1
+        table = section.find_element(By.CSS_SELECTOR, "details.edges")
+        assert table.get_attribute("open") is None and f"({left})" in table.text
+        assert len(table.find_elements(By.CSS_SELECTOR, "tbody tr")) == left
+        screenshot(browser, "report-large-graph.png")
+        table.find_element(By.TAG_NAME, "summary").click()
+        assert no_horizontal_scroll(browser)  # the long table wraps inside the section too
+
+        section = open_from_contents(browser, "server-cn")
+        section.find_element(By.CSS_SELECTOR, "details.tools > summary").click()  # its tools, closed at first
+        cell = section.find_element(By.XPATH, ".//td[contains(., '查询12306余票信息')]")
+        assert cell.is_displayed()
+        screenshot(browser, "report-cjk.png")
+        fonts = _fonts_rendering(browser, cell)
+        if not fonts & CJK_FONTS and shutil.which("fc-list"):
+            installed = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout
+            if not installed.strip() and not os.environ.get("CI"):
+                pytest.skip("needs a CJK font: apt-get install fonts-wqy-microhei (make browser)")
+        assert fonts & CJK_FONTS, fonts  # drawn with a CJK font, not as empty boxes
+        assert resources_loaded(browser) == []
+    finally:
+        browser.quit()
+
+
+def _fonts_rendering(browser, element) -> set[str]:
+    """The platform fonts Chromium used for an element's text (DevTools' CSS.getPlatformFontsForNode)."""
+    browser.execute_script("arguments[0].id = 'font-probe'", element)
+    browser.execute_cdp_cmd("DOM.enable", {})
+    browser.execute_cdp_cmd("CSS.enable", {})
+    root = browser.execute_cdp_cmd("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+    node = browser.execute_cdp_cmd("DOM.querySelector", {"nodeId": root, "selector": "#font-probe"})["nodeId"]
+    fonts = browser.execute_cdp_cmd("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    return {f["familyName"] for f in fonts if f["glyphCount"]}
+
+
+def test_without_graphviz_the_simple_layout_draws_and_says_so(big_store, monkeypatch):
+    import graphviz
+
+    from toolkg.serve.report import render_report
+
+    def missing(*args, **kwargs):
+        raise graphviz.ExecutableNotFound(["dot"])
+
+    monkeypatch.setattr(graph_dot, "dot_svg", missing)
+    html = render_report(big_store)
+    assert html.count("Graphviz is not installed") == 2  # a note per drawing: big's and cn's (hub's tools consume none)
+    assert_self_contained(html)
+    big = html[html.index('id="server-big"') : html.index('id="server-cn"')]
+    assert big.count("<rect") <= CAP and "hub · hub_tool_0" in big and 'width="100%"' in big
+
+
+def test_pick_keeps_the_busiest_connected_tools_within_the_cap():
+    edges = [(f"c{i}", f"h{i % 5}", "declared") for i in range(200)] + [("x", "x", "declared"), ("y", "z", "inferred")]
+    drawn, rest = pick(edges, 40)
+    nodes = {n for e in drawn for n in e[:2]}
+    assert len(nodes) == 40 and {f"h{h}" for h in range(5)} <= nodes  # the hubs first
+    assert sorted(drawn + rest) == sorted(edges) and ("x", "x", "declared") in rest
+    assert pick(edges, 40) == (drawn, rest)  # the same store, the same picture
+    small = [("a", "b", "declared"), ("b", "b", "inferred")]
+    assert pick(small) == ([("a", "b", "declared")], [("b", "b", "inferred")])
+
+
+@pytest.mark.skipif(not shutil.which("dot"), reason="needs Graphviz (apt-get install graphviz)")
+def test_dot_labels_are_text_never_markup():
+    names = ["s::<b>bold</b>", "s::back\\N\\l", 's::"quoted" & <script>x</script>', "other::東京\u202eevil"]
+    edges = [(names[0], n, "declared") for n in names[1:]]
+    svg = graph_dot.dot_svg(edges, {n for n in names if n.startswith("s::")}, lambda n: n.replace("::", " · "))
+    tree = ET.fromstring(svg)  # well-formed XML
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = {t.text for t in tree.iter(f"{ns}text")}
+    assert texts == {
+        "s · <b>bold</b>",
+        "s · back\\N\\l",
+        's · "quoted" & <script>x</script>',
+        "other · 東京\\u202eevil",
+    }
+    assert not list(tree.iter(f"{ns}script")) and not list(tree.iter(f"{ns}b"))
+    titles = {t.text for t in tree.iter(f"{ns}title")}
+    assert names[0] in titles and f"{names[0]} depends on {names[1]} (declared)" in titles
