@@ -25,6 +25,13 @@ def free_port() -> int:
 @contextmanager
 def serving(store: Path, *extra: str):
     """`toolkg serve` on 127.0.0.1; yields its base URL; stops it (and its Oxigraph) after."""
+    with serve_process(store, *extra) as (base, _):
+        yield base
+
+
+@contextmanager
+def serve_process(store: Path, *extra: str):
+    """As ``serving``, yielding (base URL, the process) so a test can read what it printed after it stops."""
     port = free_port()
     process = subprocess.Popen(
         [str(TOOLKG), "serve", "--store", str(store), "--bind", f"127.0.0.1:{port}", *extra],
@@ -44,7 +51,7 @@ def serving(store: Path, *extra: str):
             except OSError:
                 assert time.monotonic() < deadline, "toolkg serve did not answer within 30 s"
                 time.sleep(0.2)
-        yield base
+        yield base, process
     finally:
         process.terminate()
         process.wait(10)

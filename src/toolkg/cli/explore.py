@@ -8,6 +8,7 @@ from pathlib import Path
 
 from toolkg.cli.common import UsageError, add_output, add_store, add_verbosity, one_of, open_store, print_json, usage
 from toolkg.ontology.docs import CONTEXT_IRI, ontology_html
+from toolkg.store.query_guard import QueryLimits, QueryRefused, check_query, on_large_stack
 from toolkg.summary import EXIT_OK
 
 EXPORT_FORMATS = {"ttl": "TURTLE", "nq": "N_QUADS", "trig": "TRIG", "jsonld": "JSON_LD", "nt": "N_TRIPLES"}
@@ -24,8 +25,9 @@ def _add_query(sub) -> None:
     query = sub.add_parser(
         "query",
         help="run a SPARQL query over all graphs",
-        description="Run SPARQL over the union of all graphs (tk:, rdfs:, dcterms:, skos:, "
-        "prov: prefixes are predefined). CONSTRUCT/DESCRIBE print N-Triples.",
+        description="Run SPARQL over the union of all graphs (tk:, rdf:, rdfs:, xsd:, dcterms:, skos:, prov:, owl: "
+        "prefixes are predefined). CONSTRUCT/DESCRIBE print N-Triples. Read-only; the query is checked first as "
+        "toolkg serve checks it (size, nesting, complexity; SERVICE only with --allow-federation).",
     )
     query.add_argument("sparql", nargs="?", help="the query; '-' reads standard input")
     query.add_argument("-f", "--file", help="read the query from FILE")
@@ -40,6 +42,11 @@ def _add_query(sub) -> None:
     )
     query.add_argument("--list-saved", action="store_true", help="list the saved queries and their parameters")
     query.add_argument("--show", action="store_true", help="print the query text instead of running it")
+    query.add_argument(
+        "--allow-federation",
+        action="store_true",
+        help="let the query use SERVICE <url> (it fetches from that URL; refused by default)",
+    )
     add_store(query)
     add_output(query, formats=("table", "json", "csv"), what="result format (json and csv: the W3C formats)")
     add_verbosity(query)
@@ -151,12 +158,15 @@ def cmd_query(args: argparse.Namespace) -> int:
     if args.show:
         print(text, end="")
         return EXIT_OK
-    store = open_store(args.store)
     try:
-        result = store.query(text)
+        check_query(text, QueryLimits(allow_service=args.allow_federation))
+    except QueryRefused as exc:
+        raise UsageError(str(exc)) from None
+    store = open_store(args.store)
+    try:  # evaluated while printed (results are lazy), so both run on the large stack
+        on_large_stack(lambda: print_result(store.query(text), args.output_format, sys.stdout))
     except SyntaxError as exc:
         raise UsageError(f"invalid SPARQL: {str(exc).splitlines()[0]}") from None
-    print_result(result, args.output_format, sys.stdout)
     return EXIT_OK
 
 

@@ -23,11 +23,20 @@ def _add_serve(sub) -> None:
         help="read-only SPARQL endpoint with a browser UI and the saved queries",
         description="Serve the store's current snapshot as a read-only SPARQL 1.1 endpoint (/query) with "
         "Oxigraph's YASGUI and the saved analyst queries at /. Every build publishes a snapshot; the endpoint "
-        "switches to it without restarting, so queries never see a half-written store. Updates are refused.",
+        "switches to it without restarting, so queries never see a half-written store. Updates are refused; a "
+        "query over the size, nesting or complexity limits is refused before it reaches Oxigraph; SERVICE is "
+        "refused unless --allow-federation; a query past the timeout answers 504. /status tells the backend's "
+        "state, /ontology documents the vocabulary.",
     )
     add_store(serve)
     serve.add_argument("--bind", default="127.0.0.1:7878", metavar="HOST:PORT", help="default 127.0.0.1:7878")
     serve.add_argument("--timeout", type=int, default=30, metavar="SECONDS", help="query timeout (default 30)")
+    _add_allow_remote(serve)
+    serve.add_argument(
+        "--allow-federation",
+        action="store_true",
+        help="let queries use SERVICE <url>: the server then fetches any URL a client names (off by default)",
+    )
     add_verbosity(serve)
     serve.set_defaults(handler=cmd_serve)
 
@@ -48,6 +57,7 @@ def _add_mcp(sub) -> None:
     mcp.add_argument(
         "--bind", default="127.0.0.1:7879", metavar="HOST:PORT", help="with --transport http (default 127.0.0.1:7879)"
     )
+    _add_allow_remote(mcp)
     mcp.add_argument("--sparql-timeout", type=float, default=10.0, metavar="SECONDS", help="default 10")
     mcp.add_argument(
         "--max-rows", type=int, default=1000, metavar="N", help="SPARQL rows returned at most (default 1000)"
@@ -56,12 +66,41 @@ def _add_mcp(sub) -> None:
     mcp.set_defaults(handler=cmd_mcp)
 
 
+def _add_allow_remote(parser) -> None:
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a --bind address other machines can reach (there is no authentication; a warning is printed)",
+    )
+
+
+def _check_bind(host: str, allow_remote: bool) -> None:
+    """Non-loopback addresses only when asked for, and then with a warning (there is no authentication)."""
+    from toolkg.serve.endpoint import is_loopback
+
+    if is_loopback(host):
+        return
+    usage(
+        allow_remote,
+        f"refusing to listen on {host}: other machines could reach it and there is no authentication "
+        "(add --allow-remote to do it anyway)",
+    )
+    print(
+        f"toolkg: warning: listening on {host}, reachable from other machines, with no authentication; "
+        "put it behind a proxy that authenticates, or bind 127.0.0.1",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def _add_report(sub) -> None:
     report = sub.add_parser(
         "report",
         help="one self-contained HTML page about a build run",
         description="Write an HTML page for a run (default: the latest): counts, what changed, the quarantine, "
-        "SHACL validation of the store, and a dependency-graph picture per server. It loads nothing from elsewhere.",
+        "SHACL validation of the store, and a section per server (listed in a table of contents, opened on "
+        "demand) with its dependency graph laid out by Graphviz dot (at most 50 tools drawn, the rest as a "
+        "table) and its tools. It loads nothing from elsewhere.",
     )
     add_store(report)
     report.add_argument("--run", metavar="RUN_ID", help="the run (default: the latest; see <store>/runs)")
@@ -88,6 +127,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     usage(args.sparql_timeout > 0, "--sparql-timeout must be positive")
     usage(args.max_rows >= 1, "--max-rows must be at least 1")
     host, port = parse_bind(args.bind)
+    _check_bind(host, args.allow_remote)
     if not ToolStore.exists(args.store):  # checked, not opened: a build may hold the store's lock
         raise StoreError(f"no toolkg store at {args.store} (run 'toolkg build PATH... --store {args.store}' first)")
     progress.enable(False)  # over stdio, standard output is the protocol's
@@ -103,15 +143,19 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from toolkg.serve.endpoint import make_server
+    from toolkg.serve.endpoint import make_server, parse_bind
+    from toolkg.store.query_guard import QueryLimits
 
     usage(args.timeout >= 1, "--timeout must be at least 1 second")
-    server = make_server(args.store, args.bind, args.timeout)
+    _check_bind(parse_bind(args.bind)[0], args.allow_remote)
+    limits = QueryLimits(allow_service=args.allow_federation)
+    server = make_server(args.store, args.bind, args.timeout, allow_remote=args.allow_remote, limits=limits)
     host, port = server.server_address[:2]
     status = server.endpoint.status()
+    federation = "SERVICE allowed" if args.allow_federation else "SERVICE refused"
     print(
-        f"toolkg endpoint on http://{host}:{port}/ (SPARQL at /query, read-only, snapshot {status['snapshot']}, "
-        f"query timeout {args.timeout}s); Ctrl-C stops it",
+        f"toolkg endpoint on http://{host}:{port}/ (SPARQL at /query, read-only, {federation}, snapshot "
+        f"{status['snapshot']}, query timeout {args.timeout}s); Ctrl-C stops it",
         file=sys.stderr,
         flush=True,
     )

@@ -3,222 +3,78 @@
 Consistency while a build runs: Oxigraph documents a read-only open beside a live writer as
 undefined behaviour, so the endpoint never opens the database a build writes. Every build
 publishes a snapshot (``store/snapshots.py``); the endpoint runs ``oxigraph serve-read-only`` on
-the current one behind a small proxy that owns the public address. When a build publishes a new
-snapshot, a second Oxigraph starts on it, the proxy switches new requests to it, and the old one
-is stopped once its in-flight queries finish. Queries never see a half-written store, and the
-address never changes.
+the current one behind a small proxy that owns the public address (``toolkg.serve.backend``).
 
-What the proxy adds to Oxigraph's own server: updates and Graph Store writes are refused (403)
-before they reach anything; the root page is Oxigraph's YASGUI (served from its binary, no CDN)
-plus a panel of the saved analyst queries; ``/status`` says which snapshot is being served; ``/search``
-answers tool search as JSON (``toolkg.toolsearch``: the same answers as ``toolkg mcp``'s search_tools).
+What the proxy adds to Oxigraph's own server, in the order a request meets it:
+- a bounded pool of worker threads and a listen backlog of 128, so a burst of clients queues instead of
+  being refused or retried a second later; a socket timeout, so a silent client does not hold a worker;
+- the request read strictly (``sparql_protocol``): a bad Content-Length is a 400, a huge body a 413;
+- updates and Graph Store writes refused (403) before they reach anything;
+- the query checked (``toolkg.store.query_guard``): size, nesting and complexity under what crashes Oxigraph,
+  ``SERVICE`` refused unless ``--allow-federation`` (otherwise the backend fetches any URL it is given);
+- the project's prefixes (``tk:``...) declared when a query uses them without declaring them;
+- the answer relayed only when it is whole and in time: at the timeout the client gets 504 (never a truncated
+  200) and the backend is replaced; a backend that died on a query is replaced and the client gets 502.
+Plus: the UI (Oxigraph's YASGUI from its binary, no CDN), the saved analyst queries with their parameters,
+the ontology's page, ``/status`` (the backend's real state) and ``/search`` (``toolkg.toolsearch``).
 """
 
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
-import shutil
-import socket
-import subprocess
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from importlib import resources
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from toolkg.display import one_line
-from toolkg.errors import ConfigError, NotFoundError, StoreError
-from toolkg.store.saved_queries import saved_queries
-from toolkg.store.snapshots import current_snapshot, ensure_snapshot
+from toolkg.errors import ConfigError, NotFoundError, StoreError, ToolkgError
+from toolkg.ontology import PREFIXES
+from toolkg.serve.backend import Backend, Backends
+from toolkg.serve.sparql_protocol import READ_ONLY, BadRequest, parse_request, read_body
+from toolkg.store.query_guard import DEFAULT_LIMITS, QueryLimits, QueryRefused, check_query, with_project_prefixes
+from toolkg.store.saved_queries import saved_queries, saved_query
 
 QUERY_PATHS = ("/query", "/sparql")
 ASSETS = ("/yasgui.min.js", "/yasgui.min.css", "/logo.svg")
 WRITE_PATHS = ("/update", "/store")
-POLL_SECONDS = 1.0
-# Backends are started from this one thread, which lives as long as the process (see _die_with_parent).
-_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oxigraph-spawner")
-
-
-def oxigraph_binary() -> str:
-    """The `oxigraph` server CLI from the `oxigraph` package, next to this Python first."""
-    beside = Path(sys.executable).parent / "oxigraph"
-    found = str(beside) if beside.exists() else shutil.which("oxigraph")
-    if not found:
-        raise ConfigError("the 'oxigraph' server command is missing (pip install oxigraph)")
-    return found
-
-
-def _die_with_parent() -> None:
-    """Run in the child before exec: Linux sends it SIGTERM when the thread that started it ends,
-    which is why every backend is started from the one long-lived ``_SPAWNER`` thread."""
-    try:
-        import ctypes
-        import signal
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
-    except OSError:  # not Linux: the endpoint's own shutdown path still stops it
-        pass
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class Backend:
-    """One `oxigraph serve-read-only` process answering from one snapshot."""
-
-    snapshot: Path
-    port: int
-    process: subprocess.Popen
-    started: float = field(default_factory=time.time)
-    in_flight: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @classmethod
-    def start(cls, snapshot: Path, timeout_s: int) -> Backend:
-        for _ in range(5):  # another process may take the free port before Oxigraph binds it
-            port = _free_port()
-            process = _SPAWNER.submit(
-                subprocess.Popen,
-                [
-                    oxigraph_binary(),
-                    "serve-read-only",
-                    "--location",
-                    str(snapshot),
-                    "--bind",
-                    f"127.0.0.1:{port}",
-                    "--union-default-graph",
-                    "--timeout-s",
-                    str(timeout_s),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                preexec_fn=_die_with_parent,
-            ).result()
-            backend = cls(snapshot, port, process)
-            if backend._wait_ready(15.0):
-                return backend
-            backend.stop(grace=0)
-        raise StoreError(f"oxigraph could not serve {snapshot}: {backend.error()}")
-
-    def _wait_ready(self, seconds: float) -> bool:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                return False
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                conn.request("GET", "/query?query=ASK%7B%7D", headers={"Accept": "application/sparql-results+json"})
-                ok = conn.getresponse().status == 200
-                conn.close()
-                if ok:
-                    return True
-            except OSError:
-                pass
-            time.sleep(0.1)
-        return False
-
-    def error(self) -> str:
-        if self.process.poll() is None or self.process.stderr is None:
-            return "did not answer in time"
-        lines = self.process.stderr.read().decode(errors="replace").strip().splitlines()
-        return lines[-1] if lines else f"exited with {self.process.returncode}"
-
-    def stop(self, grace: float) -> None:
-        """Stop once in-flight requests are done (or after ``grace`` seconds)."""
-        deadline = time.monotonic() + grace
-        while self.in_flight and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.process.terminate()
-        try:
-            self.process.wait(5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+MAX_RESULT_BYTES = 256 * 1024 * 1024  # an answer is buffered whole (to be sure it is whole) up to this
+WORKERS = 32
+CLIENT_TIMEOUT_S = 15  # a client that sends nothing for this long is disconnected
 
 
 class Endpoint:
-    """The proxy's state: the backend in use, swapped when a new snapshot is published."""
+    """The proxy's state: the backends, the query limits, and what is loaded once (assets, search)."""
 
-    def __init__(self, store_dir: str | Path, timeout_s: int = 30) -> None:
+    def __init__(self, store_dir: str | Path, timeout_s: int = 30, limits: QueryLimits = DEFAULT_LIMITS) -> None:
         self.store_dir = Path(store_dir)
         self.timeout_s = timeout_s
-        self.backend = Backend.start(ensure_snapshot(self.store_dir), timeout_s)
-        self.swaps = 0
-        self._stopping = threading.Event()
+        self.limits = limits
+        self.backends = Backends(store_dir, timeout_s)
         self._lock = threading.Lock()
         self._assets: dict[str, tuple[str, bytes]] = {}
         self._search = None  # toolkg.toolsearch.ToolSearch, when /search is first asked
-        self._watcher = threading.Thread(target=self._watch, name="snapshot-watcher", daemon=True)
-        self._watcher.start()
-
-    def acquire(self) -> Backend:
-        with self._lock:
-            backend = self.backend
-            with backend.lock:
-                backend.in_flight += 1
-            return backend
-
-    @staticmethod
-    def release(backend: Backend) -> None:
-        with backend.lock:
-            backend.in_flight -= 1
-
-    def _watch(self) -> None:
-        while not self._stopping.wait(POLL_SECONDS):
-            latest = current_snapshot(self.store_dir)
-            if latest is None or latest == self.backend.snapshot:
-                continue
-            try:
-                fresh = Backend.start(latest, self.timeout_s)
-            except StoreError as exc:  # keep serving the old snapshot; say why once per attempt
-                print(f"toolkg serve: staying on {self.backend.snapshot.name}: {exc}", file=sys.stderr)
-                continue
-            self._replace(fresh)
-            print(f"toolkg serve: now serving snapshot {latest.name}", file=sys.stderr, flush=True)
-
-    def _replace(self, fresh: Backend) -> None:
-        with self._lock:
-            old, self.backend = self.backend, fresh
-            self.swaps += 1
-        threading.Thread(target=old.stop, args=(self.timeout_s + 5,), daemon=True).start()
-
-    def recycle(self, backend: Backend) -> None:
-        """A query outran the timeout: Oxigraph's own timeout does not stop every query (aggregates
-        keep computing), so the process running it is replaced by a fresh one on the same snapshot."""
-        with self._lock:
-            if backend is not self.backend:
-                return  # already swapped away; it stops by itself
-            try:
-                fresh = Backend.start(backend.snapshot, self.timeout_s)
-            except StoreError as exc:
-                print(f"toolkg serve: could not restart the SPARQL backend: {exc}", file=sys.stderr)
-                return
-            old, self.backend = self.backend, fresh
-        threading.Thread(target=old.stop, args=(self.timeout_s,), daemon=True).start()
 
     def status(self) -> dict[str, object]:
-        backend = self.backend
-        return {
-            "store": str(self.store_dir.resolve()),
-            "snapshot": backend.snapshot.name,
-            "serving_since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(backend.started)),
-            "swaps": self.swaps,
-            "query_timeout_s": self.timeout_s,
-            "read_only": True,
+        status = self.backends.status()
+        status["federation"] = self.limits.allow_service
+        status["query_limits"] = {
+            "max_bytes": self.limits.max_bytes,
+            "max_depth": self.limits.max_depth,
+            "max_complexity": self.limits.max_complexity,
         }
+        return status
 
     def asset(self, path: str) -> tuple[str, bytes]:
         """YASGUI's files, fetched once from Oxigraph's binary."""
         if path not in self._assets:
-            backend = self.acquire()
+            backend = self.backends.acquire()
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", backend.port, timeout=10)
                 conn.request("GET", path)
@@ -226,7 +82,7 @@ class Endpoint:
                 self._assets[path] = (response.getheader("Content-Type", "application/octet-stream"), response.read())
                 conn.close()
             finally:
-                self.release(backend)
+                self.backends.release(backend)
         return self._assets[path]
 
     def search(self, query: str, k: int, steps: list[str]) -> dict[str, object]:
@@ -239,11 +95,58 @@ class Endpoint:
         tools = self._search.search_tools(query, k, steps)
         return {"query": query, "steps": steps, "snapshot": self._search.snapshot, "tools": tools}
 
+    def run(self, query: str, graphs: list[tuple[str, str]], accept: str) -> tuple[int, bytes, str, str]:
+        """(status, body, content type, snapshot) for a checked query; 504 at the timeout, never partial."""
+        backend = self.backends.acquire()
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            status, body, content_type = _forward(backend, query, graphs, accept, deadline)
+        except TimeoutError:
+            self.backends.replace(backend, f"a query ran past the {self.timeout_s}s timeout")
+            message = f"query timed out after {self.timeout_s}s (toolkg serve --timeout); its answer was dropped"
+            return 504, message.encode(), "text/plain; charset=utf-8", backend.snapshot.name
+        except (OSError, http.client.HTTPException) as exc:
+            self.backends.check(backend)
+            reason = "it died on this query and was restarted" if not backend.alive() else one_line(str(exc))
+            return 502, f"SPARQL backend failed: {reason}".encode(), "text/plain; charset=utf-8", backend.snapshot.name
+        finally:
+            self.backends.release(backend)
+        return status, body, content_type, backend.snapshot.name
+
     def close(self) -> None:
-        self._stopping.set()
-        self.backend.stop(grace=0)
+        self.backends.close()
         if self._search is not None:
             self._search.close()
+
+
+def _forward(backend: Backend, query: str, graphs, accept: str, deadline: float) -> tuple[int, bytes, str]:
+    """POST the query to the backend and read the whole answer before ``deadline`` (else TimeoutError).
+
+    A socket timeout bounds each read, not the total, so the remaining time is set before every read."""
+    remaining = deadline - time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", backend.port, timeout=max(remaining, 0.01))
+    try:
+        conn.connect()
+        sock = conn.sock  # kept: http.client drops conn.sock once a response says it closes the connection
+        headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": accept}
+        conn.request("POST", "/query", body=urlencode([("query", query), *graphs]).encode(), headers=headers)
+        response = conn.getresponse()
+        chunks, size = [], 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            sock.settimeout(remaining)
+            chunk = response.read1(65536)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_RESULT_BYTES:
+                return 413, f"result larger than {MAX_RESULT_BYTES // 2**20} MiB: add a LIMIT".encode(), "text/plain"
+            chunks.append(chunk)
+        return response.status, b"".join(chunks), response.getheader("Content-Type", "application/octet-stream")
+    finally:
+        conn.close()
 
 
 def _page() -> bytes:
@@ -251,8 +154,14 @@ def _page() -> bytes:
 
 
 class Handler(BaseHTTPRequestHandler):
-    endpoint: Endpoint  # set on the subclass serve() makes
+    endpoint: Endpoint  # set on the subclass make_server makes
     protocol_version = "HTTP/1.1"
+    timeout = CLIENT_TIMEOUT_S
+    # What the standard library answers for requests it cannot parse: one plain line like every other refusal,
+    # and a status line even for a request line without a version (it would answer HTTP/0.9: a bare body).
+    default_request_version = "HTTP/1.0"
+    error_content_type = "text/plain; charset=utf-8"
+    error_message_format = "%(code)d %(message)s: %(explain)s\n"
 
     def log_message(self, format: str, *args) -> None:  # quiet: one line per request is noise here
         pass
@@ -263,115 +172,190 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         for key, value in (extra or {}).items():
             self.send_header(key, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def _refuse(self) -> None:
-        message = "toolkg serve is a read-only endpoint: SPARQL updates and Graph Store writes are refused\n"
-        self._send(403, message.encode(), "text/plain; charset=utf-8")
+    def _text(self, status: int, message: str) -> None:
+        self._send(status, (one_line(message) + "\n").encode(), "text/plain; charset=utf-8")
+
+    def _json(self, status: int, value: object) -> None:
+        self._send(status, json.dumps(value, ensure_ascii=False).encode(), "application/json")
 
     def do_GET(self) -> None:
-        path = urlsplit(self.path).path
+        url = urlsplit(self.path)
+        path = url.path
         if path in ("/", "/index.html"):
             self._send(200, _page(), "text/html; charset=utf-8")
         elif path == "/saved-queries":
-            body = json.dumps([q.as_json() for q in saved_queries().values()], ensure_ascii=False).encode()
-            self._send(200, body, "application/json")
+            self._json(200, [q.as_json() for q in saved_queries().values()])
+        elif path == "/saved-queries/render":
+            self._render_saved(parse_qs(url.query, keep_blank_values=True))
+        elif path == "/prefixes":
+            self._json(200, PREFIXES)
+        elif path in ("/ontology", "/ontology/"):
+            from toolkg.ontology.docs import ontology_html
+
+            self._send(200, ontology_html().encode(), "text/html; charset=utf-8")
+        elif path == "/ontology/context.jsonld":
+            from toolkg.ontology.docs import jsonld_context
+
+            self._send(200, json.dumps(jsonld_context(), indent=1).encode(), "application/ld+json")
         elif path == "/status":
-            self._send(200, json.dumps(self.endpoint.status()).encode(), "application/json")
+            status = self.endpoint.status()
+            self._json(200 if status["backend"]["state"] == "up" else 503, status)
         elif path == "/search":
-            self._search()
+            self._search(parse_qs(url.query))
         elif path in ASSETS:
-            content_type, body = self.endpoint.asset(path)
+            try:
+                content_type, body = self.endpoint.asset(path)
+            except (OSError, StoreError, http.client.HTTPException) as exc:
+                return self._text(503, f"the SPARQL backend is unavailable: {exc}")
             self._send(200, body, content_type, {"Cache-Control": "max-age=3600"})
         elif path in QUERY_PATHS:
-            self._proxy()
+            self._query()
         elif path in WRITE_PATHS:
-            self._refuse()
+            self._text(403, READ_ONLY)
         else:
-            self._send(404, b"not found\n", "text/plain")
+            self._text(404, "not found")
 
     do_HEAD = do_GET
 
     def do_POST(self) -> None:
         path = urlsplit(self.path).path
         if path in QUERY_PATHS:
-            self._proxy()
+            self._query()
         elif path in WRITE_PATHS:
-            self._refuse()
+            self.close_connection = True  # its body is not read
+            self._text(403, READ_ONLY)
         else:
-            self._send(404, b"not found\n", "text/plain")
+            self.close_connection = True
+            self._text(404, "not found")
 
     def do_PUT(self) -> None:
-        self._refuse()
+        self.close_connection = True
+        self._text(403, READ_ONLY)
 
     do_DELETE = do_PATCH = do_PUT
 
-    def _search(self) -> None:
-        """GET /search?q=TEXT[&k=N][&step=TEXT...]: JSON, or 400 with {"error": one line}."""
-        from toolkg.errors import ToolkgError
+    def _render_saved(self, params: dict[str, list[str]]) -> None:
+        """GET /saved-queries/render?name=NAME&PARAM=VALUE: the saved query with the values bound (as escaped
+        literals, never SPARQL), for the UI's parameter forms; 400/404 with {"error": one line}."""
+        name = (params.pop("name", None) or [""])[0]
+        try:
+            query = saved_query(name).render({key: values[-1] for key, values in params.items()})
+        except ToolkgError as exc:
+            return self._json(404 if isinstance(exc, NotFoundError) else 400, {"error": one_line(str(exc))})
+        self._json(200, {"name": name, "query": query})
 
-        params = parse_qs(urlsplit(self.path).query)
+    def _search(self, params: dict[str, list[str]]) -> None:
+        """GET /search?q=TEXT[&k=N][&step=TEXT...]: JSON, or 400 with {"error": one line}."""
         try:
             k = int((params.get("k") or ["5"])[0])
             answer = self.endpoint.search((params.get("q") or [""])[0], k, params.get("step") or [])
         except (ValueError, ToolkgError) as exc:
-            body = json.dumps({"error": one_line(str(exc))}).encode()
-            return self._send(400 if not isinstance(exc, NotFoundError) else 404, body, "application/json")
-        self._send(200, json.dumps(answer, ensure_ascii=False).encode(), "application/json")
+            return self._json(404 if isinstance(exc, NotFoundError) else 400, {"error": one_line(str(exc))})
+        self._json(200, answer)
 
-    def _proxy(self) -> None:
-        """Forward a SPARQL query to the current backend and relay its answer."""
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else None
-        if self.command == "POST" and "application/sparql-update" in (self.headers.get("Content-Type") or ""):
-            return self._refuse()
-        headers = {k: v for k, v in self.headers.items() if k.lower() in ("accept", "content-type")}
-        backend = self.endpoint.acquire()
-        timed_out = False
+    def _query(self) -> None:
+        """A SPARQL query: read, checked, declared, run; each refusal a status and one line."""
         try:
-            path = "/query" + (f"?{urlsplit(self.path).query}" if urlsplit(self.path).query else "")
-            conn = http.client.HTTPConnection("127.0.0.1", backend.port, timeout=self.endpoint.timeout_s + 1)
-            conn.request(self.command, path, body=body, headers=headers)
-            response = conn.getresponse()
-            payload = response.read()
-            conn.close()
-        except TimeoutError:
-            timed_out = True
-        except OSError as exc:
-            return self._send(502, f"SPARQL backend unavailable: {exc}\n".encode(), "text/plain")
+            body = read_body(self.headers, self.rfile) if self.command == "POST" else b""
+            if self.command == "POST" and self.headers.get("Content-Length") is None:
+                raise BadRequest(411, "a POST needs a Content-Length")
+            request = parse_request(self.command, urlsplit(self.path).query, self.headers, body)
+            shape = check_query(request.query, self.endpoint.limits)
+        except BadRequest as exc:
+            self.close_connection = exc.status in (400, 408, 411, 413)  # the body may be unread or misframed
+            return self._text(exc.status, exc.message)
+        except QueryRefused as exc:
+            return self._text(exc.status, str(exc))
+        accept = self.headers.get("Accept") or "application/sparql-results+json"
+        try:
+            status, payload, content_type, snapshot = self.endpoint.run(
+                with_project_prefixes(request.query, shape), request.graphs, accept
+            )
+        except StoreError as exc:  # no backend up
+            return self._text(503, str(exc))
+        self._send(status, payload, content_type, {"X-Toolkg-Snapshot": snapshot})
+
+
+class PooledHTTPServer(HTTPServer):
+    """An HTTP server whose requests run on a bounded pool of threads, with a realistic listen backlog.
+
+    ``ThreadingHTTPServer`` starts a thread per connection without limit and listens with a backlog of 5, so
+    20 clients connecting at once see refused SYNs retried after a second. Here connections wait in the
+    backlog or the pool's queue; none is refused while the pool works through them."""
+
+    request_queue_size = 128
+    allow_reuse_address = True
+
+    def __init__(self, address, handler, workers: int = WORKERS) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolkg-serve")
+        super().__init__(address, handler)
+
+    def process_request(self, request, client_address) -> None:
+        self._pool.submit(self._handle, request, client_address)
+
+    def _handle(self, request, client_address) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:
+            self.handle_error(request, client_address)
         finally:
-            self.endpoint.release(backend)
-        if timed_out:
-            self.endpoint.recycle(backend)
-            message = f"query timed out after {self.endpoint.timeout_s}s (toolkg serve --timeout)\n"
-            return self._send(504, message.encode(), "text/plain; charset=utf-8")
-        self._send(
-            response.status,
-            payload,
-            response.getheader("Content-Type", "application/octet-stream"),
-            {"X-Toolkg-Snapshot": backend.snapshot.name},
-        )
+            self.shutdown_request(request)
+
+    def handle_error(self, request, client_address) -> None:
+        """One line on stderr, no traceback: a client that hangs up or times out is not the server's error."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        print(f"toolkg serve: request from {client_address[0]} failed: {one_line(repr(exc))}", file=sys.stderr)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def parse_bind(bind: str) -> tuple[str, int]:
     host, sep, port = bind.rpartition(":")
     if not sep or not port.isdigit():
         raise ConfigError(f"--bind takes HOST:PORT, not {bind!r}")
-    return host or "127.0.0.1", int(port)
+    return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def make_server(store_dir: str | Path, bind: str = "127.0.0.1:7878", timeout_s: int = 30) -> ThreadingHTTPServer:
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def make_server(
+    store_dir: str | Path,
+    bind: str = "127.0.0.1:7878",
+    timeout_s: int = 30,
+    *,
+    allow_remote: bool = False,
+    limits: QueryLimits = DEFAULT_LIMITS,
+) -> PooledHTTPServer:
     """The endpoint's HTTP server (not yet serving); ``server.endpoint.close()`` stops Oxigraph."""
     host, port = parse_bind(bind)
-    endpoint = Endpoint(store_dir, timeout_s)
+    if not is_loopback(host) and not allow_remote:
+        raise ConfigError(
+            f"refusing to listen on {host}: that is reachable from other machines and the endpoint has no "
+            "authentication (add --allow-remote to do it anyway)"
+        )
+    endpoint = Endpoint(store_dir, timeout_s, limits)
     handler = type("BoundHandler", (Handler,), {"endpoint": endpoint})
     try:
-        server = ThreadingHTTPServer((host, port), handler)
+        server = PooledHTTPServer((host, port), handler)
     except OSError as exc:
         endpoint.close()
         raise ConfigError(f"cannot listen on {bind}: {exc.strerror or exc}") from None
-    server.daemon_threads = True
     server.endpoint = endpoint  # type: ignore[attr-defined]
     return server

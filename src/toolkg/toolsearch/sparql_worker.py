@@ -1,32 +1,20 @@
 """Read-only SPARQL with a timeout and a row cap, for agents: queries run in a child process on the snapshot.
 
 An Oxigraph query cannot be interrupted from Python, so a query that runs past its time is stopped by
-ending the process that runs it (the next query starts a fresh one). Updates are refused before they
-reach the store, which is opened read-only anyway.
+ending the process that runs it (the next query starts a fresh one). Queries are checked first
+(``toolkg.store.query_guard``: updates, SERVICE, and sizes and nestings that overflow Oxigraph are refused)
+and run on a large stack.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from toolkg.errors import RequestError
-
-_COMMENT = re.compile(r"#[^\n]*")
-_PROLOGUE = re.compile(r"^\s*(?:(?:PREFIX\s+[^:\s]*:\s*<[^>]*>|BASE\s+<[^>]*>)\s*)*", re.IGNORECASE)
-_UPDATE = re.compile(r"^(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH)\b", re.IGNORECASE)
-
-
-def is_update(query: str) -> bool:
-    """Whether ``query`` is a SPARQL update (its first keyword after the prologue).
-
-    >>> is_update("PREFIX ex: <http://e/> # note\\n INSERT DATA { ex:a ex:b ex:c }"), is_update("SELECT * {}")
-    (True, False)
-    """
-    body = _PROLOGUE.sub("", _COMMENT.sub(" ", query), count=1)
-    return bool(_UPDATE.match(body.lstrip()))
+from toolkg.store.query_guard import QueryRefused, check_query, on_large_stack
 
 
 def _term(term: Any) -> dict[str, str]:
@@ -85,7 +73,7 @@ def _serve(snapshot: str, connection) -> None:
         except EOFError:
             return
         try:
-            connection.send(("ok", answer(store, query, max_rows)))
+            connection.send(("ok", on_large_stack(partial(answer, store, query, max_rows))))
         except SyntaxError as exc:
             connection.send(("error", f"invalid SPARQL: {str(exc).splitlines()[0]}"))
         except Exception as exc:  # noqa: BLE001 - the message goes back to the caller as one line
@@ -109,15 +97,21 @@ class SparqlWorker:
     def run(self, query: str, timeout: float, max_rows: int) -> dict[str, Any]:
         if not isinstance(query, str) or not query.strip():
             raise RequestError("query must be a non-empty SPARQL string")
-        if is_update(query):
-            raise RequestError("SPARQL updates are refused: this endpoint is read-only")
+        try:  # updates, SERVICE and shapes that overflow Oxigraph's stack never reach it
+            check_query(query)  # (the store declares the project's prefixes itself)
+        except QueryRefused as exc:
+            raise RequestError(str(exc)) from None
         if self._process is None or not self._process.is_alive():
             self._start()
         self._connection.send((query, max_rows))
         if not self._connection.poll(timeout):
             self.close()  # the only way to stop a running Oxigraph query
             raise RequestError(f"query stopped after {timeout:g}s (narrow it, or add a LIMIT)")
-        status, payload = self._connection.recv()
+        try:
+            status, payload = self._connection.recv()
+        except (EOFError, OSError):  # the worker died on this query; the next one starts a fresh worker
+            self.close()
+            raise RequestError("the query ended the SPARQL worker (it was restarted)") from None
         if status == "error":
             raise RequestError(payload)
         return payload

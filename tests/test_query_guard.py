@@ -1,0 +1,155 @@
+"""The query guard: what it counts, that it passes real queries, and that what it passes does not crash Oxigraph.
+
+The shapes below are the ones that overflowed Oxigraph's stack when tried (``benchmarks/query_guard_bench.py``
+measures where). For each, the largest query the guard accepts must run to an answer in ``toolkg query``
+(in-process) and through ``toolkg serve`` (the backend not restarted), and a much larger one is refused.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import urllib.parse
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import ROOT, TOOLKG
+from tests.endpoint_helpers import get, request, serving
+from toolkg.store.query_guard import DEFAULT_LIMITS, QueryRefused, check_query, measure, with_project_prefixes
+from toolkg.store.saved_queries import saved_queries
+
+# Each shape as a function of its size n; "nested" ones grow in depth, the others in length.
+SHAPES = {
+    "braces": lambda n: "SELECT * WHERE " + "{" * n + "?s ?p ?o" + "}" * n,
+    "parens": lambda n: "SELECT * WHERE { ?s ?p ?o FILTER(" + "(" * n + "?o" + ")" * n + ") }",
+    "path-parens": lambda n: "SELECT * WHERE { ?s " + "(" * n + "<urn:p>" + ")" * n + " ?o }",
+    "blank-nodes": lambda n: "SELECT * WHERE { ?s <urn:p> " + "[ <urn:p> " * n + "?o" + " ]" * n + " }",
+    "not-exists": lambda n: "SELECT * WHERE { ?s ?p ?o " + "FILTER NOT EXISTS {" * n + "?s ?p ?o" + "}" * n + " }",
+    "subselects": lambda n: "SELECT * WHERE " + "{ SELECT * WHERE " * n + "{?s ?p ?o}" + "}" * n,
+    "or-chain": lambda n: "SELECT * WHERE { ?s ?p ?o FILTER(" + " || ".join(["?o"] * n) + ") }",
+    "minus-chain": lambda n: "SELECT * WHERE { BIND(" + "-".join(["1"] * n) + " AS ?x) }",
+    "negations": lambda n: "SELECT * WHERE { BIND(" + "!" * n + "true AS ?x) }",
+    "binds": lambda n: "SELECT * WHERE { " + " ".join(f"BIND({i} AS ?v{i})" for i in range(n)) + " }",
+    "alternatives": lambda n: "SELECT * WHERE { ?s " + "|".join(["<urn:p>"] * n) + " ?o }",
+    "filters": lambda n: "SELECT * WHERE { ?s ?p ?o " + " ".join("FILTER(?o)" for _ in range(n)) + " }",
+    "concat-args": lambda n: "SELECT * WHERE { BIND(CONCAT(" + ",".join(['"a"'] * n) + ") AS ?x) }",
+}
+# Shapes whose largest accepted size is slow to plan (seconds to minutes, not a crash): checked at the limit
+# only for being refused above it; the timeout covers their cost on the endpoint.
+SLOW = {
+    "optionals": lambda n: "SELECT * WHERE { ?s ?p ?o " + " ".join(["OPTIONAL { ?s ?p ?o }"] * n) + " }",
+    "unions": lambda n: "SELECT * WHERE { " + " UNION ".join(["{?s ?p ?o}"] * n) + " }",
+    "star": lambda n: "SELECT * WHERE { ?s " + " ; ".join(f"<urn:p> ?o{i}" for i in range(n)) + " }",
+}
+# The smallest size that crashed (benchmarks/query_guard_bench.py: pyoxigraph in a main thread, or
+# `oxigraph serve-read-only`, whichever was lower; the other shapes did not crash up to 6,000).
+CRASHED_AT = {"braces": 2250, "parens": 4687, "blank-nodes": 3468, "not-exists": 843, "subselects": 2625, "binds": 2625}
+
+
+def largest_accepted(shape) -> int:
+    lo, hi = 1, 100_000
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        try:
+            check_query(shape(mid))
+            lo = mid
+        except QueryRefused:
+            hi = mid - 1
+    return lo
+
+
+def test_the_limits_stay_well_under_every_crash_measured():
+    for name, crash in CRASHED_AT.items():
+        shape = SHAPES.get(name) or SLOW[name]
+        assert largest_accepted(shape) * 1.5 < crash, name
+    for shape in {**SHAPES, **SLOW}.values():
+        with pytest.raises(QueryRefused):
+            check_query(shape(4000))
+
+
+def test_real_queries_pass():
+    """Every saved query and the README's example pass, and the limits are far from them."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    examples = re.findall(r'toolkg query "([^"]+)"', readme)
+    assert examples
+    for text in [q.render() for q in saved_queries().values()] + examples:
+        shape = check_query(text)
+        assert shape.depth <= DEFAULT_LIMITS.max_depth // 4
+        assert shape.complexity <= DEFAULT_LIMITS.max_complexity // 4
+
+
+def test_what_is_refused_and_why():
+    cases = {
+        "INSERT DATA { <urn:a> <urn:b> <urn:c> }": (403, "read-only"),
+        "PREFIX x: <urn:x#> # a comment\n DELETE WHERE { ?s ?p ?o }": (403, "read-only"),
+        "SELECT * { SERVICE <http://169.254.169.254/latest> { ?s ?p ?o } }": (403, "SERVICE"),
+        "SELECT * { service SILENT <http://localhost/> { ?s ?p ?o } }": (403, "SERVICE"),
+        "SELECT * { ?s ?p '" + "x" * 70_000 + "' }": (413, "too large"),
+    }
+    for text, (status, words) in cases.items():
+        with pytest.raises(QueryRefused) as refused:
+            check_query(text)
+        assert refused.value.status == status and words in str(refused.value)
+        assert "\n" not in str(refused.value)
+    # Inside strings, IRIs and comments, brackets and keywords are text, not structure.
+    quiet = 'SELECT * { ?s ?p "{{{ SERVICE ((((" . ?s ?p <urn:x:(> } # {{{{{{ SERVICE'
+    assert measure(quiet).depth == 1 and not measure(quiet).service
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_any_text_is_measured_or_refused_never_an_error(text):
+    try:
+        shape = check_query(text)
+    except QueryRefused as refused:
+        assert refused.status in (400, 403, 413) and "\n" not in str(refused)
+        return
+    assert shape.depth <= DEFAULT_LIMITS.max_depth
+    # Quoted, the same text counts for nothing.
+    literal = '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r") + '"'
+    assert measure(f"SELECT * {{ ?s ?p {literal} }}").complexity == measure("SELECT * { ?s ?p 1 }").complexity
+
+
+def test_project_prefixes_are_declared_once_and_never_override():
+    assert with_project_prefixes("SELECT * { ?t a tk:Tool ; rdfs:label ?l }").count("PREFIX") == 2
+    mine = "PREFIX tk: <urn:mine#>\nSELECT * { ?t a tk:Tool }"
+    assert with_project_prefixes(mine) == mine
+    assert with_project_prefixes("SELECT * { ?s ?p ?o }") == "SELECT * { ?s ?p ?o }"
+
+
+def _tiny_store(cli, tmp_path):
+    manifest = tmp_path / "tiny.json"
+    manifest.write_text('{"tools": [{"name": "ping", "description": "Ping a host.", "inputSchema": {}}]}')
+    store = tmp_path / "store"
+    assert cli("build", str(manifest), "--store", str(store), "--no-links").returncode == 0
+    return store
+
+
+def test_the_largest_accepted_queries_run_in_process_and_served(cli, tmp_path):
+    store = _tiny_store(cli, tmp_path)
+    largest = {name: shape(largest_accepted(shape)) for name, shape in SHAPES.items()}
+    for name, text in largest.items():
+        run = subprocess.run(
+            [str(TOOLKG), "query", "--store", str(store), "--format", "json", "-"],
+            input=text,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, (name, run.returncode, run.stderr[-300:])
+    with serving(store) as base:
+        for name, text in largest.items():
+            code, body, _ = request(base + "/query", urllib.parse.urlencode({"query": text}).encode())
+            assert code == 200, (name, code, body[:300])
+        # The shape reported first: 4,000 nested braces in a 16 KB POST. Refused, and the endpoint answers.
+        attack = SHAPES["braces"](4000)
+        code, body, _ = request(base + "/query", attack.encode(), headers={"Content-Type": "application/sparql-query"})
+        assert code == 400 and "nested too deeply" in body
+        status = get(base + "/status")
+        assert status["backend"]["state"] == "up" and status["backend"]["restarts"] == 0
+    refused = subprocess.run(
+        [str(TOOLKG), "query", "--store", str(store), "-"], input=attack, capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and "nested too deeply" in refused.stderr
