@@ -71,7 +71,7 @@ def run(base: str, queries: list[str], clients: int, per_client: int) -> dict:
     wall = time.perf_counter() - started
     latencies = sorted(ms for ms, _ in results)
     errors = sum(1 for _, status in results if status != 200)
-    q = statistics.quantiles(latencies, n=100)
+    q = statistics.quantiles(latencies, n=100, method="inclusive")
     return {
         "clients": clients,
         "requests": len(results),
