@@ -96,16 +96,38 @@ class QueryShape:
     used: set[str] = field(default_factory=set)
 
 
+def _tokens(text: str):
+    """(kind, value) for every token but spaces and comments, with ``<`` read as Oxigraph reads it.
+
+    ``<`` opens an IRI, except inside an expression right after an operand, where it is "less than": there
+    ``(?x<1-1-1)>(0)`` is a comparison around a chain of subtractions, not the IRI ``<1-1-1)>``. Reading it as
+    an IRI would hide the chain (and any parentheses in it) from the counts. Expressions live in parentheses,
+    so the rule applies where the innermost open bracket is ``(``; it also reads a VALUES row ``(<a> <b>)`` as
+    a comparison, which only counts a little more."""
+    pos, brackets, after_operand = 0, [], False
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        kind, value = match.lastgroup, match.group()
+        if kind == "iri" and after_operand and brackets and brackets[-1] == "(":
+            kind, value = "op", "<=" if text.startswith("<=", pos) else "<"
+        pos += len(value)
+        if kind in ("space", "comment"):
+            continue
+        if kind == "op" and value in _OPEN:
+            brackets.append(value)
+        elif kind == "op" and value in _CLOSE and brackets:
+            brackets.pop()
+        after_operand = kind in ("var", "number", "string", "iri", "name", "lang") or value in (")", "]")
+        yield kind, value
+
+
 def measure(text: str) -> QueryShape:
     """Count what the guard limits, without refusing anything."""
     shape = QueryShape(size=len(text.encode("utf-8", "surrogatepass")))
     depth = 0
     first_keyword = True
     expect_prefix = False
-    for match in _TOKEN.finditer(text):
-        kind, value = match.lastgroup, match.group()
-        if kind in ("space", "comment"):
-            continue
+    for kind, value in _tokens(text):
         if expect_prefix and kind == "name":
             shape.declared.add(value.split(":", 1)[0])
             expect_prefix = False

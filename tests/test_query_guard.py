@@ -93,6 +93,15 @@ def test_what_is_refused_and_why():
             check_query(text)
         assert refused.value.status == status and words in str(refused.value)
         assert "\n" not in str(refused.value)
+    # In an expression, "<" after an operand is "less than", as Oxigraph reads it: what follows is counted,
+    # not taken for an IRI (here ~4,000 levels of parentheses and a 30,000-long chain, both of which crash it).
+    hidden_parens = "SELECT * WHERE { FILTER((?x<" + "(" * 4000 + "1" + ")" * 4000 + ")>(0)) }"
+    hidden_chain = "SELECT * WHERE { FILTER((?x<" + "-".join(["1"] * 30_000) + ")>(0)) }"
+    assert measure(hidden_parens).depth > 4000 and measure(hidden_chain).complexity > 30_000
+    for text in (hidden_parens, hidden_chain):
+        with pytest.raises(QueryRefused):
+            check_query(text)
+    assert measure("SELECT * { ?s ?p ?o FILTER(?o IN (<urn:a>, <urn:b>)) }").complexity == 7
     # Inside strings, IRIs and comments, brackets and keywords are text, not structure.
     quiet = 'SELECT * { ?s ?p "{{{ SERVICE ((((" . ?s ?p <urn:x:(> } # {{{{{{ SERVICE'
     assert measure(quiet).depth == 1 and not measure(quiet).service
