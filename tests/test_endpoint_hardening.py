@@ -97,6 +97,11 @@ def test_a_query_past_the_timeout_is_504_never_a_truncated_200(store):
             assert code == 504 and "timed out after 1s" in body, (accept, code, body[:200])
             assert time.monotonic() - started < 8
             assert sparql(base, COUNT_TOOLS) == [{"n": "20"}]
+        # A query that streams rows from the start: the 200 header and the first rows come at once, so only a
+        # proxy that reads the whole answer first can still refuse it (504 at the deadline, or 413 past 64 MiB).
+        streaming = "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"
+        code, body, _ = request(base + "/query", urllib.parse.urlencode({"query": streaming}).encode())
+        assert (code, body.split(" ")[0]) in ((504, "query"), (413, "result")), (code, body[:200])  # never a 200
         backend = get(base + "/status")["backend"]
         assert backend["state"] == "up" and backend["restarts"] >= 1
         assert "timeout" in backend["last_restart"]["reason"]
@@ -105,33 +110,36 @@ def test_a_query_past_the_timeout_is_504_never_a_truncated_200(store):
 def test_malformed_requests_get_a_4xx_and_no_traceback(store):
     with serve_process(store) as (base, process):
         cases = {
-            b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/sparql-query\r\nContent-Length: abc\r\n\r\n"
+            b"POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/sparql-query\r\nContent-Length: abc\r\n\r\n"
             b"ASK {}": "400",
-            b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/sparql-query\r\nContent-Length: -5\r\n\r\n"
+            b"POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/sparql-query\r\nContent-Length: -5\r\n\r\n"
             b"ASK {}": "400",
-            b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/sparql-query\r\n"
+            b"POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/sparql-query\r\n"
             b"Content-Length: 1000000000\r\n\r\nASK {}": "413",
-            b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/sparql-query\r\n"
+            b"POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/sparql-query\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n6\r\nASK {}\r\n0\r\n\r\n": "411",
-            b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/sparql-query\r\n\r\n": "411",
-            b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 6\r\n\r\nASK {}": "415",
-            b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            b"POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/sparql-query\r\n\r\n": "411",
+            b"POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: text/plain\r\nContent-Length: 6\r\n\r\nASK {}": "415",
+            b"POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
             b"Content-Length: 11\r\n\r\nquery=%FF%FE": "400",
-            b"GET /query HTTP/1.1\r\nHost: x\r\n\r\n": "400",
-            b"GET /query?query=ASK%7B%7D&query=ASK%7B%7D HTTP/1.1\r\nHost: x\r\n\r\n": "400",
-            b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            b"GET /query HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n": "400",
+            b"GET /query?query=ASK%7B%7D&query=ASK%7B%7D HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n": "400",
+            b"POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
             b"Content-Length: 16\r\n\r\nupdate=CLEAR+ALL": "403",
             b"GARBAGE\r\n\r\n": "400",
         }
         for data, status in cases.items():
-            answer = _raw(base, data.replace(b"Host: x\r\n", b"Host: x\r\nConnection: close\r\n", 1))
+            answer = _raw(base, data.replace(b"Host: 127.0.0.1\r\n", b"Host: 127.0.0.1\r\nConnection: close\r\n", 1))
             assert answer.split(" ")[1] == status, (data[:60], answer[:200])
             body = answer.split("\r\n\r\n", 1)[1]
             assert body.strip() and body.strip().count("\n") == 0, body  # one line says why
         # A body shorter than its Content-Length, then the client hangs up; and one that just stops.
-        _raw(base, b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\nquery=ASK", timeout=1)
+        _raw(base, b"POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 500\r\n\r\nquery=ASK", timeout=1)
         with socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1]))) as conn:
-            conn.sendall(b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\nq")
+            conn.sendall(b"POST /query HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 50\r\n\r\nq")
         assert sparql(base, COUNT_TOOLS) == [{"n": "20"}]
     stderr = process.stderr.read()
     assert "Traceback" not in stderr, stderr
@@ -218,3 +226,17 @@ def test_the_vocabulary_routes(store):
         assert code == 200 and "text/html" in headers["Content-Type"] and "dependsOn" in body
         context = get(base + "/ontology/context.jsonld")
         assert context["@context"]["tk"] == prefixes["tk"]
+
+
+def test_requests_a_web_page_could_make_are_refused(store):
+    """A page in the user's browser can POST a form to 127.0.0.1, or reach it under its own name by DNS
+    rebinding: a foreign Origin or a non-loopback Host is refused; the endpoint's own page is not."""
+    form = urllib.parse.urlencode({"query": "ASK {}"}).encode()
+    with serving(store) as base:
+        code, body, _ = request(base + "/query", form, headers={"Origin": "https://evil.example"})
+        assert code == 403 and "cross-site" in body
+        code, body, _ = request(base + "/query", form, headers={"Host": "rebound.example:7878"})
+        assert code == 403 and "Host" in body
+        own = urllib.parse.urlsplit(base).netloc
+        code, body, _ = request(base + "/query", form, headers={"Origin": base, "Accept": "application/json"})
+        assert code == 200 and json.loads(body)["boolean"] is True, own

@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -95,14 +96,17 @@ class Backend:
                     str(timeout_s + 5),
                 ],
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
+                # A file, not a pipe: Oxigraph logs every failed query there, and a pipe nobody reads fills up
+                # and blocks it. Its last line says why a start failed.
+                stderr=tempfile.TemporaryFile(),
                 preexec_fn=_die_with_parent,
             ).result()
             backend = cls(snapshot, port, process)
             if backend._wait_ready(15.0):
                 return backend
+            reason = backend.error()
             backend.stop(grace=0)
-        raise StoreError(f"oxigraph could not serve {snapshot}: {backend.error()}")
+        raise StoreError(f"oxigraph could not serve {snapshot}: {reason}")
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -115,7 +119,7 @@ class Backend:
             ok = conn.getresponse().status == 200
             conn.close()
             return ok
-        except OSError:
+        except (OSError, http.client.HTTPException):
             return False
 
     def _wait_ready(self, seconds: float) -> bool:
@@ -129,8 +133,9 @@ class Backend:
         return False
 
     def error(self) -> str:
-        if self.alive() or self.process.stderr is None:
+        if self.alive() or self.process.stderr is None or self.process.stderr.closed:
             return "did not answer in time"
+        self.process.stderr.seek(0)
         lines = self.process.stderr.read().decode(errors="replace").strip().splitlines()
         return lines[-1] if lines else f"exited with {self.process.returncode}"
 

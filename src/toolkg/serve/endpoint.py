@@ -44,7 +44,7 @@ from toolkg.store.saved_queries import saved_queries, saved_query
 QUERY_PATHS = ("/query", "/sparql")
 ASSETS = ("/yasgui.min.js", "/yasgui.min.css", "/logo.svg")
 WRITE_PATHS = ("/update", "/store")
-MAX_RESULT_BYTES = 256 * 1024 * 1024  # an answer is buffered whole (to be sure it is whole) up to this
+MAX_RESULT_BYTES = 64 * 1024 * 1024  # an answer is buffered whole (to be sure it is whole) up to this
 WORKERS = 32
 CLIENT_TIMEOUT_S = 15  # a client that sends nothing for this long is disconnected
 
@@ -52,8 +52,11 @@ CLIENT_TIMEOUT_S = 15  # a client that sends nothing for this long is disconnect
 class Endpoint:
     """The proxy's state: the backends, the query limits, and what is loaded once (assets, search)."""
 
-    def __init__(self, store_dir: str | Path, timeout_s: int = 30, limits: QueryLimits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, store_dir: str | Path, timeout_s: int = 30, limits: QueryLimits = DEFAULT_LIMITS, allow_remote=False
+    ) -> None:
         self.store_dir = Path(store_dir)
+        self.allow_remote = allow_remote
         self.timeout_s = timeout_s
         self.limits = limits
         self.backends = Backends(store_dir, timeout_s)
@@ -184,7 +187,27 @@ class Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, value: object) -> None:
         self._send(status, json.dumps(value, ensure_ascii=False).encode(), "application/json")
 
+    def _foreign(self) -> str | None:
+        """Why a request that a web page could have made must be refused, if it must.
+
+        A page in the user's browser can POST a form to 127.0.0.1 (a "simple" request) or, by DNS rebinding,
+        reach it under its own host name. So: the Host must be a loopback name (unless --allow-remote), and an
+        Origin, when sent, must be this endpoint's own."""
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
+        if not self.endpoint.allow_remote and host and not is_loopback(host):
+            return f"Host {host!r} is not this loopback endpoint (toolkg serve --allow-remote serves other names)"
+        origin = self.headers.get("Origin")
+        if origin and origin != "null" and urlsplit(origin).netloc.lower() != (self.headers.get("Host") or "").lower():
+            return f"cross-site request from {origin} refused"
+        if origin == "null":
+            return "cross-site request from an opaque origin refused"
+        return None
+
     def do_GET(self) -> None:
+        if self.headers.get("Content-Length", "0").strip() not in ("", "0"):
+            self.close_connection = True  # a GET's body is never read: it must not be taken for the next request
+        if reason := self._foreign():
+            return self._text(403, reason)
         url = urlsplit(self.path)
         path = url.path
         if path in ("/", "/index.html"):
@@ -224,6 +247,9 @@ class Handler(BaseHTTPRequestHandler):
     do_HEAD = do_GET
 
     def do_POST(self) -> None:
+        if reason := self._foreign():
+            self.close_connection = True
+            return self._text(403, reason)
         path = urlsplit(self.path).path
         if path in QUERY_PATHS:
             self._query()
@@ -350,7 +376,7 @@ def make_server(
             f"refusing to listen on {host}: that is reachable from other machines and the endpoint has no "
             "authentication (add --allow-remote to do it anyway)"
         )
-    endpoint = Endpoint(store_dir, timeout_s, limits)
+    endpoint = Endpoint(store_dir, timeout_s, limits, allow_remote)
     handler = type("BoundHandler", (Handler,), {"endpoint": endpoint})
     try:
         server = PooledHTTPServer((host, port), handler)
