@@ -92,6 +92,7 @@ class QueryShape:
     complexity: int = 0
     update: bool = False
     service: bool = False
+    stray_backslash: bool = False  # outside strings, IRIs and names
     declared: set[str] = field(default_factory=set)
     used: set[str] = field(default_factory=set)
 
@@ -133,6 +134,7 @@ def measure(text: str) -> QueryShape:
     first_keyword = True
     expect_prefix = False
     for kind, value in _tokens(text):
+        shape.stray_backslash |= kind == "other" and value == "\\"
         if expect_prefix and kind == "name":
             shape.declared.add(value.split(":", 1)[0])
             expect_prefix = False
@@ -171,9 +173,9 @@ def check_query(text: str, limits: QueryLimits = DEFAULT_LIMITS) -> QueryShape:
         raise QueryRefused(f"query too large: {size:,} bytes (at most {limits.max_bytes:,})", 413)
     # SPARQL allows \uXXXX anywhere, decoded before parsing; Oxigraph 0.5 decodes it only inside IRIs and
     # strings. Outside them it has no use, and a parser that did decode it would see structure the guard did not.
-    if any(kind == "other" and value == "\\" for kind, value in _tokens(text)):
-        raise QueryRefused("a backslash outside strings, IRIs and names is refused (\\u escapes belong inside them)")
     shape = measure(text)
+    if shape.stray_backslash:
+        raise QueryRefused("a backslash outside strings, IRIs and names is refused (\\u escapes belong inside them)")
     if shape.update and not limits.allow_update:
         raise QueryRefused("SPARQL updates are refused: this endpoint is read-only", 403)
     if shape.service and not limits.allow_service:
