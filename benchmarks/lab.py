@@ -32,6 +32,9 @@ from toolkg.retrieval.metrics import complete_at, gold_tools, recall_at, server_
 CATALOGS = {
     "livemcpbench": (["data/livemcpbench/tools.json"], "data/livemcpbench/queries.jsonl"),
     "toollinkos": (["data/toollinkos"], "data/toollinkos/queries.jsonl"),
+    "bfcl": (["data/bfcl/tools.json"], "data/bfcl/queries.jsonl"),
+    "azure-mcp": (["data/azure-mcp/tools.json"], "data/azure-mcp/queries.jsonl"),
+    "apibench": (["data/apibench/tools.json"], "data/apibench/queries.jsonl"),
 }
 RankFunction = Callable[[str, Sequence[str]], Sequence[str]]
 

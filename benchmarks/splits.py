@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-CATALOGS = ("livemcpbench", "toollinkos")
+CATALOGS = ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench")
 
 
 def half(query_id: str) -> str:

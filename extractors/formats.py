@@ -83,6 +83,8 @@ def detect_format(document: Any, path: str) -> ManifestFormat:
             return "openapi"
         if "swagger" in document:
             raise ManifestError(path, "Swagger 2.0 is not supported; convert it to OpenAPI 3 first")
+        if isinstance(document.get("tools"), list) and _openai_entries(document["tools"]):
+            return "openai"  # a chat request's (or a wrapper's) "tools": [{"type": "function", ...}]
         if isinstance(document.get("tools"), list) or isinstance(_mapping_get(document, "result", "tools"), list):
             return "mcp"
         if document.get("type") == "function" or {"name", "parameters"} <= document.keys():
@@ -110,6 +112,12 @@ def detect_format(document: Any, path: str) -> ManifestFormat:
             return "openai"
         raise ManifestError(path, "unrecognised list manifest (use --format to force one)")
     raise ManifestError(path, f"manifest must be a JSON object or list, got {type(document).__name__}")
+
+
+def _openai_entries(entries: list) -> bool:
+    """Whether a list of tools is OpenAI's (``{"type": "function", "function": {...}}``), by its first object."""
+    first = next((entry for entry in entries if isinstance(entry, Mapping)), None)
+    return first is not None and (first.get("type") == "function" or isinstance(first.get("function"), Mapping))
 
 
 def _mapping_get(document: Mapping[str, Any], *keys: str) -> Any:
