@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install browser mcp-servers demo test fuzz lint bench clean
+.PHONY: install browser mcp-servers demo test fuzz lint bench bench-suite clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,9 @@ bench: $(STAMP) mcp-servers  ## build (sample catalogs, synthetic 10k and 100k t
 	$(BIN)/python benchmarks/retrieval_bench.py
 	$(BIN)/python benchmarks/sync_bench.py
 	$(BIN)/python benchmarks/live_bench.py
+
+bench-suite: $(STAMP)  ## the retrieval suite: every method and the plain references on five public catalogs, leave-one-catalog-out
+	$(BIN)/python benchmarks/suite/run.py
 
 clean:
 	rm -rf .toolkg benchmarks/results $(SERVERS)

@@ -347,7 +347,7 @@ def prepare(name: str, half: str) -> Prepared:
     from toolkg.embeddings import tool_text
 
     catalog = load(name, half=half)
-    texts = [tool_text(t.name, t.description, [p.name for p in t.parameters]) for t in catalog.tools]
+    texts = [tool_text(t) for t in catalog.tools]
     queries = list(dict.fromkeys(t for row in catalog.queries for t in (row["query"], *(row.get("steps") or ()))))
     return Prepared(catalog, [t.id for t in catalog.tools], texts, queries)
 

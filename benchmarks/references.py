@@ -1,7 +1,8 @@
-"""Reference retrievers the issue measures toolkg against, outside the product: plain
-all-MiniLM-L6-v2 over a tool's ``name: description`` and a standard BM25 (Okapi, as the rank-bm25
-package computes it: k1 1.5, b 0.75, idf floored at 0.25 of the mean) over the same text with plain
-lower-case word tokens. Both read the query text alone, never its steps.
+"""Reference retrievers toolkg is measured against, outside the product: plain all-MiniLM-L6-v2 as
+sentence-transformers runs it (256 tokens) over a tool's name, description and each parameter's name and
+description, and a standard BM25 (Okapi, as the rank-bm25 package computes it: k1 1.5, b 0.75, idf floored
+at 0.25 of the mean) over the same text with plain lower-case word tokens. Both read the query text alone,
+never its steps.
 """
 
 from __future__ import annotations
@@ -17,8 +18,33 @@ from toolkg.retrieval.base import Hit, Query, Ranking, servers_of, top
 _WORD = re.compile(r"\w+")
 
 
+PLAIN_TOKENS = 256  # sentence-transformers' default for this model (toolkg embeds 128)
+_plain_model = None
+
+
 def plain_text(tool) -> str:
-    return f"{tool.name}: {tool.description}"
+    """Name, description, then each parameter's name and description (the issue's plain tool text)."""
+    parts = [
+        tool.name,
+        tool.description,
+        *(
+            f"{name} {description}".strip()
+            for name, description in zip(tool.parameters, tool.parameter_descriptions, strict=False)
+        ),
+    ]
+    return " ".join(part for part in parts if part)
+
+
+def plain_encode(texts: list[str]) -> np.ndarray:
+    """The model at 256 tokens on ONNX Runtime (the same weights; equal to sentence-transformers')."""
+    global _plain_model
+    if _plain_model is None:
+        from toolkg.embeddings import MODEL_SHA256, _weights
+        from toolkg.onnx_minilm import OnnxMiniLM, model_file
+
+        weights = _weights()
+        _plain_model = OnnxMiniLM(model_file(weights, MODEL_SHA256, "fp32"), weights, max_tokens=PLAIN_TOKENS)
+    return _plain_model.encode(texts)
 
 
 class PlainDense:
@@ -26,10 +52,10 @@ class PlainDense:
 
     def __init__(self, index) -> None:
         self.index, self.catalog = index, index.catalog
-        self.vectors = index._embedder.encode([plain_text(t) for t in self.catalog.tools], label="embed plain")
+        self.vectors = plain_encode([plain_text(t) for t in self.catalog.tools])
 
     def retrieve(self, query: Query, k: int) -> Ranking:
-        scores = self.vectors @ self.index.embed(query.text)
+        scores = self.vectors @ plain_encode([query.text])[0]
         hits = [Hit(self.catalog.tools[i], float(scores[i]), "plain dense") for i in top(scores, k)]
         return Ranking(hits, servers_of(self.catalog, hits, k))
 

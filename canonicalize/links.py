@@ -43,7 +43,7 @@ MAX_CONSUMERS_READ = 200
 
 def tool_text(tool: Tool) -> str:
     """The text a tool is embedded by (the same as dense retrieval's, so the cache serves both)."""
-    return embedded_text(tool.name, tool.description, [p.name for p in tool.parameters])
+    return embedded_text(tool)
 
 
 def _names(names: Sequence[str]) -> frozenset[str]:

@@ -20,7 +20,8 @@ from toolkg.store.oxigraph_store import ToolStore
 def stored_tools(store: ToolStore) -> list[Tool]:
     """Every stored tool, sorted by id, with what the catalog-wide stages and retrievers read: name,
     description, parameters in position order (name, required, location, description) and output
-    names. Other fields (JSON types, enums, annotations...) keep their model defaults.
+    names, enum values (sorted: the store keeps a set). Other fields (JSON types, annotations...) keep
+    their model defaults.
 
     A tool's node is ``iris.tool_iri_from_id(tool.id)`` (its server id is the part of its
     identifier before ``::``; server ids never hold ``::``)."""
@@ -45,6 +46,17 @@ def stored_tools(store: ToolStore) -> list[Tool]:
                 ),
             )
         )
+    enums: dict[tuple[str, str], list[str]] = defaultdict(list)
+    rows = store.select(
+        "SELECT ?t ?name ?value WHERE { ?t tk:hasParameter ?p . ?p tk:name ?name ; tk:enumValue ?value }"
+    )
+    for row in rows:
+        enums[(row["t"].value, row["name"].value)].append(row["value"].value)
+    for node, items in parameters.items():
+        items[:] = [
+            (i, p.model_copy(update={"enum": tuple(sorted(enums[(node, p.name)]))}) if (node, p.name) in enums else p)
+            for i, p in items
+        ]
     outputs: dict[str, list[OutputField]] = defaultdict(list)
     for row in store.select("SELECT ?t ?name WHERE { ?t tk:hasOutput ?o . ?o tk:name ?name }"):
         outputs[row["t"].value].append(OutputField(name=row["name"].value))

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from toolkg.embeddings import BATCH, MAX_TOKENS, MODEL_SHA256, _load_model, _numpy_model, _weights, tool_text
+from toolkg.models import Parameter, Tool
 from toolkg.onnx_minilm import OnnxMiniLM, model_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +25,9 @@ def _real_texts() -> list[str]:
         for tools in server.get("tools", {}).values():
             for tool in tools.get("tools", [])[:2]:
                 params = list((tool.get("inputSchema") or {}).get("properties") or {})
-                texts.append(tool_text(tool["name"], tool.get("description") or "", params))
+                parameters = tuple(Parameter(name=p) for p in params)
+                texts.append(tool_text(Tool(server_id="s", name=tool["name"], description=tool.get("description") or "",
+                                            parameters=parameters)))
     texts = texts[:60] + ["", "x", "天气预报 weather " * 100]  # empty, one letter, past MAX_TOKENS, CJK
     assert len(texts) > 40
     return texts

@@ -40,15 +40,60 @@ _model = None
 _model_lock = threading.Lock()
 
 
-def tool_text(name: str, description: str, parameters: Sequence[str]) -> str:
-    """The text a tool is embedded and searched by: name words, description, parameter names.
+def tool_text(tool) -> str:
+    """The text a tool is embedded and searched by: what it offers, most telling first.
 
-    The build's structural links and the retrievers use this same text, so the vectors a build
-    computes are the ones retrieval reads from the cache."""
+    Name words and description, then each parameter's name with the first sentence of its description and
+    up to ``ENUM_VALUES`` of its allowed values, then the names of its outputs. The model reads the first
+    ``MAX_TOKENS`` tokens, so what the order puts last is what a long tool loses. Enum values and outputs
+    are sorted: the store keeps them as sets, and a retriever must rebuild the very text the build embedded.
+    Measured on the retrieval suite's tuning halves against name, description and parameter names only
+    (benchmarks/suite, README "Retrieval"). ``tool``: a ``toolkg.models.Tool``."""
     from toolkg.text.words import split_identifier
 
-    text = f"{' '.join(split_identifier(name))}: {description}".strip()
-    return text + (f" Parameters: {', '.join(parameters)}." if parameters else "")
+    text = f"{' '.join(split_identifier(tool.name))}: {' '.join(tool.description.split())}".strip()
+    parameters = []
+    for parameter in tool.parameters:
+        item = " ".join(split_identifier(parameter.name)) or parameter.name
+        if parameter.description.strip():
+            item += f" ({first_sentence(parameter.description)})"
+        if parameter.enum:
+            values = sorted({_enum_text(v) for v in parameter.enum})
+            item += f" [{', '.join(values[:ENUM_VALUES])}]"
+        parameters.append(item)
+    if parameters:
+        text += f" Parameters: {'; '.join(parameters)}."
+    outputs = sorted({" ".join(split_identifier(o.name)) or o.name for o in tool.outputs})
+    if outputs:
+        text += f" Returns: {', '.join(outputs[:OUTPUT_NAMES])}."
+    return text
+
+
+ENUM_VALUES = 8  # allowed values shown per parameter (a long enum is a list of data, not of what the tool does)
+OUTPUT_NAMES = 10
+PARAMETER_DESCRIPTION_CHARS = 160
+
+
+def first_sentence(text: str, limit: int = PARAMETER_DESCRIPTION_CHARS) -> str:
+    """The first sentence of ``text`` on one line, at most ``limit`` characters.
+
+    >>> first_sentence("The city  name. Defaults to Paris. See the list.")
+    'The city name.'
+    """
+    text = " ".join(text.split())
+    end = next((i + 1 for i, c in enumerate(text) if c in ".!?" and (i + 1 == len(text) or text[i + 1] == " ")), None)
+    return (text[:end] if end else text)[:limit]
+
+
+def _enum_text(value: str) -> str:
+    """An enum member (JSON text) as words: a JSON string unquoted, anything else as written."""
+    import json
+
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return value
+    return decoded if isinstance(decoded, str) else value
 
 
 @cache

@@ -39,11 +39,15 @@ class HybridRetriever(Retriever):
     depth = 100
 
     def ranked(self, text: str, depth: int | None = None) -> list[tuple[int, float]]:
+        return self.ranked_with_cosine(text, depth)[0]
+
+    def ranked_with_cosine(self, text: str, depth: int | None = None) -> tuple[list[tuple[int, float]], float]:
+        """(tool position, fused score), best first, and the best dense cosine (how well anything matched)."""
         depth = depth or self.depth
         lexical = self.index.tool_bm25.scores(text)
         dense = self.index.tool_vectors @ self.index.embed(text)
         fused = rrf([[i for i in top(lexical, depth) if lexical[i] > 0], top(dense, depth)])
-        return sorted(fused.items(), key=lambda x: (-x[1], x[0]))
+        return sorted(fused.items(), key=lambda x: (-x[1], x[0])), float(dense.max()) if len(dense) else 0.0
 
     def search(self, text: str, k: int) -> Ranking:
         hits = [Hit(self.catalog.tools[i], score, "hybrid") for i, score in self.ranked(text, max(k, self.depth))[:k]]

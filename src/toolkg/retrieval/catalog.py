@@ -26,11 +26,8 @@ class ToolDoc:
     name: str
     description: str
     parameters: tuple[str, ...]  # names
-
-    @property
-    def text(self) -> str:
-        """The text every method searches: name, description, parameter names."""
-        return tool_text(self.name, self.description, self.parameters)
+    parameter_descriptions: tuple[str, ...] = ()  # in the order of ``parameters``
+    text: str = ""  # what every method searches (toolkg.embeddings.tool_text: the text the build embedded)
 
 
 @dataclass(frozen=True)
@@ -97,6 +94,8 @@ class Catalog:
                 name=tool.name,
                 description=tool.description,
                 parameters=tuple(p.name for p in tool.parameters),
+                parameter_descriptions=tuple(p.description for p in tool.parameters),
+                text=tool_text(tool),
             )
             for tool in stored_tools(store)
         ]

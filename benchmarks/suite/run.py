@@ -1,0 +1,221 @@
+"""The retrieval suite: every method and two plain references on five public catalogs, one table.
+
+    make bench-suite                                   # the whole suite (builds the stores once)
+    python benchmarks/suite/run.py --sets bfcl,azure-mcp --methods auto,dense
+
+Catalogs (data/<name>/SOURCE.md says where each comes from): LiveMCPBench (queries with their steps, and
+their text alone), ToolLinkOS (the default build, and declared edges only for the graph target), BFCL,
+Azure MCP's tool-selection prompts, Gorilla's APIBench. Each catalog is built once with the CLI into
+benchmarks/results/stores/suite-<name> (a rebuild of an unchanged catalog is skipped by its hashes).
+
+Rows are scored on the reporting half of each query set (data/SPLITS.md). ``auto (LOCO)`` is the default
+with its calibration learned leave-one-catalog-out: on the other catalogs' tuning halves only, so its row
+is what the default does on a catalog it has never seen. References: ``plain-dense`` (all-MiniLM-L6-v2,
+256 tokens, over name + description + each parameter's name and description) and ``plain-bm25`` (a
+standard Okapi BM25 over that text), both on the query text alone (benchmarks/references.py).
+
+Writes benchmarks/results/suite.json and prints, per setting, R@10 / CR@10 / mAP@10 / server R@5 and p50/p95
+latency for every method, then the targets: the default against the references on every setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from references import REFERENCES  # noqa: E402
+from splits import half as half_of  # noqa: E402
+from train import collect, fit_calibration, reliability  # noqa: E402
+
+from toolkg.retrieval import Index  # noqa: E402
+from toolkg.retrieval.auto import AutoRetriever  # noqa: E402
+from toolkg.retrieval.evaluate import evaluate  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+TOOLKG = Path(sys.executable).with_name("toolkg")
+METHODS = ["auto", "dense", "bm25", "hybrid", "grtf", "ego", "agent"]
+KS = [5, 10]
+MARGIN = 0.05  # the default over plain MiniLM, on R@10 and CR@10
+TOLERANCE = 0.005  # never below either reference by more than this
+
+
+@dataclass(frozen=True)
+class Setting:
+    catalog: str  # the data folder: what leave-one-catalog-out leaves out
+    paths: tuple[str, ...]
+    flags: tuple[str, ...] = ()
+    steps: bool = True  # queries keep their steps
+    store: str = ""  # the store's name, when two settings share a catalog but not a build
+
+    @property
+    def queries(self) -> Path:
+        return ROOT / "data" / self.catalog / "queries.jsonl"
+
+    @property
+    def store_name(self) -> str:
+        return self.store or self.catalog
+
+
+SETTINGS = {
+    "livemcpbench": Setting("livemcpbench", ("data/livemcpbench/tools.json",)),
+    "livemcpbench-text": Setting("livemcpbench", ("data/livemcpbench/tools.json",), steps=False),
+    "toollinkos": Setting("toollinkos", ("data/toollinkos",)),
+    "toollinkos-declared": Setting(
+        "toollinkos", ("data/toollinkos",), ("--no-infer", "--no-links"), store="toollinkos-declared"
+    ),
+    "bfcl": Setting("bfcl", ("data/bfcl/tools.json",)),
+    "azure-mcp": Setting("azure-mcp", ("data/azure-mcp/tools.json",)),
+    "apibench": Setting("apibench", ("data/apibench/tools.json",)),
+}
+# Settings whose tuning rows train the calibration: one per catalog and build (the declared-only build is a
+# variant of ToolLinkOS's, the text-only queries a variant of LiveMCPBench's).
+TRAINING = ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench")
+
+
+def rows_of(setting: Setting, half: str) -> list[dict]:
+    rows = [json.loads(line) for line in setting.queries.open(encoding="utf-8") if line.strip()]
+    rows = [r for r in rows if half == "all" or half_of(str(r["id"])) == half]
+    if not setting.steps:
+        rows = [{**r, "steps": []} for r in rows]
+    return rows
+
+
+def build(setting: Setting) -> Path:
+    store = RESULTS / "stores" / f"suite-{setting.store_name}"
+    started = time.perf_counter()
+    result = subprocess.run(
+        [str(TOOLKG), "build", *setting.paths, "--store", str(store), "-q", *setting.flags],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode not in (0, 3):
+        sys.exit(f"build of {store} failed:\n{result.stderr[-2000:]}")
+    print(f"  built {store.name} in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+    return store
+
+
+def build_all(names=SETTINGS) -> dict[str, Path]:
+    stores: dict[str, Path] = {}
+    for name in names:
+        setting = SETTINGS[name]
+        if setting.store_name not in stores:
+            stores[setting.store_name] = build(setting)
+    return {name: stores[SETTINGS[name].store_name] for name in names}
+
+
+def tuning_samples(stores: dict[str, Path], settings=SETTINGS) -> dict:
+    """Calibration rows of each training catalog's tuning half, keyed by catalog."""
+    samples = {}
+    for name in TRAINING:
+        if name not in stores:
+            continue
+        index = Index(stores[name])
+        try:
+            samples[SETTINGS[name].catalog] = collect(index, rows_of(SETTINGS[name], "tune"), SETTINGS[name].steps)
+        finally:
+            index.close()
+        print(f"  calibration rows of {name}: {len(samples[SETTINGS[name].catalog].text_y)}", file=sys.stderr)
+    return samples
+
+
+def score(store: Path, setting: Setting, methods: list[str], half: str, extra: dict) -> dict:
+    index = Index(store)
+    try:
+        return evaluate(index, rows_of(setting, half), methods, KS, extra=extra)
+    finally:
+        index.close()
+
+
+def table(name: str, report: dict) -> str:
+    lines = [f"\n{name} ({report['queries']} queries)", f"{'method':14} R@10   CR@10  mAP@10 S@5    p50ms  p95ms"]
+    for method, result in report["methods"].items():
+        m = result["metrics"]
+        server = m.get("server_recall", {}).get(5)
+        lines.append(
+            f"{method:14} {m['recall'][10]:.3f}  {m['complete_recall'][10]:.3f}  {m['map'][10]:.3f}  "
+            f"{f'{server:.3f}' if server is not None else '  -  '}  "
+            f"{result['latency_ms']['p50']:6.1f} {result['latency_ms']['p95']:6.1f}"
+        )
+    return "\n".join(lines)
+
+
+def targets(reports: dict) -> list[dict]:
+    """The default (its leave-one-catalog-out row) against plain MiniLM and BM25 on every setting."""
+    out = []
+    for name, report in reports.items():
+        methods = report["methods"]
+        default = methods.get("auto (LOCO)") or methods["auto"]
+        for metric in ("recall", "complete_recall"):
+            ours = default["metrics"][metric][10]
+            dense = methods["plain-dense"]["metrics"][metric][10]
+            bm25 = methods["plain-bm25"]["metrics"][metric][10]
+            out.append(
+                {
+                    "setting": name,
+                    "metric": f"{metric}@10",
+                    "default": ours,
+                    "plain_dense": dense,
+                    "plain_bm25": bm25,
+                    "margin_over_dense": round(ours - dense, 4),
+                    "meets_margin": ours - dense >= MARGIN,
+                    "never_below": ours >= dense - TOLERANCE and ours >= bm25 - TOLERANCE,
+                }
+            )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", default=",".join(SETTINGS), help="comma-separated settings")
+    parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated toolkg methods")
+    parser.add_argument("--half", default="report", choices=["report", "tune", "all"])
+    parser.add_argument("--no-loco", action="store_true", help="skip the leave-one-catalog-out calibration rows")
+    parser.add_argument("--out", type=Path, default=RESULTS / "suite.json")
+    args = parser.parse_args()
+    names = [n.strip() for n in args.sets.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SETTINGS]
+    if unknown:
+        parser.error(f"unknown settings {unknown}; choose from {', '.join(SETTINGS)}")
+    stores = build_all(dict.fromkeys([*names, *([] if args.no_loco else TRAINING)]))
+    samples = {} if args.no_loco else tuning_samples(stores)
+    reports, calibrations = {}, {}
+    for name in names:
+        setting = SETTINGS[name]
+        extra = {key: cls for key, cls in REFERENCES.items()}
+        if samples:
+            calibration = fit_calibration(samples, exclude=setting.catalog)
+            calibrations[name] = calibration.as_json() | {
+                "reliability_on_left_out": reliability(calibration, {setting.catalog: samples[setting.catalog]})
+                if setting.catalog in samples
+                else []
+            }
+            extra["auto (LOCO)"] = lambda index, c=calibration: AutoRetriever(index, calibration=c)
+        methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+        reports[name] = score(stores[name], setting, [*methods, *extra], args.half, extra)
+        print(table(name, reports[name]), flush=True)
+    checked = targets(reports)
+    print("\ntargets: the default (leave-one-catalog-out) vs plain MiniLM (+0.05) and BM25 (never below by 0.005)")
+    for t in checked:
+        print(
+            f"  {t['setting']:20} {t['metric']:18} default {t['default']:.3f}  plain-dense {t['plain_dense']:.3f} "
+            f"({t['margin_over_dense']:+.3f}, {'met' if t['meets_margin'] else 'SHORT'})  plain-bm25 "
+            f"{t['plain_bm25']:.3f} ({'ok' if t['never_below'] else 'BELOW'})"
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    document = {"half": args.half, "reports": reports, "targets": checked, "loco_calibrations": calibrations}
+    args.out.write_text(json.dumps(document, indent=1), encoding="utf-8")
+    print(f"\nwrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""Calibrated evidence: how likely a tool is to be one a request needs, from what the retriever saw.
+
+``auto`` puts the text ranking and the graph's evidence on one scale, the probability that a tool belongs
+to the request's answer, so that graph evidence displaces a text hit exactly when it is the stronger bet:
+
+- ``text_probability``: from a tool's place in one part's text ranking (its rank and how well the part's
+  best tool matched, so a part nothing answers well weighs less), and whether the part is a need the
+  request implies rather than says.
+- ``edge_probability``: that a tool's producer is needed too, given the tool is. A declared edge is the
+  manifest's own statement that the tool cannot run without its producer: probability 1, not a learned
+  figure (only one catalog of the suite declares edges, so no weight for them could be checked on a
+  catalog left out). An inferred edge's probability is learned from its calibrated confidence and depth.
+
+Both are logistic models whose weights are learned from labelled queries (``benchmarks/suite/train.py``,
+the tuning halves of the retrieval suite: no catalog's names, only these features) and shipped in
+``calibration.json``. The suite checks them leave-one-catalog-out: weights learned without a catalog,
+scored on it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+DEFAULT_PATH = Path(__file__).with_name("calibration.json")
+# Feature names, in the order of the weights (the bias is the last weight).
+TEXT_FEATURES = ("log_rank", "top_cosine", "top_cosine_x_log_rank", "implied", "log_parts")
+EDGE_FEATURES = ("confidence", "depth")
+
+
+def text_features(rank: int, top_cosine: float, implied: bool, parts: int) -> tuple[float, ...]:
+    """``rank`` from 1 in the part's ranking; ``top_cosine``: the part's best dense cosine."""
+    log_rank = math.log(rank)
+    return (log_rank, top_cosine, top_cosine * log_rank, float(implied), math.log(parts))
+
+
+def edge_features(confidence: float, depth: int) -> tuple[float, ...]:
+    """An inferred edge's; ``depth``: 1 for a direct producer, 2 for a producer's producer..."""
+    return (confidence, float(depth))
+
+
+def _logistic(weights: tuple[float, ...], features: tuple[float, ...]) -> float:
+    z = weights[-1] + sum(w * x for w, x in zip(weights, features, strict=False))
+    return 1.0 / (1.0 + math.exp(-max(min(z, 40.0), -40.0)))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    text: tuple[float, ...]
+    edge: tuple[float, ...]
+    source: str = ""  # what the weights were learned on
+
+    def text_probability(self, rank: int, top_cosine: float, implied: bool = False, parts: int = 1) -> float:
+        return _logistic(self.text, text_features(rank, top_cosine, implied, parts))
+
+    def edge_probability(self, confidence: float, declared: bool, depth: int = 1) -> float:
+        if declared:
+            return 1.0
+        return _logistic(self.edge, edge_features(confidence, depth))
+
+    def as_json(self) -> dict:
+        return {
+            "text": dict(zip((*TEXT_FEATURES, "bias"), self.text, strict=True)),
+            "edge": dict(zip((*EDGE_FEATURES, "bias"), self.edge, strict=True)),
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Calibration:
+        try:
+            text = tuple(float(data["text"][name]) for name in (*TEXT_FEATURES, "bias"))
+            edge = tuple(float(data["edge"][name]) for name in (*EDGE_FEATURES, "bias"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"calibration weights: missing or malformed {exc}") from None
+        return cls(text, edge, str(data.get("source", "")))
+
+
+@cache
+def _read(path: str) -> Calibration:
+    return Calibration.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def load_calibration(source: str | Path | dict | Calibration | None = None) -> Calibration:
+    """The shipped weights, or weights from a file, a dict (``as_json``'s shape) or a ``Calibration``."""
+    if isinstance(source, Calibration):
+        return source
+    if isinstance(source, dict):
+        return Calibration.from_json(source)
+    return _read(str(source or DEFAULT_PATH))
