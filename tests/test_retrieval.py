@@ -68,6 +68,8 @@ TRUSTING = {
         "log_rank": -1.0,
         "top_cosine": 2.0,
         "top_cosine_x_log_rank": 0.0,
+        "step": 0.0,
+        "clause": 0.0,
         "implied": -1.0,
         "log_parts": 0.0,
         "bias": -1.0,
@@ -269,25 +271,30 @@ def test_dense_through_an_embeddings_endpoint_is_cached(store, monkeypatch, tmp_
 
 @given(
     text=st.lists(st.floats(0.0, 1.0), min_size=0, max_size=12),
-    graph=st.dictionaries(st.integers(0, 20), st.floats(0.0, 1.0), max_size=10),
+    graph=st.dictionaries(st.integers(0, 20), st.tuples(st.floats(0.0, 1.0), st.integers(0, 20)), max_size=10),
+    k=st.integers(1, 10),
 )
-def test_merge_keeps_text_order_and_displaces_only_by_higher_probability(text, graph):
-    from toolkg.retrieval.auto import GRAPH_ORDER, Evidence, merge
+def test_merge_evicts_a_first_stage_hit_only_for_a_likelier_addition(text, graph, k):
+    from toolkg.retrieval.auto import Evidence, merge
 
-    falling = sorted(text, reverse=True)  # text probabilities fall along the first stage
-    text_evidence = {i: Evidence(p, i, "text") for i, p in enumerate(falling)}
-    graph_evidence = {i: Evidence(p, GRAPH_ORDER + n, "graph") for n, (i, p) in enumerate(graph.items())}
-    ranked = merge(text_evidence, graph_evidence)
-    assert len(ranked) == len(set(text_evidence) | set(graph_evidence))
-    positions = {tool: n for n, (tool, _) in enumerate(ranked)}
-    # text hits the graph did not lift keep the first stage's order among themselves
-    unlifted = [t for t, e in ranked if t in text_evidence and e.why == "text"]
-    assert unlifted == sorted(unlifted) and all(positions[t] >= 0 for t in unlifted)
-    for n, (_, evidence) in enumerate(ranked):
-        for later_tool, later in ranked[n + 1 :]:
-            assert evidence.probability >= later.probability
-            if later_tool in text_evidence and evidence.why == "graph":
-                # a graph addition above a text hit beats that hit's own probability (or ties it below)
-                assert evidence.probability > text_evidence[later_tool].probability or (
-                    evidence.probability == later.probability and later.order > evidence.order
-                )
+    first = [(i, Evidence(p, i, "text")) for i, p in enumerate(text)]
+    additions = {i: Evidence(p, n, "graph", parent=parent) for n, (i, (p, parent)) in enumerate(graph.items())}
+    out = merge(first, additions, k)
+    tools = [t for t, _ in out]
+    assert len(tools) == len(set(tools)) <= k
+    if len(first) >= k:
+        assert len(out) == k
+    # first-stage hits that stayed on their text evidence keep their order
+    kept = [t for t, e in out if e.why == "text"]
+    assert kept == sorted(kept)
+    # a first-stage hit of the top k that is gone was evicted by a likelier addition
+    own = dict(first)
+    for tool, evidence in first[:k]:
+        if tool not in tools:
+            assert any(e.why == "graph" and e.probability > evidence.probability for _, e in out)
+    # an addition hangs right after the tool it depends on, or after that tool's earlier additions
+    for n, (tool, evidence) in enumerate(out):
+        if evidence.why == "graph" and evidence.parent in tools[:n]:
+            between = out[tools.index(evidence.parent) + 1 : n]
+            assert all(e.why == "graph" for _, e in between), (out, tool)
+    assert all(own[t].probability >= 0 for t in kept)

@@ -22,9 +22,17 @@ import numpy as np
 
 from toolkg.retrieval import Index, as_query
 from toolkg.retrieval.auto import TEXT_DEPTH, AutoRetriever
-from toolkg.retrieval.calibration import DEFAULT_PATH, Calibration, edge_features, text_features
+from toolkg.retrieval.calibration import (
+    DEFAULT_PATH,
+    EDGE_FEATURES,
+    TEXT_FEATURES,
+    Calibration,
+    edge_features,
+    text_features,
+)
 from toolkg.retrieval.metrics import _matches, gold_tools
 
+NEUTRAL = Calibration(tuple([0.0] * (len(TEXT_FEATURES) + 1)), tuple([0.0] * (len(EDGE_FEATURES) + 1)))
 L2 = 1.0  # ridge on the standardised weights: keeps a catalog-poor feature from taking extreme values
 
 
@@ -40,7 +48,8 @@ class Samples:
 
 def collect(index: Index, rows: list[dict], steps: bool = True) -> Samples:
     """The rows ``auto`` would score for each query, labelled by the query's gold tools."""
-    retriever = AutoRetriever(index)
+    # rows do not depend on the weights (parts, rankings and seeds come from the text alone)
+    retriever = AutoRetriever(index, calibration=NEUTRAL, clauses=True)  # every kind of part has rows
     catalog = index.catalog
     out = Samples()
     for row in rows:
@@ -54,12 +63,12 @@ def collect(index: Index, rows: list[dict], steps: bool = True) -> Samples:
 
         parts = retriever.parts(query)
         index.begin_query([text for text, _ in parts])
-        said = sum(not implied for _, implied in parts)
+        said = sum(kind != "implied" for _, kind in parts)
         seeds: set[int] = set()
-        for text, implied in parts:
+        for text, kind in parts:
             ranked, top_cosine = retriever.hybrid.ranked_with_cosine(text, TEXT_DEPTH)
             for rank, (position, _) in enumerate(ranked, start=1):
-                out.text_x.append(text_features(rank, top_cosine, implied, said))
+                out.text_x.append(text_features(rank, top_cosine, kind, said))
                 out.text_y.append(float(is_gold(position)))
             seeds.update(p for p, _ in ranked[: retriever.seeds])
         for seed in (s for s in seeds if is_gold(s)):

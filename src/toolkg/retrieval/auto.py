@@ -1,21 +1,23 @@
 """``auto``: the method to pick without knowing the catalog (the CLI's default). The graph adds; it never
 displaces.
 
-1. **Parts.** The request is split into what it asks for: its steps when it has them, else its sentences
-   and clauses ("..., then ..."), each next to the whole text. A request without steps also gets the needs
-   it implies (``requests.facets``: a file to write or read, a relative time that needs today's date).
+1. **Parts.** The whole request, its steps when the caller gives them, and the needs it implies
+   (``requests.facets``: a file to write or read, a relative time that needs today's date). Splitting a
+   request without steps into clauses is an option (``clauses``), off by default: on the suite's tuning
+   halves it added nothing and cost conversational requests, whose second sentence often only says "that".
 2. **Text first.** Each part is ranked by ``hybrid`` (dense and BM25 fused by RRF: the best plain text
    ranking on the retrieval suite). A tool's place in a part's ranking becomes a calibrated probability
    that the request needs it (``calibration.text_probability``: its rank, how well the part's best tool
-   matched, whether the need is implied); a tool takes its best part. Ordered by that probability, a
-   request of one part gets exactly hybrid's ranking.
-3. **Graph evidence.** The ``seeds`` most likely tools of each part bring the tools they depend on, over
-   declared and inferred dependency edges, depth-first (``depth``): a producer is needed with probability
-   ``p(seed) * edge_probability(...)`` along its path (the edge's calibrated confidence, its basis, how
-   deep).
-4. **The rule** (``merge``): every tool is ranked by its strongest evidence. A tool the graph brings
-   therefore moves a text hit down, or out of the top k, only when its probability beats that hit's own;
-   text hits keep their order among themselves. The evidence behind each tool is its ``why``.
+   matched, what kind of part it is); a tool takes its best part. The first stage's order: with steps,
+   the parts interleaved (each step is a need: coverage first); without, the request's best tool and each
+   implied need's, then every tool by probability. A request of one part gets exactly hybrid's ranking.
+3. **Graph evidence.** The ``seeds`` best tools of the request and of each step bring the tools they depend
+   on, depth-first (``depth``): a producer is needed with probability ``p(seed) * edge_probability(...)``
+   along its path (1 for a declared edge; learned from an inferred edge's confidence and depth).
+4. **The rule** (``merge``): a graph addition takes a place in the top k only from the weakest first-stage
+   hit still there, and only when its probability is higher than that hit's own. First-stage hits keep
+   their order; an addition stands right after the tool that needs it. The evidence behind each tool is
+   its ``why``; its score is that evidence's probability.
 5. Servers are ranked by their best tool (ownership), so the server list follows the tools.
 """
 
@@ -27,42 +29,63 @@ from functools import lru_cache
 from pyoxigraph import NamedNode
 
 from toolkg.ontology.vocabulary import DEPENDENCY_KINDS
-from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, servers_of
+from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, interleave, servers_of
 from toolkg.retrieval.baselines import HybridRetriever
 from toolkg.retrieval.calibration import load_calibration
 from toolkg.retrieval.requests import clauses, facets
 
 TEXT_DEPTH = 100  # how deep each part's hybrid ranking is read
-GRAPH_ORDER = 10**9  # tie order of graph additions: after every text hit of the same probability
 
 
 @dataclass(frozen=True)
 class Evidence:
     probability: float
-    order: int  # among equal probabilities: text hits in first-stage order, then graph additions
+    order: int  # found order (text: the first stage's position; graph: the walk's)
     why: str
+    parent: int | None = None  # a graph addition: the tool it is a dependency of
 
 
-def merge(text: dict[int, Evidence], graph: dict[int, Evidence]) -> list[tuple[int, Evidence]]:
-    """Text hits and graph additions in one ranking, each tool by its strongest evidence.
+def merge(first: list[tuple[int, Evidence]], graph: dict[int, Evidence], k: int) -> list[tuple[int, Evidence]]:
+    """The top k: the first stage's, with the graph's additions where their evidence wins.
 
-    The one rule of ``auto``: a graph addition is placed above a text hit only when its probability is
-    higher than the hit's, so it can push a first-stage hit out of the top k only by beating it; text
-    hits keep their first-stage order among themselves (their probabilities fall along it).
+    The one rule of ``auto``: a graph addition takes a place in the top k only from the weakest first-stage
+    hit still there, and only when its probability is higher than that hit's own. First-stage hits keep
+    their order among themselves; an addition stands right after the tool it is a dependency of (after the
+    additions already hanging there, so a chain reads in the order it was walked), or last when that tool
+    is not in the top k. Additions are taken strongest first. A first-stage hit the graph supports more
+    strongly than its text is placed as an addition (its own place is freed).
 
-    >>> text = {1: Evidence(0.9, 0, "text"), 2: Evidence(0.3, 1, "text")}
-    >>> [i for i, _ in merge(text, {3: Evidence(0.5, 2, "dep of 1"), 2: Evidence(0.2, 3, "dep of 1")})]
+    >>> text = [(1, Evidence(0.9, 0, "text")), (2, Evidence(0.3, 1, "text")), (4, Evidence(0.1, 2, "text"))]
+    >>> added = {3: Evidence(0.5, 9, "dep of 1", parent=1), 5: Evidence(0.05, 10, "dep of 1", parent=1)}
+    >>> [i for i, _ in merge(text, added, 3)]
     [1, 3, 2]
     """
-    best = dict(text)
-    for tool, evidence in graph.items():
-        if tool not in best or evidence.probability > best[tool].probability:
-            best[tool] = evidence
-    return sorted(best.items(), key=lambda item: (-item[1].probability, item[1].order, item[0]))
+    # a first-stage hit the graph supports more strongly than its text moves up to its place in the chain
+    top = [(t, e) for t, e in first[:k] if not (t in graph and graph[t].probability > e.probability)]
+    placed = {tool for tool, _ in top}
+    graph_made: set[int] = set()
+    for tool, evidence in sorted(graph.items(), key=lambda x: (-x[1].probability, x[1].order, x[0])):
+        if tool in placed:
+            continue
+        if len(top) >= k:
+            evictable = [(e.probability, -n, n) for n, (t, e) in enumerate(top) if t not in graph_made]
+            if not evictable or min(evictable)[0] >= evidence.probability:
+                break  # additions come strongest first: none after this one beats a hit either
+            placed.discard(top.pop(min(evictable)[2])[0])  # out: its graph evidence may bring it back
+        at = len(top)
+        parents = [n for n, (t, _) in enumerate(top) if t == evidence.parent]
+        if parents:
+            at = parents[0] + 1
+            while at < len(top) and top[at][0] in graph_made:
+                at += 1
+        top.insert(at, (tool, evidence))
+        placed.add(tool)
+        graph_made.add(tool)
+    return top
 
 
 class AutoRetriever(Retriever):
-    """Hybrid text ranking per part, calibrated, plus the dependencies that evidence supports."""
+    """Hybrid text ranking per part, calibrated, plus the dependencies whose evidence wins a place."""
 
     name = "auto"
 
@@ -72,68 +95,90 @@ class AutoRetriever(Retriever):
         seeds: int = 3,
         depth: int = 6,
         split: bool = True,
+        clauses: bool = False,
         calibration: object = None,
         kinds: tuple[str, ...] = DEPENDENCY_KINDS,
     ) -> None:
+        """``split``: look for the needs a request implies; ``clauses``: also split a request without steps
+        into its sentences and clauses (off: measured no better, and worse on conversational requests, on
+        the suite's tuning halves); ``calibration``: a JSON file or dict of weights instead of the shipped
+        ones; ``kinds``: the dependency kinds followed."""
         super().__init__(index)
         if seeds < 0 or depth < 0:
             raise ValueError("seeds and depth are 0 or more")
-        self.seeds, self.depth, self.split, self.kinds = seeds, depth, split, set(kinds)
+        self.seeds, self.depth, self.split, self.clauses, self.kinds = seeds, depth, split, clauses, set(kinds)
         self.calibration = load_calibration(calibration)
         self.hybrid = HybridRetriever(index)
         self._edges = lru_cache(maxsize=None)(self._edges_of)
 
     def _edges_of(self, tool_iri: str) -> tuple[tuple[str, str, float, bool], ...]:
-        """(producer, kind, confidence, declared) of one tool's dependency edges, strongest first."""
+        """(producer, kind, confidence, declared) of one tool's dependency edges: declared ones first in the
+        manifest's order (authors list what matters first), then inferred ones by confidence."""
         rows = self.index.store.select(
-            """SELECT ?seed ?p ?kind ?confidence ?basis WHERE {
+            """SELECT ?seed ?p ?kind ?confidence ?basis ?position WHERE {
                 ?seed tk:qualifiedDependency ?d . ?d tk:onTool ?p ; tk:dependencyKind ?k .
                 OPTIONAL { ?d tk:confidence ?confidence } OPTIONAL { ?d tk:basis ?b }
+                OPTIONAL { ?d tk:position ?position }
                 BIND(STRAFTER(STR(?k), "#") AS ?kind) BIND(LCASE(STRAFTER(STR(?b), "#")) AS ?basis) }""",
             {"seed": NamedNode(tool_iri)},
         )
-        best: dict[str, tuple[str, float, bool]] = {}
+        best: dict[str, tuple[bool, float, int, str]] = {}  # producer -> (declared, confidence, -position, kind)
         for r in rows:
             if r["kind"].value not in self.kinds or r["p"].value == tool_iri:
                 continue
             declared = bool(r.get("basis")) and r["basis"].value == "declared"
             confidence = float(r["confidence"].value) if r.get("confidence") else 1.0
+            position = int(r["position"].value) if r.get("position") else 1_000_000
+            candidate = (declared, confidence, -position, r["kind"].value)
             producer = r["p"].value
-            if producer not in best or (confidence, declared) > best[producer][1:]:
-                best[producer] = (r["kind"].value, confidence, declared)
-        edges = sorted(best.items(), key=lambda x: (-x[1][1], not x[1][2], x[0]))
-        return tuple((producer, kind, confidence, declared) for producer, (kind, confidence, declared) in edges)
+            if producer not in best or candidate[:3] > best[producer][:3]:
+                best[producer] = candidate
+        edges = sorted(best.items(), key=lambda x: (not x[1][0], -x[1][1], -x[1][2], x[0]))
+        return tuple((producer, kind, confidence, declared) for producer, (declared, confidence, _, kind) in edges)
 
-    def parts(self, query: Query) -> list[tuple[str, bool]]:
-        """(text, implied) of each part: the whole request, its steps or clauses, its implied needs."""
-        said = [query.text, *(query.steps or (clauses(query.text) if self.split else ()))]
+    def parts(self, query: Query) -> list[tuple[str, str]]:
+        """(text, kind) of each part: the whole request, its steps or clauses, the needs it implies
+        (``calibration.PART_KINDS``)."""
+        split = query.steps or (clauses(query.text) if self.clauses else ())
+        kind = "step" if query.steps else "clause"
+        out = [(query.text, "whole")] + [(text, kind) for text in dict.fromkeys(split) if text != query.text]
         implied = facets(query.text) if self.split and not query.steps else []
-        return [(text, False) for text in dict.fromkeys(said)] + [(text, True) for text in implied if text not in said]
+        said = {text for text, _ in out}
+        return out + [(text, "implied") for text in implied if text not in said]
 
-    def text_evidence(self, parts: list[tuple[str, bool]]) -> tuple[dict[int, Evidence], list[list[int]]]:
-        """Each tool's best calibrated text probability over the parts, and each part's ranking."""
-        evidence: dict[int, Evidence] = {}
+    def text_evidence(self, parts: list[tuple[str, str]]) -> tuple[list[tuple[int, Evidence]], list[list[int]]]:
+        """The first stage: the parts' hybrid rankings in one order, each tool with its calibrated probability
+        (its best over the parts), and each part's ranking."""
+        best: dict[int, tuple[float, str]] = {}
         rankings = []
-        said = sum(not implied for _, implied in parts)
-        for number, (text, implied) in enumerate(parts):
+        said = sum(kind != "implied" for _, kind in parts)
+        for text, kind in parts:
             ranked, top_cosine = self.hybrid.ranked_with_cosine(text, TEXT_DEPTH)
-            ranking = [i for i, _ in ranked]
-            rankings.append(ranking)
-            ceiling = 1.0  # probabilities never rise down a ranking
-            label = f"implied need: {text}" if implied else ("text" if number == 0 else f"part: {text}")
-            for rank, tool in enumerate(ranking, start=1):
-                probability = self.calibration.text_probability(rank, top_cosine, implied, said)
-                ceiling = min(ceiling, probability)
-                order = rank * len(parts) + number  # ties: round robin over the parts (coverage first)
-                if tool not in evidence or ceiling > evidence[tool].probability:
-                    evidence[tool] = Evidence(ceiling, order, f"{label} #{rank} (p {ceiling:.2f})")
-        return evidence, rankings
+            rankings.append([i for i, _ in ranked])
+            label = {"whole": "text", "implied": f"implied need: {text}"}.get(kind, f"{kind}: {text}")
+            for rank, (tool, _) in enumerate(ranked, start=1):
+                probability = self.calibration.text_probability(rank, top_cosine, kind, said)
+                if tool not in best or probability > best[tool][0]:
+                    best[tool] = (probability, f"{label} #{rank}")
+        if any(kind == "step" for _, kind in parts):
+            # the caller's steps are each a need: every step's best tools first (coverage, not consensus)
+            order = [int(i) for i, _ in interleave([[str(i) for i in r] for r in rankings])]
+        else:  # each part's best tool (the request's, then what it implies), then every tool by probability
+            round_one = list(dict.fromkeys(r[0] for r in rankings if r))
+            rest = sorted((i for i in best if i not in set(round_one)), key=lambda i: (-best[i][0], i))
+            order = round_one + rest
+        first = [
+            (tool, Evidence(best[tool][0], n, f"{best[tool][1]} (p {best[tool][0]:.2f})"))
+            for n, tool in enumerate(order)
+        ]
+        return first, rankings
 
-    def graph_evidence(self, text: dict[int, Evidence], rankings: list[list[int]]) -> dict[int, Evidence]:
+    def graph_evidence(self, first: list[tuple[int, Evidence]], rankings: list[list[int]]) -> dict[int, Evidence]:
         """What the seeds' dependencies add: producer -> its strongest path's probability."""
+        text = dict(first)
         seeds = list(dict.fromkeys(tool for ranking in rankings for tool in ranking[: self.seeds]))
         found: dict[int, Evidence] = {}
-        for seed in sorted(seeds, key=lambda i: (-text[i].probability, i)):
+        for seed in sorted(seeds, key=lambda i: (text[i].order, i)):
             self._follow(seed, seed, text[seed].probability, 0, found)
         return found
 
@@ -151,17 +196,18 @@ class AutoRetriever(Retriever):
                 continue
             basis = "declared" if declared else f"inferred {confidence:.2f}"
             why = f"{kind} of {catalog.tools[node].name} ({basis}; p {chained:.2f})"
-            # graph additions come after text hits of equal probability, in the order they were found
-            found[position] = Evidence(chained, GRAPH_ORDER + len(found), why)
+            found[position] = Evidence(chained, len(found), why, parent=node)
             self._follow(seed, position, chained, level + 1, found)
 
     def retrieve(self, query: Query, k: int) -> Ranking:
         parts = self.parts(query)
         self.index.begin_query([text for text, _ in parts])
-        text, rankings = self.text_evidence(parts)
-        ranked = merge(text, self.graph_evidence(text, rankings) if self.seeds and self.depth else {})
+        first, rankings = self.text_evidence(parts)
+        # seeds come from what the request says (the whole, its steps), not from a clause or implied need
+        said = rankings[: sum(kind in ("whole", "step") for _, kind in parts)]
+        ranked = merge(first, self.graph_evidence(first, said) if self.seeds and self.depth else {}, k)
         catalog = self.catalog
-        hits = [Hit(catalog.tools[i], evidence.probability, evidence.why) for i, evidence in ranked[:k]]
+        hits = [Hit(catalog.tools[i], evidence.probability, evidence.why) for i, evidence in ranked]
         return Ranking(hits, servers_of(catalog, hits, k))
 
     def search(self, text: str, k: int) -> Ranking:

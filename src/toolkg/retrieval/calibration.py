@@ -4,8 +4,8 @@
 to the request's answer, so that graph evidence displaces a text hit exactly when it is the stronger bet:
 
 - ``text_probability``: from a tool's place in one part's text ranking (its rank and how well the part's
-  best tool matched, so a part nothing answers well weighs less), and whether the part is a need the
-  request implies rather than says.
+  best tool matched, so a part nothing answers well weighs less), and what the part is: the whole request,
+  a step the caller gave, a clause split from the request, or a need the request implies but never says.
 - ``edge_probability``: that a tool's producer is needed too, given the tool is. A declared edge is the
   manifest's own statement that the tool cannot run without its producer: probability 1, not a learned
   figure (only one catalog of the suite declares edges, so no weight for them could be checked on a
@@ -27,14 +27,19 @@ from pathlib import Path
 
 DEFAULT_PATH = Path(__file__).with_name("calibration.json")
 # Feature names, in the order of the weights (the bias is the last weight).
-TEXT_FEATURES = ("log_rank", "top_cosine", "top_cosine_x_log_rank", "implied", "log_parts")
+TEXT_FEATURES = ("log_rank", "top_cosine", "top_cosine_x_log_rank", "step", "clause", "implied", "log_parts")
+PART_KINDS = ("whole", "step", "clause", "implied")
 EDGE_FEATURES = ("confidence", "depth")
 
 
-def text_features(rank: int, top_cosine: float, implied: bool, parts: int) -> tuple[float, ...]:
-    """``rank`` from 1 in the part's ranking; ``top_cosine``: the part's best dense cosine."""
+def text_features(rank: int, top_cosine: float, kind: str, parts: int) -> tuple[float, ...]:
+    """``rank`` from 1 in the part's ranking; ``top_cosine``: the part's best dense cosine; ``kind``: one of
+    ``PART_KINDS``; ``parts``: how many parts the request said (the whole and its steps or clauses)."""
+    if kind not in PART_KINDS:
+        raise ValueError(f"part kind is one of {', '.join(PART_KINDS)}, not {kind!r}")
     log_rank = math.log(rank)
-    return (log_rank, top_cosine, top_cosine * log_rank, float(implied), math.log(parts))
+    flags = (float(kind == "step"), float(kind == "clause"), float(kind == "implied"))
+    return (log_rank, top_cosine, top_cosine * log_rank, *flags, math.log(parts))
 
 
 def edge_features(confidence: float, depth: int) -> tuple[float, ...]:
@@ -53,8 +58,8 @@ class Calibration:
     edge: tuple[float, ...]
     source: str = ""  # what the weights were learned on
 
-    def text_probability(self, rank: int, top_cosine: float, implied: bool = False, parts: int = 1) -> float:
-        return _logistic(self.text, text_features(rank, top_cosine, implied, parts))
+    def text_probability(self, rank: int, top_cosine: float, kind: str = "whole", parts: int = 1) -> float:
+        return _logistic(self.text, text_features(rank, top_cosine, kind, parts))
 
     def edge_probability(self, confidence: float, declared: bool, depth: int = 1) -> float:
         if declared:

@@ -30,7 +30,7 @@ _WRITE = re.compile(
 _READ = re.compile(r"\b(?:read|reads|open|load|under|from|convert|analy[sz]e|parse|extract)\b", re.IGNORECASE)
 _UNIT = r"(?:h|hours?|days?|weeks?|months?|years?)"
 _RELATIVE_TIME = re.compile(
-    rf"\b(?:today|tonight|tomorrow|yesterday|now|currently|current|latest|recent|recently|"
+    rf"\b(?:today|tonight|tomorrow|yesterday|now|currently|current (?:date|time|day|{_UNIT})|latest|recent|recently|"
     rf"this (?:week|month|year|morning|afternoon|evening)|next (?:week|month|year|\w+day)|"
     rf"(?:last|past) (?:\d+\s*)?{_UNIT}|\d+\s*{_UNIT} ago|\d+h)\b",
     re.IGNORECASE,
