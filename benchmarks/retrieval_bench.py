@@ -16,8 +16,11 @@ Settings:
 - livemcpbench-nosteps: the same queries, their text only
 
 Besides toolkg's methods, two references outside the product (benchmarks/references.py): plain
-all-MiniLM-L6-v2 over ``name: description`` and a standard BM25 (rank-bm25's Okapi) over the same text,
-both on the query text alone. Issue 15 asks ``auto`` to beat plain dense by 0.05 on R@10 and CR@10.
+all-MiniLM-L6-v2 (256 tokens) over name, description and each parameter's name and description, and a
+standard BM25 (rank-bm25's Okapi) over the same text, both on the query text alone. ``auto`` is to beat
+plain dense by 0.05 on R@10 and CR@10. The broader measure is the suite (benchmarks/suite/run.py: five
+catalogs, leave-one-catalog-out); this script keeps the ToolLinkOS settings with inferred edges only and
+the latency at scale.
 
 Only the reporting half of each query set is scored unless ``--half`` says otherwise (data/SPLITS.md).
 """

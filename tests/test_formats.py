@@ -73,6 +73,21 @@ def test_openai_wrapped_and_bare():
     assert tools_by_name(bare)["list_inbox"].parameters == ()
 
 
+def test_openai_tools_under_a_tools_key_are_openai_not_mcp(tmp_path):
+    """A chat request's body (or a wrapper naming the server) keeps OpenAI tools under "tools": they must not
+    be read as an MCP tools/list, whose entries have no "function" object (every tool would be quarantined)."""
+    tools = json.loads((CASES / "openai_tools.json").read_text())
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps({"model": "m", "server": "weather", "tools": tools}))
+    manifest, quarantined = ingest(path)
+    assert manifest.format == "openai" and not quarantined
+    assert manifest.servers[0].id == "weather" and set(tools_by_name(manifest)) == {"get_weather", "get_forecast"}
+    # an MCP listing beside it still reads as MCP
+    mcp = tmp_path / "listing.json"
+    mcp.write_text(json.dumps({"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}))
+    assert ingest(mcp)[0].format == "mcp"
+
+
 def test_openapi_30_yaml_operations_parameters_body_and_output():
     manifest, quarantined = ingest(CASES / "petstore.yaml")
     assert manifest.format == "openapi" and not quarantined

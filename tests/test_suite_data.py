@@ -1,0 +1,43 @@
+"""The retrieval suite's catalogs (data/<set>/, made by benchmarks/suite/prepare.py) read cleanly, and every
+gold tool of their labelled queries is a tool of the catalog: a query whose answer is not there scores 0
+for every method and would hide a conversion bug behind a low figure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolkg.extractors.ingest import ingest_manifest
+from toolkg.extractors.reading import discover_all, fingerprint_file
+from toolkg.retrieval.metrics import _matches, gold_tools
+
+ROOT = Path(__file__).resolve().parents[1]
+SETS = {
+    "bfcl": (1287, 2351),
+    "azure-mcp": (235, 464),
+    "apibench": (1726, 1703),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_suite_catalog_reads_whole_and_answers_every_query(name):
+    folder = ROOT / "data" / name
+    assert (folder / "LICENSE").is_file() and (folder / "SOURCE.md").is_file()
+    ids = []
+    for path in discover_all([str(folder)]).files:
+        file, data = fingerprint_file(Path(path), None)
+        result = ingest_manifest(file, data)
+        assert not result.quarantined, [q.reason for q in result.quarantined[:3]]
+        ids += [t.id for s in result.manifest.servers for t in s.tools]
+    tools, queries = SETS[name]
+    assert len(ids) == len(set(ids)) == tools
+    rows = [json.loads(line) for line in (folder / "queries.jsonl").open(encoding="utf-8")]
+    assert len(rows) == queries and len({r["id"] for r in rows}) == queries
+    for row in rows:
+        assert row["query"].strip() and row["gold_tools"]
+        for gold in gold_tools(row):
+            assert any(_matches(i, gold.accepted) for i in ids), (row["id"], gold.name)
+    split = json.loads((ROOT / "data" / "splits" / f"{name}.json").read_text())
+    assert sorted(split["tune"] + split["report"]) == sorted(r["id"] for r in rows)
