@@ -11,7 +11,7 @@ import pytest
 
 from toolkg.extractors.ingest import ingest_manifest
 from toolkg.extractors.reading import discover_all, fingerprint_file
-from toolkg.retrieval.metrics import _matches, gold_tools
+from toolkg.retrieval.metrics import gold_tools, matches
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = {
@@ -38,6 +38,6 @@ def test_suite_catalog_reads_whole_and_answers_every_query(name):
     for row in rows:
         assert row["query"].strip() and row["gold_tools"]
         for gold in gold_tools(row):
-            assert any(_matches(i, gold.accepted) for i in ids), (row["id"], gold.name)
+            assert any(matches(i, gold.accepted) for i in ids), (row["id"], gold.name)
     split = json.loads((ROOT / "data" / "splits" / f"{name}.json").read_text())
     assert sorted(split["tune"] + split["report"]) == sorted(r["id"] for r in rows)

@@ -30,7 +30,7 @@ from toolkg.retrieval.calibration import (
     edge_features,
     text_features,
 )
-from toolkg.retrieval.metrics import _matches, gold_tools
+from toolkg.retrieval.metrics import gold_tools, matches
 
 NEUTRAL = Calibration(tuple([0.0] * (len(TEXT_FEATURES) + 1)), tuple([0.0] * (len(EDGE_FEATURES) + 1)))
 L2 = 1.0  # ridge on the standardised weights: keeps a catalog-poor feature from taking extreme values
@@ -59,7 +59,7 @@ def collect(index: Index, rows: list[dict], steps: bool = True) -> Samples:
         gold = gold_tools(row)
 
         def is_gold(position: int, gold=gold) -> bool:
-            return any(_matches(catalog.tools[position].id, g.accepted) for g in gold)
+            return any(matches(catalog.tools[position].id, g.accepted) for g in gold)
 
         parts = retriever.parts(query)
         index.begin_query([text for text, _ in parts])

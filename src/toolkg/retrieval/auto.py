@@ -26,12 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pyoxigraph import NamedNode
-
 from toolkg.ontology.vocabulary import DEPENDENCY_KINDS
 from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, interleave, servers_of
 from toolkg.retrieval.baselines import HybridRetriever
 from toolkg.retrieval.calibration import load_calibration
+from toolkg.retrieval.graph import dependency_edges
 from toolkg.retrieval.requests import clauses, facets
 
 TEXT_DEPTH = 100  # how deep each part's hybrid ranking is read
@@ -112,29 +111,8 @@ class AutoRetriever(Retriever):
         self._edges = lru_cache(maxsize=None)(self._edges_of)
 
     def _edges_of(self, tool_iri: str) -> tuple[tuple[str, str, float, bool], ...]:
-        """(producer, kind, confidence, declared) of one tool's dependency edges: declared ones first in the
-        manifest's order (authors list what matters first), then inferred ones by confidence."""
-        rows = self.index.store.select(
-            """SELECT ?seed ?p ?kind ?confidence ?basis ?position WHERE {
-                ?seed tk:qualifiedDependency ?d . ?d tk:onTool ?p ; tk:dependencyKind ?k .
-                OPTIONAL { ?d tk:confidence ?confidence } OPTIONAL { ?d tk:basis ?b }
-                OPTIONAL { ?d tk:position ?position }
-                BIND(STRAFTER(STR(?k), "#") AS ?kind) BIND(LCASE(STRAFTER(STR(?b), "#")) AS ?basis) }""",
-            {"seed": NamedNode(tool_iri)},
-        )
-        best: dict[str, tuple[bool, float, int, str]] = {}  # producer -> (declared, confidence, -position, kind)
-        for r in rows:
-            if r["kind"].value not in self.kinds or r["p"].value == tool_iri:
-                continue
-            declared = bool(r.get("basis")) and r["basis"].value == "declared"
-            confidence = float(r["confidence"].value) if r.get("confidence") else 1.0
-            position = int(r["position"].value) if r.get("position") else 1_000_000
-            candidate = (declared, confidence, -position, r["kind"].value)
-            producer = r["p"].value
-            if producer not in best or candidate[:3] > best[producer][:3]:
-                best[producer] = candidate
-        edges = sorted(best.items(), key=lambda x: (not x[1][0], -x[1][1], -x[1][2], x[0]))
-        return tuple((producer, kind, confidence, declared) for producer, (declared, confidence, _, kind) in edges)
+        """(producer, kind, confidence, declared) of one tool's dependency edges, strongest first."""
+        return tuple(dependency_edges(self.index.store, tool_iri, self.kinds))
 
     def parts(self, query: Query) -> list[tuple[str, str]]:
         """(text, kind) of each part: the whole request, its steps or clauses, the needs it implies

@@ -24,6 +24,36 @@ ALL_KINDS = DEPENDENCY_KINDS  # the ontology's order: what must run first before
 _KIND_ORDER = {kind: i for i, kind in enumerate(ALL_KINDS)}  # the earlier kind wins when confidence ties
 
 
+def dependency_edges(store, tool_iri: str, kinds) -> list[tuple[str, str, float, bool]]:
+    """(producer, kind, confidence, declared) of one tool's dependency edges of ``kinds``, one per producer
+    (its strongest), strongest first: by confidence (a declared edge counts 1.0), then the manifest's own
+    order (authors list what matters first; inferred edges have none), then the ontology's order of kinds.
+
+    One hop per SPARQL query: Oxigraph answers it in well under a millisecond, while a property path
+    joined with the qualified edges took ~100 ms."""
+    rows = store.select(
+        """SELECT ?seed ?p ?kind ?confidence ?position ?basis WHERE {
+            ?seed tk:qualifiedDependency ?d . ?d tk:onTool ?p ; tk:dependencyKind ?k .
+            OPTIONAL { ?d tk:confidence ?confidence } OPTIONAL { ?d tk:position ?position }
+            OPTIONAL { ?d tk:basis ?b }
+            BIND(STRAFTER(STR(?k), "#") AS ?kind) BIND(LCASE(STRAFTER(STR(?b), "#")) AS ?basis) }""",
+        {"seed": NamedNode(tool_iri)},
+    )
+    best: dict[str, tuple[float, int, str, bool]] = {}  # producer -> (confidence, -position, kind, declared)
+    for r in rows:
+        producer = r["p"].value
+        if r["kind"].value not in kinds or producer == tool_iri:
+            continue
+        confidence = float(r["confidence"].value) if r.get("confidence") else 1.0
+        position = int(r["position"].value) if r.get("position") else 1_000_000
+        declared = bool(r.get("basis")) and r["basis"].value == "declared"
+        candidate = (confidence, -position, r["kind"].value, declared)
+        if producer not in best or best[producer][:2] < candidate[:2]:
+            best[producer] = candidate
+    edges = sorted(best.items(), key=lambda x: (-x[1][0], -x[1][1], _KIND_ORDER.get(x[1][2], 9), x[0]))
+    return [(producer, kind, confidence, declared) for producer, (confidence, _, kind, declared) in edges]
+
+
 class GraphFusionRetriever(Retriever):
     """Graph RAG-Tool Fusion: ``seeds`` tools from the first stage, each followed by the tools it
     depends on (depth-first over ``kinds``, ``depth`` hops at most), cut at K; the rest of the
@@ -51,30 +81,10 @@ class GraphFusionRetriever(Retriever):
         self._edges = lru_cache(maxsize=None)(self._edges_of)
 
     def _edges_of(self, tool_iri: str) -> list[tuple[str, str, float]]:
-        """(producer, kind, confidence) of one tool's dependency edges, strongest first.
-
-        One hop per SPARQL query: Oxigraph answers it in well under a millisecond, while a
-        property path joined with the qualified edges took ~100 ms."""
-        rows = self.index.store.select(
-            """SELECT ?seed ?p ?kind ?confidence ?position WHERE {
-                ?seed tk:qualifiedDependency ?d . ?d tk:onTool ?p ; tk:dependencyKind ?k .
-                OPTIONAL { ?d tk:confidence ?confidence } OPTIONAL { ?d tk:position ?position }
-                BIND(STRAFTER(STR(?k), "#") AS ?kind) }""",
-            {"seed": NamedNode(tool_iri)},
-        )
-        best: dict[str, tuple[float, int, str]] = {}  # producer -> (confidence, declared position, kind)
-        for r in rows:
-            if r["kind"].value not in self.kinds:
-                continue
-            confidence = float(r["confidence"].value) if r.get("confidence") else 1.0
-            # the manifest's own order first (authors list what matters first), inferred edges after
-            position = int(r["position"].value) if r.get("position") else 1_000_000
-            candidate = (confidence, -position, r["kind"].value)
-            producer = r["p"].value
-            if producer not in best or best[producer][:2] < candidate[:2]:
-                best[producer] = candidate
-        edges = sorted(best.items(), key=lambda x: (-x[1][0], -x[1][1], _KIND_ORDER.get(x[1][2], 9), x[0]))
-        out = [(producer, kind, confidence) for producer, (confidence, _, kind) in edges]
+        """(producer, kind, confidence) of one tool's dependency edges, strongest first, then its links."""
+        edges = dependency_edges(self.index.store, tool_iri, self.kinds)
+        best = {producer for producer, *_ in edges}
+        out = [(producer, kind, confidence) for producer, kind, confidence, _ in edges]
         if self.links:  # after the dependencies: related tools, strongest link first
             rows = self.index.store.select(
                 """SELECT ?seed ?t ?type ?score WHERE { ?seed tk:qualifiedLink ?l .

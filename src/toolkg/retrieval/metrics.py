@@ -41,7 +41,8 @@ def _as_id(name: str) -> str:
     return f"{server_id_from(server)}::{tool}" if sep else name
 
 
-def _matches(tool_id: str, accepted: tuple[str, ...]) -> bool:
+def matches(tool_id: str, accepted: tuple[str, ...]) -> bool:
+    """Whether a ranked ``server::tool`` id is one of a gold tool's accepted ids (a bare name: on any server)."""
     bare = tool_id.partition("::")[2]
     return any(a == tool_id if "::" in a else a == bare for a in accepted)
 
@@ -51,7 +52,7 @@ def hit_ranks(ranked: Sequence[str], gold: Sequence[Gold]) -> list[int]:
     ranks, used = [], set()
     for g in gold:
         for rank, tool_id in enumerate(ranked, start=1):
-            if rank not in used and _matches(tool_id, g.accepted):
+            if rank not in used and matches(tool_id, g.accepted):
                 used.add(rank)
                 ranks.append(rank)
                 break
