@@ -25,10 +25,10 @@ DESCRIPTIONS = {
     "bm25": "BM25 over tool name, description and parameter names",
     "dense": "all-MiniLM-L6-v2 cosine (or an OpenAI-compatible embeddings endpoint)",
     "hybrid": "reciprocal rank fusion of bm25 and dense",
-    "grtf": "Graph RAG-Tool Fusion: hybrid top-3, each followed by its dependencies depth-first",
+    "grtf": "Graph RAG-Tool Fusion: dense top-3, each followed by its dependencies depth-first",
     "ego": "ensemble of ego graphs: entry nodes by embedding and n-gram, 1-hop tools, reranked",
     "agent": "Agent-as-a-Graph: servers and tools in one type-weighted RRF, ownership edges",
-    "auto": "the default: hybrid per step or clause, interleaved, plus dependencies through confident edges",
+    "auto": "the default: hybrid per part, calibrated; dependencies take a place only from a less likely hit",
 }
 
 
