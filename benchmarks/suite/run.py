@@ -191,7 +191,7 @@ def main() -> None:
     reports, calibrations = {}, {}
     for name in names:
         setting = SETTINGS[name]
-        extra = {key: cls for key, cls in REFERENCES.items()}
+        extra = dict(REFERENCES)
         if samples:
             calibration = fit_calibration(samples, exclude=setting.catalog)
             calibrations[name] = calibration.as_json() | {

@@ -140,11 +140,11 @@ class AutoRetriever(Retriever):
                     best[tool] = (probability, f"{label} #{rank}")
         if any(kind == "step" for _, kind in parts):
             # the caller's steps are each a need: every step's best tools first (coverage, not consensus)
-            order = [int(i) for i, _ in interleave([[str(i) for i in r] for r in rankings])]
+            order = [i for i, _ in interleave(rankings)]
         else:  # each part's best tool (the request's, then what it implies), then every tool by probability
-            round_one = list(dict.fromkeys(r[0] for r in rankings if r))
-            rest = sorted((i for i in best if i not in set(round_one)), key=lambda i: (-best[i][0], i))
-            order = round_one + rest
+            round_one = dict.fromkeys(r[0] for r in rankings if r)
+            rest = sorted((i for i in best if i not in round_one), key=lambda i: (-best[i][0], i))
+            order = [*round_one, *rest]
         first = [
             (tool, Evidence(best[tool][0], n, f"{best[tool][1]} (p {best[tool][0]:.2f})"))
             for n, tool in enumerate(order)

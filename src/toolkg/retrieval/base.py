@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -160,7 +160,7 @@ class Retriever:
         return Ranking(tools, servers)
 
 
-def interleave(rankings: Sequence[Sequence[str]]) -> list[tuple[str, float]]:
+def interleave(rankings: Sequence[Sequence[Hashable]]) -> list[tuple[Hashable, float]]:
     """Round robin over the lists (first of each, then second of each...), each item once.
 
     Steps want coverage, not consensus: under RRF a tool ranked fifth by every step would beat

@@ -32,6 +32,12 @@ class DenseRetriever(Retriever):
         return Ranking(hits, servers_of(self.catalog, hits, k))
 
 
+def fuse(lexical: np.ndarray, dense: np.ndarray, depth: int) -> list[tuple[int, float]]:
+    """RRF of the ``depth`` best by BM25 (those matching at all) and by dense, best first (ties by index)."""
+    fused = rrf([[i for i in top(lexical, depth) if lexical[i] > 0], top(dense, depth)])
+    return sorted(fused.items(), key=lambda x: (-x[1], x[0]))
+
+
 class HybridRetriever(Retriever):
     """RRF of the BM25 and dense rankings (each ``depth`` deep)."""
 
@@ -43,11 +49,9 @@ class HybridRetriever(Retriever):
 
     def ranked_with_cosine(self, text: str, depth: int | None = None) -> tuple[list[tuple[int, float]], float]:
         """(tool position, fused score), best first, and the best dense cosine (how well anything matched)."""
-        depth = depth or self.depth
-        lexical = self.index.tool_bm25.scores(text)
         dense = self.index.tool_vectors @ self.index.embed(text)
-        fused = rrf([[i for i in top(lexical, depth) if lexical[i] > 0], top(dense, depth)])
-        return sorted(fused.items(), key=lambda x: (-x[1], x[0])), float(dense.max()) if len(dense) else 0.0
+        fused = fuse(self.index.tool_bm25.scores(text), dense, depth or self.depth)
+        return fused, float(dense.max()) if len(dense) else 0.0
 
     def search(self, text: str, k: int) -> Ranking:
         hits = [Hit(self.catalog.tools[i], score, "hybrid") for i, score in self.ranked(text, max(k, self.depth))[:k]]

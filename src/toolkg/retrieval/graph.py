@@ -18,6 +18,7 @@ from pyoxigraph import NamedNode
 from toolkg.ontology.vocabulary import DEPENDENCY_KINDS
 from toolkg.retrieval.base import RRF_K, Hit, Index, Ranking, Retriever, rrf, servers_of, top
 from toolkg.retrieval.baselines import first_stage as first_stage_retriever
+from toolkg.retrieval.baselines import fuse
 from toolkg.retrieval.lexical import tokenize
 
 ALL_KINDS = DEPENDENCY_KINDS  # the ontology's order: what must run first before what helps
@@ -276,9 +277,7 @@ class AgentGraphRetriever(Retriever):
         dense = vectors @ query
         if self.first_stage == "dense":
             return {i: float(dense[i]) for i in top(dense, self.depth)}
-        lexical = bm25.scores(text)
-        fused = rrf([[i for i in top(lexical, self.depth) if lexical[i] > 0], top(dense, self.depth)])
-        return dict(sorted(fused.items(), key=lambda x: (-x[1], x[0]))[: self.depth])
+        return dict(fuse(bm25.scores(text), dense, self.depth)[: self.depth])
 
     def search(self, text: str, k: int) -> Ranking:
         index = self.index
