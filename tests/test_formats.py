@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import CASES
 from toolkg.extractors.ingest import ingest_manifest
@@ -159,3 +161,29 @@ def test_tool_ids_are_server_double_colon_tool(name, tmp_path):
     path.write_text(json.dumps({"tools": [{"name": name, "inputSchema": {"type": "object"}}]}))
     manifest, _ = ingest(path)
     assert manifest.servers[0].tools[0].id == f"srv::{name}"
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["tools", "type", "function", "name", "parameters", "result", "openapi", "x"]),
+            children,
+            max_size=4,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@given(document=_json)
+def test_format_detection_names_a_format_or_says_why_not(document):
+    """Whatever the JSON, detection names one of the formats or raises a ManifestError: never a crash."""
+    from toolkg.errors import ManifestError
+    from toolkg.extractors.formats import detect_format
+
+    try:
+        assert detect_format(document, "x.json") in ("openapi", "mcp", "openai", "mcp-catalog", "toollinkos")
+    except ManifestError as exc:
+        assert str(exc)
