@@ -106,11 +106,37 @@ def test_auto_graph_additions_never_displace_a_stronger_text_hit(index):
                 assert lowest_addition > hit.score
 
 
+def test_fused_first_stage_is_hybrid_under_rrf_weights_and_learned_otherwise(index):
+    """The fusion's rrf feature alone reproduces hybrid's ranking exactly (a calibration file without fusion
+    weights gets that); the shipped, learned weights rank by both retrievers' evidence."""
+    from toolkg.retrieval.baselines import HybridRetriever
+    from toolkg.retrieval.calibration import FUSION_FEATURES, load_calibration
+    from toolkg.retrieval.fusion import candidates, ranking
+
+    rrf_only = load_calibration(TRUSTING)
+    assert rrf_only.fusion == tuple(float(name == "rrf") for name in (*FUSION_FEATURES, "bias"))
+    hybrid = HybridRetriever(index)
+    for query in (BOOK, Query("w", "weather report for Paris"), Query("x", "zzz qqq")):
+        index.begin_query([query.text])
+        fused = ranking(candidates(index, query.text), rrf_only.fusion)
+        assert [i for i, _ in fused] == [i for i, _ in hybrid.ranked(query.text)]
+        # every candidate is scored; a text with no word in the catalog still gets dense's candidates
+        assert len(fused) >= min(100, len(index.catalog.tools))
+    shipped = load_calibration()
+    assert len(shipped.fusion) == len(FUSION_FEATURES) + 1 and any(shipped.fusion[:-2])
+    index.begin_query([BOOK.text])
+    assert ranking(candidates(index, BOOK.text), shipped.fusion)[0][0] == index.catalog.tool_at[
+        next(t.iri for t in index.catalog.tools if t.name == "tablefinder_book_table")
+    ]
+
+
 def test_auto_rejects_malformed_calibration(index):
     from toolkg.errors import ConfigError
 
     with pytest.raises(ConfigError, match="calibration"):
         make_retriever("auto", index, calibration={"text": {"log_rank": 1}})
+    with pytest.raises(ConfigError, match="calibration"):
+        make_retriever("auto", index, calibration={**TRUSTING, "fusion": ["not", "named"]})
 
 
 def test_auto_splits_a_request_without_steps_into_its_clauses(index):

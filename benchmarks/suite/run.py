@@ -124,7 +124,7 @@ def tuning_samples(stores: dict[str, Path], settings=SETTINGS) -> dict:
             samples[SETTINGS[name].catalog] = collect(index, rows_of(SETTINGS[name], "tune"), SETTINGS[name].steps)
         finally:
             index.close()
-        print(f"  calibration rows of {name}: {len(samples[SETTINGS[name].catalog].text_y)}", file=sys.stderr)
+        print(f"  calibration rows of {name}: {len(samples[SETTINGS[name].catalog].parts)} parts", file=sys.stderr)
     return samples
 
 

@@ -1,12 +1,14 @@
-"""Learn ``auto``'s calibration (toolkg/retrieval/calibration.py) from the suite's labelled tuning halves.
+"""Learn ``auto``'s weights (toolkg/retrieval/calibration.py) from the suite's labelled tuning halves.
 
-Two logistic regressions, fitted by Newton's method in NumPy (a few thousand rows, seven weights: no
-library needed):
-- text: one row per (part of a query, tool in that part's hybrid top ``TEXT_DEPTH``), label = the tool is
-  one of the query's gold tools;
-- edge: one row per inferred dependency hop walked from a gold tool (as ``auto`` walks them from its seeds),
-  label = the producer is gold too.
-Every catalog weighs the same in the fit, however many queries it has, so no one catalog sets the
+Three logistic regressions, fitted by Newton's method in NumPy (no library needed):
+- fusion (``toolkg.retrieval.fusion``): one row per candidate of a request's whole text (the dense and BM25
+  top ``DEPTH``), label = the candidate is the tool the request names: its ``main_tool`` when the row
+  gives one (the other gold tools are then its dependencies, which the text need not mention), else any
+  of its gold tools;
+- text: one row per (part of a query, tool in that part's fused ranking), label = the tool is one of the
+  query's gold tools; ranks come from the fusion just fitted, so both are fitted on the same catalogs;
+- edge: one row per inferred dependency hop walked from a gold tool, label = the producer is gold too.
+Every catalog weighs the same in each fit, however many queries it has, so no one catalog sets the
 weights. ``fit_calibration(samples, exclude=...)`` leaves a catalog out (the suite's leave-one-out rows).
 
     python benchmarks/suite/train.py     # fits on every catalog's tuning half, writes calibration.json
@@ -15,64 +17,71 @@ weights. ``fit_calibration(samples, exclude=...)`` leaves a catalog out (the sui
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from toolkg.retrieval import Index, as_query
-from toolkg.retrieval.auto import TEXT_DEPTH, AutoRetriever
-from toolkg.retrieval.calibration import (
-    DEFAULT_PATH,
-    EDGE_FEATURES,
-    TEXT_FEATURES,
-    Calibration,
-    edge_features,
-    text_features,
-)
+from toolkg.retrieval.auto import AutoRetriever
+from toolkg.retrieval.calibration import DEFAULT_PATH, Calibration, edge_features, text_features
+from toolkg.retrieval.fusion import Candidates, candidates, ranking
 from toolkg.retrieval.metrics import gold_tools, matches
 
-NEUTRAL = Calibration(tuple([0.0] * (len(TEXT_FEATURES) + 1)), tuple([0.0] * (len(EDGE_FEATURES) + 1)))
 L2 = 1.0  # ridge on the standardised weights: keeps a catalog-poor feature from taking extreme values
 
 
 @dataclass
-class Samples:
-    """Feature rows and labels of one catalog."""
+class Part:
+    """One part of a labelled query: its candidates and, per candidate, whether it is gold / the target."""
 
-    text_x: list[tuple[float, ...]] = field(default_factory=list)
-    text_y: list[float] = field(default_factory=list)
+    found: Candidates
+    kind: str
+    said: int  # how many parts the request said (text_features' ``parts``)
+    gold: np.ndarray  # per candidate: one of the query's gold tools
+    target: np.ndarray | None  # per candidate: the tool the request names (whole parts only)
+
+
+@dataclass
+class Samples:
+    """The labelled parts and inferred dependency hops of one catalog."""
+
+    parts: list[Part] = field(default_factory=list)
     edge_x: list[tuple[float, ...]] = field(default_factory=list)
     edge_y: list[float] = field(default_factory=list)
 
 
 def collect(index: Index, rows: list[dict], steps: bool = True) -> Samples:
-    """The rows ``auto`` would score for each query, labelled by the query's gold tools."""
-    # rows do not depend on the weights (parts, rankings and seeds come from the text alone)
-    retriever = AutoRetriever(index, calibration=NEUTRAL, clauses=True)  # every kind of part has rows
+    """What ``auto`` would score for each query, labelled by the query's gold tools. Nothing here depends on
+    the weights: rankings are made from the candidates when a fit has its fusion weights."""
+    retriever = AutoRetriever(index, clauses=True)  # every kind of part has rows
     catalog = index.catalog
     out = Samples()
+    positions_of: dict[str, list[int]] = {}  # a full id and a bare name -> the tools it names
+    for position, tool in enumerate(catalog.tools):
+        positions_of.setdefault(tool.id, []).append(position)
+        positions_of.setdefault(tool.id.partition("::")[2], []).append(position)
     for row in rows:
         query = as_query(row)
         if not steps:
             query = type(query)(query.id, query.text)
         gold = gold_tools(row)
+        named = gold_tools({"gold_tools": [row["main_tool"]]}) if row.get("main_tool") else gold
 
-        def is_gold(position: int, gold=gold) -> bool:
-            return any(matches(catalog.tools[position].id, g.accepted) for g in gold)
+        def labels(found: Candidates, among) -> np.ndarray:
+            return np.array(
+                [any(matches(catalog.tools[p].id, g.accepted) for g in among) for p in found.positions], dtype=float
+            )
 
         parts = retriever.parts(query)
         index.begin_query([text for text, _ in parts])
         said = sum(kind != "implied" for _, kind in parts)
-        seeds: set[int] = set()
         for text, kind in parts:
-            ranked, top_cosine = retriever.hybrid.ranked_with_cosine(text, TEXT_DEPTH)
-            for rank, (position, _) in enumerate(ranked, start=1):
-                out.text_x.append(text_features(rank, top_cosine, kind, said))
-                out.text_y.append(float(is_gold(position)))
-            seeds.update(p for p, _ in ranked[: retriever.seeds])
-        for seed in (s for s in seeds if is_gold(s)):
-            _walk(retriever, catalog.tools[seed].iri, 0, {seed}, is_gold, out)
+            found = candidates(index, text)
+            target = labels(found, named) if kind == "whole" else None
+            out.parts.append(Part(found, kind, said, labels(found, gold), target))
+        gold_positions = {p for g in gold for a in g.accepted for p in positions_of.get(a, ())}
+        for position in sorted(gold_positions):  # as auto walks from a seed, here from every gold tool
+            _walk(retriever, catalog.tools[position].iri, 0, {position}, gold_positions.__contains__, out)
     return out
 
 
@@ -112,38 +121,60 @@ def logistic_fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarra
     return np.r_[raw, w[-1] - float((raw * mean).sum())]
 
 
-def _stack(samples: dict[str, Samples], which: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    xs, ys, ws = [], [], []
-    for s in samples.values():
-        x, y = getattr(s, f"{which}_x"), getattr(s, f"{which}_y")
-        if not x:
-            continue
-        xs.append(np.asarray(x, dtype=np.float64))
-        ys.append(np.asarray(y, dtype=np.float64))
-        ws.append(np.full(len(x), 1.0 / len(x)))  # each catalog weighs the same
-    if not xs:
-        raise ValueError(f"no {which} samples to learn from")
-    weights = np.concatenate(ws)
-    return np.vstack(xs), np.concatenate(ys), weights * len(weights) / weights.sum()
+def _balanced(blocks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of every catalog stacked, each catalog weighing the same."""
+    blocks = [(x, y) for x, y in blocks if len(y)]
+    if not blocks:
+        raise ValueError("no samples to learn from")
+    weights = np.concatenate([np.full(len(y), 1.0 / len(y)) for _, y in blocks])
+    return (
+        np.vstack([x for x, _ in blocks]),
+        np.concatenate([y for _, y in blocks]),
+        weights * len(weights) / weights.sum(),
+    )
+
+
+def text_rows(samples: Samples, fusion: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(features, labels) of every part's fused ranking under ``fusion``."""
+    xs, ys = [], []
+    for part in samples.parts:
+        gold = dict(zip(part.found.positions.tolist(), part.gold, strict=True))
+        for rank, (position, _) in enumerate(ranking(part.found, fusion), start=1):
+            xs.append(text_features(rank, part.found.best_cosine, part.kind, part.said))
+            ys.append(gold[position])
+    return np.asarray(xs, dtype=np.float64).reshape(len(xs), -1), np.asarray(ys, dtype=np.float64)
+
+
+def _rounded(weights: np.ndarray) -> tuple[float, ...]:
+    return tuple(round(float(v), 5) for v in weights)
 
 
 def fit_calibration(samples: dict[str, Samples], exclude: str | None = None) -> Calibration:
-    """Weights learned on every catalog but ``exclude``."""
+    """Weights learned on every catalog but ``exclude``: the fusion first, then the text probabilities of
+    the rankings it makes, and the inferred edges'."""
     kept = {name: s for name, s in samples.items() if name != exclude}
-    text = logistic_fit(*_stack(kept, "text"))
-    edge = logistic_fit(*_stack(kept, "edge"))
+    fusion_blocks = []
+    for s in kept.values():
+        whole = [p for p in s.parts if p.target is not None]
+        if whole:
+            x = np.vstack([p.found.features for p in whole])
+            fusion_blocks.append((x, np.concatenate([p.target for p in whole])))
+    fusion = _rounded(logistic_fit(*_balanced(fusion_blocks)))
+    text = logistic_fit(*_balanced([text_rows(s, fusion) for s in kept.values()]))
+    edges = [(np.asarray(s.edge_x, dtype=np.float64), np.asarray(s.edge_y)) for s in kept.values() if s.edge_x]
+    edge = logistic_fit(*_balanced(edges))
     source = "tuning halves of " + ", ".join(sorted(kept))
-    return Calibration(tuple(round(float(v), 5) for v in text), tuple(round(float(v), 5) for v in edge), source)
+    return Calibration(_rounded(text), _rounded(edge), fusion, source)
 
 
 def reliability(calibration: Calibration, samples: dict[str, Samples], bins: int = 5) -> list[dict]:
     """Predicted against observed rates per probability bin (text rows), over the given catalogs."""
     predicted, observed = [], []
     for s in samples.values():
-        for features, label in zip(s.text_x, s.text_y, strict=True):
-            z = calibration.text[-1] + sum(w * x for w, x in zip(calibration.text, features, strict=False))
-            predicted.append(1 / (1 + math.exp(-max(min(z, 40), -40))))
-            observed.append(label)
+        x, y = text_rows(s, calibration.fusion)
+        z = x @ np.asarray(calibration.text[:-1]) + calibration.text[-1]
+        predicted.extend(1 / (1 + np.exp(-np.clip(z, -40, 40))))
+        observed.extend(y)
     p, o = np.asarray(predicted), np.asarray(observed)
     edges = np.linspace(0, 1, bins + 1)
     out = []

@@ -5,12 +5,14 @@ displaces.
    (``requests.facets``: a file to write or read, a relative time that needs today's date). Splitting a
    request without steps into clauses is an option (``clauses``), off by default: on the suite's tuning
    halves it added nothing and cost conversational requests, whose second sentence often only says "that".
-2. **Text first.** Each part is ranked by ``hybrid`` (dense and BM25 fused by RRF: the best plain text
-   ranking on the retrieval suite). A tool's place in a part's ranking becomes a calibrated probability
+2. **Text first.** Each part is ranked by dense and BM25 evidence fused by a learned model
+   (``fusion``: it starts from hybrid's RRF and learns where to trust either side more; on the suite's
+   tuning halves, left out one catalog at a time, it ranks at least as well as hybrid on every catalog).
+   A tool's place in a part's ranking becomes a calibrated probability
    that the request needs it (``calibration.text_probability``: its rank, how well the part's best tool
    matched, what kind of part it is); a tool takes its best part. The first stage's order: with steps,
    the parts interleaved (each step is a need: coverage first); without, the request's best tool and each
-   implied need's, then every tool by probability. A request of one part gets exactly hybrid's ranking.
+   implied need's, then every tool by probability. A request of one part gets exactly the fused ranking.
 3. **Graph evidence.** The ``seeds`` best tools of the request and of each step bring the tools they depend
    on, depth-first (``depth``): a producer is needed with probability ``p(seed) * edge_probability(...)``
    along its path (1 for a declared edge; learned from an inferred edge's confidence and depth).
@@ -28,12 +30,11 @@ from functools import lru_cache
 
 from toolkg.ontology.vocabulary import DEPENDENCY_KINDS
 from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, interleave, servers_of
-from toolkg.retrieval.baselines import HybridRetriever
 from toolkg.retrieval.calibration import load_calibration
+from toolkg.retrieval.fusion import DEPTH as TEXT_DEPTH
+from toolkg.retrieval.fusion import candidates, ranking
 from toolkg.retrieval.graph import dependency_edges
 from toolkg.retrieval.requests import clauses, facets
-
-TEXT_DEPTH = 100  # how deep each part's hybrid ranking is read
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ def merge(first: list[tuple[int, Evidence]], graph: dict[int, Evidence], k: int)
 
 
 class AutoRetriever(Retriever):
-    """Hybrid text ranking per part, calibrated, plus the dependencies whose evidence wins a place."""
+    """Fused text ranking per part, calibrated, plus the dependencies whose evidence wins a place."""
 
     name = "auto"
 
@@ -107,7 +108,6 @@ class AutoRetriever(Retriever):
             raise ValueError("seeds and depth are 0 or more")
         self.seeds, self.depth, self.split, self.clauses, self.kinds = seeds, depth, split, clauses, set(kinds)
         self.calibration = load_calibration(calibration)
-        self.hybrid = HybridRetriever(index)
         self._edges = lru_cache(maxsize=None)(self._edges_of)
 
     def _edges_of(self, tool_iri: str) -> tuple[tuple[str, str, float, bool], ...]:
@@ -124,14 +124,19 @@ class AutoRetriever(Retriever):
         said = {text for text, _ in out}
         return out + [(text, "implied") for text in implied if text not in said]
 
+    def ranked(self, text: str) -> tuple[list[tuple[int, float]], float]:
+        """One part's fused text ranking (tool position, score), best first, and its best dense cosine."""
+        found = candidates(self.index, text, TEXT_DEPTH)
+        return ranking(found, self.calibration.fusion), found.best_cosine
+
     def text_evidence(self, parts: list[tuple[str, str]]) -> tuple[list[tuple[int, Evidence]], list[list[int]]]:
-        """The first stage: the parts' hybrid rankings in one order, each tool with its calibrated probability
+        """The first stage: the parts' fused rankings in one order, each tool with its calibrated probability
         (its best over the parts), and each part's ranking."""
         best: dict[int, tuple[float, str]] = {}
         rankings = []
         said = sum(kind != "implied" for _, kind in parts)
         for text, kind in parts:
-            ranked, top_cosine = self.hybrid.ranked_with_cosine(text, TEXT_DEPTH)
+            ranked, top_cosine = self.ranked(text)
             rankings.append([i for i, _ in ranked])
             label = {"whole": "text", "implied": f"implied need: {text}"}.get(kind, f"{kind}: {text}")
             for rank, (tool, _) in enumerate(ranked, start=1):

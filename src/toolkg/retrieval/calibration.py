@@ -3,6 +3,8 @@
 ``auto`` puts the text ranking and the graph's evidence on one scale, the probability that a tool belongs
 to the request's answer, so that graph evidence displaces a text hit exactly when it is the stronger bet:
 
+- ``fusion``: the weights of the first-stage text ranking itself (``toolkg.retrieval.fusion``: dense and
+  BM25 evidence scored together).
 - ``text_probability``: from a tool's place in one part's text ranking (its rank and how well the part's
   best tool matched, so a part nothing answers well weighs less), and what the part is: the whole request,
   a step the caller gave, a clause split from the request, or a need the request implies but never says.
@@ -11,7 +13,7 @@ to the request's answer, so that graph evidence displaces a text hit exactly whe
   figure (only one catalog of the suite declares edges, so no weight for them could be checked on a
   catalog left out). An inferred edge's probability is learned from its calibrated confidence and depth.
 
-Both are logistic models whose weights are learned from labelled queries (``benchmarks/suite/train.py``,
+All three are logistic models whose weights are learned from labelled queries (``benchmarks/suite/train.py``,
 the tuning halves of the retrieval suite: no catalog's names, only these features) and shipped in
 ``calibration.json``. The suite checks them leave-one-catalog-out: weights learned without a catalog,
 scored on it.
@@ -24,6 +26,8 @@ import math
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from toolkg.retrieval.fusion import FUSION_FEATURES
 
 DEFAULT_PATH = Path(__file__).with_name("calibration.json")
 # Feature names, in the order of the weights (the bias is the last weight).
@@ -56,6 +60,7 @@ def _logistic(weights: tuple[float, ...], features: tuple[float, ...]) -> float:
 class Calibration:
     text: tuple[float, ...]
     edge: tuple[float, ...]
+    fusion: tuple[float, ...]  # toolkg.retrieval.fusion's weights, the bias last
     source: str = ""  # what the weights were learned on
 
     def text_probability(self, rank: int, top_cosine: float, kind: str = "whole", parts: int = 1) -> float:
@@ -70,6 +75,7 @@ class Calibration:
         return {
             "text": dict(zip((*TEXT_FEATURES, "bias"), self.text, strict=True)),
             "edge": dict(zip((*EDGE_FEATURES, "bias"), self.edge, strict=True)),
+            "fusion": dict(zip((*FUSION_FEATURES, "bias"), self.fusion, strict=True)),
             "source": self.source,
         }
 
@@ -78,9 +84,12 @@ class Calibration:
         try:
             text = tuple(float(data["text"][name]) for name in (*TEXT_FEATURES, "bias"))
             edge = tuple(float(data["edge"][name]) for name in (*EDGE_FEATURES, "bias"))
-        except (KeyError, TypeError, ValueError) as exc:
+            # without fusion weights the first stage is hybrid's RRF ranking
+            fusion_weights = data.get("fusion") or {"rrf": 1.0}
+            fusion = tuple(float(fusion_weights.get(name, 0.0)) for name in (*FUSION_FEATURES, "bias"))
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"calibration weights: missing or malformed {exc}") from None
-        return cls(text, edge, str(data.get("source", "")))
+        return cls(text, edge, fusion, str(data.get("source", "")))
 
 
 @cache
