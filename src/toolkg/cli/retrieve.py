@@ -23,14 +23,15 @@ def _add_retrieve(sub) -> None:
     retrieve = sub.add_parser(
         "retrieve",
         help="rank tools (and servers) for a query",
-        description="Rank tools for a query with one method: auto (the default: the request, its steps and the "
-        "needs it implies ranked by hybrid, each tool with a calibrated probability; a dependency of a top tool "
-        "takes a place only from a less likely text hit), bm25, dense, hybrid (baselines), grtf (Graph "
-        "RAG-Tool Fusion: dense top-3 + dependencies depth-first), ego (ensemble of ego graphs), agent "
-        "(Agent-as-a-Graph: servers and tools, type-weighted RRF). With --queries, every line of a JSONL file "
-        "(id, query, steps) is ranked and written to --out, one JSON line per query. Every line is checked first: "
-        "a malformed one (not UTF-8, not JSON, wrong types) is reported as FILE:LINE: what is wrong, and nothing "
-        "is ranked or written (exit 2) unless --skip-invalid. --out appears whole or not at all.",
+        description="Rank tools for a query with one method: auto (the default: the request, its steps and "
+        "the needs it implies ranked by a learned fusion of dense and BM25, each tool with a calibrated probability; a "
+        "dependency of a top tool takes a place only from a less likely text hit), bm25, dense, hybrid "
+        "(baselines), grtf (Graph RAG-Tool Fusion: dense top-3 + dependencies depth-first), ego (ensemble of "
+        "ego graphs), agent (Agent-as-a-Graph: servers and tools, type-weighted RRF). With --queries, every "
+        "line of a JSONL file (id, query, steps) is ranked and written to --out, one JSON line per query. "
+        "Every line is checked first: a malformed one (not UTF-8, not JSON, wrong types) is reported as "
+        "FILE:LINE: what is wrong, and nothing is ranked or written (exit 2) unless --skip-invalid. --out "
+        "appears whole or not at all.",
     )
     retrieve.add_argument("query", nargs="?", help="the query (or use --queries)")
     add_store(retrieve)

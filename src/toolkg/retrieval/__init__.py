@@ -28,7 +28,10 @@ DESCRIPTIONS = {
     "grtf": "Graph RAG-Tool Fusion: dense top-3, each followed by its dependencies depth-first",
     "ego": "ensemble of ego graphs: entry nodes by embedding and n-gram, 1-hop tools, reranked",
     "agent": "Agent-as-a-Graph: servers and tools in one type-weighted RRF, ownership edges",
-    "auto": "the default: hybrid per part, calibrated; dependencies take a place only from a less likely hit",
+    "auto": (
+        "the default: dense and BM25 fused by learned weights per part, calibrated; "
+        "dependencies take a place only from a less likely hit"
+    ),
 }
 
 
