@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import CASES
@@ -324,3 +325,24 @@ def test_merge_evicts_a_first_stage_hit_only_for_a_likelier_addition(text, graph
             between = out[tools.index(evidence.parent) + 1 : n]
             assert all(e.why == "graph" for _, e in between), (out, tool)
     assert all(own[t].probability >= 0 for t in kept)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    text=st.text(min_size=0, max_size=80),
+    weights=st.lists(st.floats(-50, 50, allow_nan=False), min_size=12, max_size=12),
+)
+def test_fused_ranking_is_a_ranking_of_every_candidate_for_any_text_and_weights(index, text, weights):
+    """Whatever the request and the weights: each candidate once, best first, finite scores, and every tool
+    of dense's top 100 among them (the fusion re-orders the candidates; it never loses one)."""
+    from toolkg.retrieval.base import top
+    from toolkg.retrieval.fusion import candidates, ranking
+
+    index.begin_query([text])
+    found = candidates(index, text)
+    ranked = ranking(found, tuple(weights))
+    positions = [p for p, _ in ranked]
+    scores = [s for _, s in ranked]
+    assert len(positions) == len(set(positions)) == len(found.positions)
+    assert all(math.isfinite(s) for s in scores) and scores == sorted(scores, reverse=True)
+    assert set(top(index.tool_vectors @ index.embed(text), 100)) <= set(positions)
