@@ -1,5 +1,6 @@
-"""Dependency-inference benchmark on two dev sets: ToolLinkOS's declared edges and hand-labelled
-pairs on LiveMCPBench's 70 real MCP servers (data/livemcpbench/DEPENDENCIES.md).
+"""Dependency-inference benchmark: ToolLinkOS's declared edges, hand-labelled pairs on LiveMCPBench's 70
+real MCP servers (data/livemcpbench/DEPENDENCIES.md), and the label sets of data/dependency-labels/ (real
+MCP servers, BFCL's multi-turn APIs, Azure MCP, GitHub's REST API: data/dependency-labels/README.md).
 
 LiveMCPBench: recall is over the labelled positives; precision is given twice, over the predicted
 pairs that are labelled (positive or checked negative) and, as a lower bound, over every predicted
@@ -103,12 +104,38 @@ def _number(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def real_catalog() -> dict:
-    """Inference over LiveMCPBench scored against the hand-labelled pairs, overall and per half."""
-    tools = _load(ROOT / "data" / "livemcpbench" / "tools.json")
-    labels = [json.loads(line) for line in (ROOT / "data" / "livemcpbench" / "dependencies.jsonl").open()]
+LABELS = ROOT / "data" / "dependency-labels"
+# label set -> the manifests its tools come from (the labels name tools by the ids a build gives them)
+LABEL_SETS = {
+    "livemcpbench": (["data/livemcpbench/tools.json"], "data/livemcpbench/dependencies.jsonl"),
+    "mcp-servers": (["tests/cases/real/mcp-servers"], "data/dependency-labels/mcp-servers.jsonl"),
+    "bfcl-multi-turn": (["tests/cases/real/openai/bfcl-multi-turn"], "data/dependency-labels/bfcl-multi-turn.jsonl"),
+    "azure-mcp": (["data/azure-mcp/tools.json"], "data/dependency-labels/azure-mcp.jsonl"),
+    "github-openapi": (["tests/cases/real/openapi/api.github.com.json"], "data/dependency-labels/github-openapi.jsonl"),
+}
+
+
+def label_set_tools(name: str) -> list:
+    """The tools of a label set's catalog, every manifest of its paths read as a build reads it."""
+    tools = []
+    for entry in LABEL_SETS[name][0]:
+        path = ROOT / entry
+        for file in sorted(path.glob("*.json")) if path.is_dir() else [path]:
+            tools += _load(file)
+    return tools
+
+
+def read_labels(name: str) -> list[dict]:
+    path = ROOT / LABEL_SETS[name][1]
+    return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()] if path.exists() else []
+
+
+def real_catalog(name: str = "livemcpbench") -> dict:
+    """Inference over a labelled catalog scored against its hand-labelled pairs, overall and per half."""
+    tools = label_set_tools(name)
+    labels = read_labels(name)
     predicted, seconds = _inferred(tools)
-    audit = _audit()
+    audit = _audit() if name == "livemcpbench" else {}
     out: dict = {"tools": len(tools), "inferred": len(predicted), "seconds": round(seconds, 3)}
     for half in ("all", "tune", "report"):
         keep = [x for x in labels if half == "all" or split_half(x["consumer"].partition("::")[0]) == half]
@@ -144,7 +171,7 @@ def real_catalog() -> dict:
         }
     out["per_rule"] = rules
     print(
-        f"\nLiveMCPBench: {len(tools)} tools, {len(positive)} labelled positives, {len(negative)} checked "
+        f"\n{name}: {len(tools)} tools, {len(positive)} labelled positives, {len(negative)} checked "
         f"negatives, {len(predicted)} inferred in {seconds:.2f}s"
     )
     print(f"{'half':<8}{'P(labelled)':>12}{'P(est)':>8}{'P(lower)':>10}{'R':>7}{'pred':>7}{'pos':>6}{'hits':>6}")
@@ -226,7 +253,7 @@ def main() -> None:
                 "transitive_reach": reach,
                 "seconds": seconds,
                 "missed_producers": dict(missed.most_common(20)),
-                "livemcpbench": real_catalog(),
+                **{name: real_catalog(name) for name in LABEL_SETS if read_labels(name)},
             },
             indent=2,
         )
