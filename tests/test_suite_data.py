@@ -41,3 +41,38 @@ def test_suite_catalog_reads_whole_and_answers_every_query(name):
             assert any(matches(i, gold.accepted) for i in ids), (row["id"], gold.name)
     split = json.loads((ROOT / "data" / "splits" / f"{name}.json").read_text())
     assert sorted(split["tune"] + split["report"]) == sorted(r["id"] for r in rows)
+
+
+DEPENDENCY_LABELS = {  # label set -> (positives, negatives), data/dependency-labels/README.md
+    "livemcpbench": (317, 69),
+    "mcp-servers": (138, 37),
+    "bfcl-multi-turn": (181, 53),
+    "azure-mcp": (266, 74),
+    "github-openapi": (223, 59),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEPENDENCY_LABELS))
+def test_dependency_labels_name_real_tools_and_parameters(name):
+    """Every labelled pair names two tools of its catalog, as a build names them, and a parameter the consumer
+    takes: a label that names nothing would count as a miss for every inference and hide a renamed id."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from inference_bench import label_set_tools, read_labels
+
+    tools = {t.id: t for t in label_set_tools(name)}
+    labels = read_labels(name)
+    from toolkg.ontology.vocabulary import DEPENDENCY_KINDS as kinds
+
+    seen = set()
+    for x in labels:
+        assert x["consumer"] in tools and x["producer"] in tools and x["consumer"] != x["producer"], x
+        assert x["kind"] in kinds and x["label"] in ("positive", "negative") and x["evidence"].strip(), x
+        if x["parameter"] is not None:
+            assert x["parameter"] in {p.name for p in tools[x["consumer"]].parameters}, x
+        key = (x["consumer"], x["producer"], x["parameter"])
+        assert key not in seen, key
+        seen.add(key)
+    counts = (sum(x["label"] == "positive" for x in labels), sum(x["label"] == "negative" for x in labels))
+    assert counts == DEPENDENCY_LABELS[name]
