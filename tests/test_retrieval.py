@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import CASES
@@ -301,6 +301,8 @@ def test_dense_through_an_embeddings_endpoint_is_cached(store, monkeypatch, tmp_
     graph=st.dictionaries(st.integers(0, 20), st.tuples(st.floats(0.0, 1.0), st.integers(0, 20)), max_size=10),
     k=st.integers(1, 10),
 )
+# found by Hypothesis: an addition likelier than the addition it depends on was placed before it
+@example(text=[0.0, 0.0], graph={0: (0.0, 0), 1: (0.0, 0), 12: (0.0, 0), 2: (1.0, 12)}, k=4)
 def test_merge_evicts_a_first_stage_hit_only_for_a_likelier_addition(text, graph, k):
     from toolkg.retrieval.auto import Evidence, merge
 

@@ -81,7 +81,35 @@ def merge(first: list[tuple[int, Evidence]], graph: dict[int, Evidence], k: int)
         top.insert(at, (tool, evidence))
         placed.add(tool)
         graph_made.add(tool)
-    return top
+    return _hang(top, graph_made)
+
+
+def _hang(top: list[tuple[int, Evidence]], graph_made: set[int]) -> list[tuple[int, Evidence]]:
+    """Each addition right after the tool it depends on, its own additions after it (depth first), in the
+    order they were placed. An addition placed before its parent was (a child likelier than its parent: not
+    from auto's walk, whose products never grow, but possible for any evidence) moves there too."""
+    ids = {tool for tool, _ in top}
+    children: dict[int, list[tuple[int, Evidence]]] = {}
+    for tool, evidence in top:
+        if tool in graph_made and evidence.parent in ids and evidence.parent != tool:
+            children.setdefault(evidence.parent, []).append((tool, evidence))
+    hanging = {tool for items in children.values() for tool, _ in items}
+    out: list[tuple[int, Evidence]] = []
+    done: set[int] = set()
+
+    def emit(item: tuple[int, Evidence]) -> None:
+        if item[0] in done:
+            return
+        done.add(item[0])
+        out.append(item)
+        for child in children.get(item[0], ()):
+            emit(child)
+
+    for item in top:
+        if item[0] not in hanging:
+            emit(item)
+    out += [item for item in top if item[0] not in done]  # a cycle of additions: where they were placed
+    return out
 
 
 class AutoRetriever(Retriever):
