@@ -42,6 +42,7 @@ from toolkg.canonicalize.candidates import offer_classes, order, other_server_pr
 from toolkg.canonicalize.files import file_edges
 from toolkg.canonicalize.identifiers import MAX_SERVER_TOOLS, identifier_edges, opener_edges
 from toolkg.canonicalize.mentions import mention_edges
+from toolkg.canonicalize.pairs import learned_edges
 from toolkg.canonicalize.profiles import (
     _DERIVERS,
     CONNECTIVITY_WORDS,
@@ -119,6 +120,8 @@ def infer_dependencies(
         edges += _precondition_edges(group)
         edges += _connectivity_edges(group)
         edges += _read_before_write_edges(group)
+    if options.learned:  # the slots no rule judged: a model learned from labels scores same-server producers
+        edges += learned_edges(tools, edges, options.learned_threshold)
     if catalogs:
         edges = [e for e in edges if e.confidence >= CROSS_CATALOG_CONFIDENCE or _same_catalog(e, catalogs)]
     if consumers is not None or producers is not None:

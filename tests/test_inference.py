@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tests.conftest import CASES
 from toolkg.canonicalize.inference import InferenceOptions, infer_dependencies
 from toolkg.extractors.ingest import ingest_manifest
@@ -174,3 +177,96 @@ def test_explicit_mentions_name_the_producer():
 def test_a_setter_reads_the_state_it_changes_first():
     edge = _edges()["set_screen_brightness", "get_screen_brightness"]
     assert (edge.kind, edge.rule) == ("toolIndirectlyDependsOn", "read-before-write")
+
+
+def _server(server: str, *tools: tuple[str, str, tuple[tuple[str, bool], ...]]) -> list[Tool]:
+    return [
+        Tool(
+            server_id=server,
+            name=name,
+            description=description,
+            parameters=tuple(Parameter(name=p, json_type="string", required=r) for p, r in parameters),
+        )
+        for name, description, parameters in tools
+    ]
+
+
+def test_learned_edges_fill_only_the_slots_no_rule_judged():
+    """A search tool whose results carry what a tool of the same server takes, with no rule to say so: the
+    learned model links them; the rules' own slots and pairs stay theirs, and ``learned=False`` adds none."""
+    from toolkg.canonicalize.pairs import RULE
+
+    notes = _server(
+        "notes",
+        ("search_notes", "Search the notes of the knowledge base by keyword.", (("keyword", True),)),
+        ("edit_note", "Edit one note of the knowledge base.", (("title", True), ("content", True))),
+        ("read_note", "Read one note of the knowledge base.", (("title", True),)),
+    )
+    shop = _tools()
+    rules_only = infer_dependencies(notes + shop, InferenceOptions(learned=False))
+    assert not any(e.rule == RULE for e in rules_only)
+    edges = infer_dependencies(notes + shop)
+    learned = [e for e in edges if e.rule == RULE]
+    found = {(e.consumer, e.producer, e.parameter) for e in learned}
+    assert ("notes::read_note", "notes::search_notes", "title") in found, found
+    ruled = {
+        (e.consumer, e.parameter)
+        for e in infer_dependencies(notes + shop, InferenceOptions(learned=False), sparsify=False)
+    }
+    for e in learned:
+        assert e.consumer.partition("::")[0] == e.producer.partition("::")[0] and e.consumer != e.producer
+        assert (e.consumer, e.parameter) not in ruled and 0.5 <= e.confidence <= 1.0
+        assert e.evidence and e.kind in (
+            "parameterDirectlyDependsOn",
+            "parameterIndirectlyDependsOn",
+            "toolDirectlyDependsOn",
+        )
+    # the rules' edges are all still there: the learned ones only add
+    assert {(e.consumer, e.producer, e.parameter) for e in rules_only} <= {
+        (e.consumer, e.producer, e.parameter) for e in edges
+    }
+
+
+_VERBS = ("list", "search", "get", "create", "open", "delete", "update", "send", "run")
+_NOUNS = ("note", "user", "file", "order", "page", "repo", "issue", "channel")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c"]),
+            st.sampled_from(_VERBS),
+            st.sampled_from(_NOUNS),
+            st.lists(
+                st.tuples(
+                    st.sampled_from([*_NOUNS, "id", "name", "text"]),
+                    st.sampled_from(["_id", "_name", ""]),
+                    st.booleans(),
+                ),
+                max_size=3,
+            ),
+        ),
+        max_size=14,
+    )
+)
+def test_learned_edges_stay_on_their_server_one_per_slot(specs):
+    from toolkg.canonicalize.pairs import learned_edges
+
+    tools, seen = [], set()
+    for server, verb, noun, params in specs:
+        name = f"{verb}_{noun}"
+        if (server, name) in seen:
+            continue
+        seen.add((server, name))
+        parameters = {f"{p}{suffix}": required for p, suffix, required in params}
+        tools += _server(server, (name, f"{verb.title()} a {noun}.", tuple(parameters.items())))
+    edges = learned_edges(tools, [], threshold=0.0)
+    slots = [(e.consumer, e.parameter) for e in edges]
+    assert len(slots) == len(set(slots))
+    names = {t.id: t for t in tools}
+    for e in edges:
+        assert e.consumer in names and e.producer in names and e.consumer != e.producer
+        assert e.consumer.partition("::")[0] == e.producer.partition("::")[0]
+        assert e.parameter is None or e.parameter in {p.name for p in names[e.consumer].parameters}
+        assert 0.0 <= e.confidence <= 1.0

@@ -42,6 +42,10 @@ class InferenceOptions(Options):
         0.05, gt=0, le=1, description="a namespace token names at most this share of the catalog"
     )
     min_confidence: float = Field(0.5, ge=0, le=1, description="edges below this confidence are dropped")
+    learned: bool = Field(True, description="add the learned same-server edges of slots no rule judged (pairs.py)")
+    learned_threshold: float = Field(
+        0.5, ge=0, le=1, description="probability from which a slot takes its best learned candidate"
+    )
 
 
 class LinkOptions(Options):
