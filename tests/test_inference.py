@@ -193,7 +193,8 @@ def _server(server: str, *tools: tuple[str, str, tuple[tuple[str, bool], ...]]) 
 
 def test_learned_edges_fill_only_the_slots_no_rule_judged():
     """A search tool whose results carry what a tool of the same server takes, with no rule to say so: the
-    learned model links them; the rules' own slots and pairs stay theirs, and ``learned=False`` adds none."""
+    learned model links them (``learned=True``: experimental, off by default); the rules' own slots and pairs
+    stay theirs."""
     from toolkg.canonicalize.pairs import RULE
 
     notes = _server(
@@ -203,9 +204,9 @@ def test_learned_edges_fill_only_the_slots_no_rule_judged():
         ("read_note", "Read one note of the knowledge base.", (("title", True),)),
     )
     shop = _tools()
-    rules_only = infer_dependencies(notes + shop, InferenceOptions(learned=False))
+    rules_only = infer_dependencies(notes + shop)  # experimental: off by default
     assert not any(e.rule == RULE for e in rules_only)
-    edges = infer_dependencies(notes + shop)
+    edges = infer_dependencies(notes + shop, InferenceOptions(learned=True))
     learned = [e for e in edges if e.rule == RULE]
     found = {(e.consumer, e.producer, e.parameter) for e in learned}
     assert ("notes::read_note", "notes::search_notes", "title") in found, found

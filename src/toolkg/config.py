@@ -13,7 +13,7 @@ Every knob a build has lives in one section: ``build`` (what to read and which s
 Traceback (most recent call last):
 ...
 toolkg.errors.ConfigError: unknown setting 'inference.confidence'; inference takes: \
-max_producers_per_parameter, weak_fanout_cap, rare_token_share, min_confidence
+max_producers_per_parameter, weak_fanout_cap, rare_token_share, min_confidence, learned, learned_threshold
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ class InferenceOptions(Options):
         0.05, gt=0, le=1, description="a namespace token names at most this share of the catalog"
     )
     min_confidence: float = Field(0.5, ge=0, le=1, description="edges below this confidence are dropped")
-    learned: bool = Field(True, description="add the learned same-server edges of slots no rule judged (pairs.py)")
+    learned: bool = Field(
+        False, description="add the learned same-server edges of slots no rule judged (pairs.py; experimental)"
+    )
     learned_threshold: float = Field(
         0.5, ge=0, le=1, description="probability from which a slot takes its best learned candidate"
     )

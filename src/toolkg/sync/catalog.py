@@ -239,10 +239,6 @@ class CatalogSync:
         catalog = list(self.tools.values())
         neighbourhood = set(changed)
         neighbourhood |= {e.consumer for e in self.edges.values() if e.producer in touched}
-        # the learned same-server edges (canonicalize/pairs.py) read the whole server: its size and the
-        # producers competing for a slot, so every tool of a touched server is re-inferred
-        servers = {tool.partition("::")[0] for tool in touched}
-        neighbourhood |= {tool for tool in self.tools if tool.partition("::")[0] in servers}
         if changed:  # every consumer a changed tool could now feed, before sparsification
             candidates = infer_dependencies(catalog, producers=changed, sparsify=False, catalogs=self.catalogs)
             neighbourhood |= {e.consumer for e in candidates}
