@@ -27,7 +27,7 @@ from pathlib import Path
 
 from toolkg.canonicalize.inference import infer_dependencies
 from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.reading import fingerprint_file
+from toolkg.extractors.reading import discover_all, fingerprint_file
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -104,7 +104,6 @@ def _number(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-LABELS = ROOT / "data" / "dependency-labels"
 # label set -> the manifests its tools come from (the labels name tools by the ids a build gives them)
 LABEL_SETS = {
     "livemcpbench": (["data/livemcpbench/tools.json"], "data/livemcpbench/dependencies.jsonl"),
@@ -117,12 +116,8 @@ LABEL_SETS = {
 
 def label_set_tools(name: str) -> list:
     """The tools of a label set's catalog, every manifest of its paths read as a build reads it."""
-    tools = []
-    for entry in LABEL_SETS[name][0]:
-        path = ROOT / entry
-        for file in sorted(path.glob("*.json")) if path.is_dir() else [path]:
-            tools += _load(file)
-    return tools
+    found = discover_all([ROOT / entry for entry in LABEL_SETS[name][0]]).files
+    return [t for path in found for t in _load(Path(path))]
 
 
 def read_labels(name: str) -> list[dict]:

@@ -199,8 +199,11 @@ def features(found: Sequence[Candidate], server_sizes: Counter) -> np.ndarray:
     rows = np.zeros((len(found), len(FEATURES)))
     for n, c in enumerate(found):
         producer, consumer, parameter = c.producer, c.consumer, c.parameter
-        p = tools.get(producer.id) or tools.setdefault(producer.id, _tool_words(producer))
-        q = tools.get(consumer.id) or tools.setdefault(consumer.id, _tool_words(consumer))
+        if producer.id not in tools:
+            tools[producer.id] = _tool_words(producer)
+        if consumer.id not in tools:
+            tools[consumer.id] = _tool_words(consumer)
+        p, q = tools[producer.id], tools[consumer.id]
         if parameter is not None:
             key = (consumer.id, parameter.name)
             if key not in slots:
@@ -228,7 +231,7 @@ def features(found: Sequence[Candidate], server_sizes: Counter) -> np.ndarray:
             float(not p.needs_input),
             *by_parameter,
             float(p.lower_name in q.lower_description),
-            len(words(consumer.description) & p.name) / (len(p.name) or 1),
+            len(q.described & p.name) / (len(p.name) or 1),
             len(q.name & p.name) / (len(q.name) or 1),
         )
     return rows

@@ -83,17 +83,17 @@ def candidates(index: Index, text: str, depth: int = DEPTH) -> Candidates:
     lexical = index.tool_bm25.scores(text)
     dense_top = top(dense, depth)
     lexical_top = [i for i in top(lexical, depth) if lexical[i] > 0]
-    positions = np.array(list(dict.fromkeys(dense_top + lexical_top)), dtype=np.int64)
-    dense_rank = np.full(len(index.catalog.tools), depth + 1, dtype=np.float64)
-    dense_rank[dense_top] = np.arange(1, len(dense_top) + 1)
-    lexical_rank = np.full(len(index.catalog.tools), depth + 1, dtype=np.float64)
-    lexical_rank[lexical_top] = np.arange(1, len(lexical_top) + 1)
+    order = list(dict.fromkeys(dense_top + lexical_top))
+    positions = np.array(order, dtype=np.int64)
+    # ranks of the candidates only (a catalog-sized array per part would cost more than the ranking)
+    dense_rank = {tool: rank for rank, tool in enumerate(dense_top, start=1)}
+    lexical_rank = {tool: rank for rank, tool in enumerate(lexical_top, start=1)}
     return Candidates(
         positions=positions,
         cosine=dense[positions].astype(np.float64),
-        dense_rank=dense_rank[positions],
+        dense_rank=np.array([dense_rank.get(i, depth + 1) for i in order], dtype=np.float64),
         bm25=lexical[positions].astype(np.float64),
-        bm25_rank=lexical_rank[positions],
+        bm25_rank=np.array([lexical_rank.get(i, depth + 1) for i in order], dtype=np.float64),
         best_cosine=float(dense.max()) if len(dense) else 0.0,
         best_bm25=float(lexical.max()) if len(lexical) else 0.0,
         words=len(text.split()),
