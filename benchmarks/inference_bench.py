@@ -77,9 +77,9 @@ def _inferred(tools: list) -> tuple[dict, float]:
     return predicted, seconds
 
 
-def _audit() -> dict[tuple[str, str], str]:
-    """Verdicts on predicted pairs the labels leave out (data/livemcpbench/DEPENDENCIES.md, "Audit")."""
-    path = ROOT / "data" / "livemcpbench" / "dependencies-audit.jsonl"
+def _audit(name: str) -> dict[tuple[str, str], str]:
+    """A blind reader's verdicts on predicted pairs the labels leave out (benchmarks/labels/AUDIT.md)."""
+    path = ROOT / "data" / "dependency-labels" / "audit" / f"{name}.jsonl"
     if not path.exists():
         return {}
     rows = [json.loads(line) for line in path.open(encoding="utf-8")]
@@ -130,7 +130,7 @@ def real_catalog(name: str = "livemcpbench") -> dict:
     tools = label_set_tools(name)
     labels = read_labels(name)
     predicted, seconds = _inferred(tools)
-    audit = _audit() if name == "livemcpbench" else {}
+    audit = _audit(name)
     out: dict = {"tools": len(tools), "inferred": len(predicted), "seconds": round(seconds, 3)}
     for half in ("all", "tune", "report"):
         keep = [x for x in labels if half == "all" or split_half(x["consumer"].partition("::")[0]) == half]

@@ -99,6 +99,7 @@ def infer_dependencies(
     match (confidence >= ``CROSS_CATALOG_CONFIDENCE``) links two tools. Without it the store is one catalog.
     """
     options = options or InferenceOptions()
+    declared = set(declared)
     profiles = [profile(t) for t in tools]
     _assign_namespaces(profiles, options)
     edges: list[InferredEdge] = []
@@ -120,20 +121,30 @@ def infer_dependencies(
         edges += _precondition_edges(group)
         edges += _connectivity_edges(group)
         edges += _read_before_write_edges(group)
-    if options.learned:  # the slots no rule judged: a model learned from labels scores same-server producers
-        edges += learned_edges(tools, edges, options.learned_threshold)
+    # every slot's same-server candidates and the rules' proposals, judged by a model learned from labels
+    learned = []
+    if options.learned:
+        servers = None if consumers is None else {t.server_id for t in tools if t.id in consumers}
+        learned = learned_edges(tools, edges, options.learned_threshold, servers=servers)
     if catalogs:
         edges = [e for e in edges if e.confidence >= CROSS_CATALOG_CONFIDENCE or _same_catalog(e, catalogs)]
     if consumers is not None or producers is not None:
-        edges = [
-            e
-            for e in edges
-            if (consumers is None or e.consumer in consumers) and (producers is None or e.producer in producers)
-        ]
+        edges, learned = (
+            [
+                e
+                for e in found
+                if (consumers is None or e.consumer in consumers) and (producers is None or e.producer in producers)
+            ]
+            for found in (edges, learned)
+        )
     if not sparsify:
-        return edges
+        return edges + learned
     hubs = {p.tool.id for p in profiles if not p.needs_input}
-    return _sparsify(edges, options, set(declared), hubs)
+    kept = _sparsify(edges, options, declared, hubs)
+    # The model adds: a pair the rules keep (or the manifest declares) stays theirs.
+    linked = {(e.consumer, e.producer) for e in kept} | declared
+    added = [e for e in learned if (e.consumer, e.producer) not in linked and e.confidence >= options.min_confidence]
+    return sorted(kept + added, key=lambda e: (e.consumer, e.producer, e.parameter or ""))
 
 
 def _near(profiles: list[Profile], producers: set[str]) -> set[str]:

@@ -1,25 +1,24 @@
-"""Learned same-server dependencies: the producer -> consumer pairs no rule judged, scored by a model learned
-from labels.
+"""Learned same-server dependencies: every slot's candidate producers (pair_candidates.py) and the rules'
+own proposals, judged by one logistic model learned from labels.
 
-The rules (inference.py and its helpers) know a few patterns well. What they miss most on real servers is
-the plainest one: a search, list, create or open tool of a server whose results carry what another tool of
-the same server takes (``search_papers`` -> ``get_paper(paper_id)``, ``navigate`` before ``click``). Here:
+The rules (inference.py and its helpers) know a few patterns well; what they miss most on real servers is
+the plainest one: a search, list, create or open tool whose results carry what another tool of the same
+server takes (``search_papers`` -> ``get_paper(paper_id)``, ``kusto_cluster_list`` ->
+``kusto_cluster_get(cluster)``, ``navigate`` before ``click``). Here each candidate pair of a slot is scored
+by what the texts say and by what the rules said of it:
 
-1. **Candidates, generously.** Every *open slot* (a consumer's parameter, or the consumer itself for a
-   tool-level prerequisite) that no rule proposed a producer for gets, as candidates, the tools of its own
-   server that search, list, get, create or open something. A slot is a parameter that identifies something
-   (``*_id``, ``name``, ``path``, ``symbol``...) or, on a server small enough that its tools are written to be
-   used together, any required parameter. On a large server a candidate must also name, in its name or
-   outputs, what the parameter is about (a word rare among the server's tool names); for a parameter that
-   identifies nothing, what the parameter or its tool is about.
-2. **Judgement, learned.** Each candidate is scored by a logistic model over what the texts say: the
-   producer's action, how many candidates compete for the slot, the server's size, whether the parameter's
-   words appear in the producer's name, description and outputs, how much of the consumer's name and
-   description the producer's name shares, whether the producer needs input. The weights
-   (``pair_model.json``) are learned from the labelled catalogs by ``benchmarks/labels/train_pairs.py``,
-   leave-one-catalog-out checked; no tool, server or parameter name of any catalog is in them.
-3. A pair the rules already link gets no second edge. Each open slot keeps its best candidate when the
-   model's probability reaches ``threshold``; its confidence is that probability.
+- the producer's action, the server's size, how many candidates compete for the slot and how many
+  consumers the producer is a candidate for;
+- whether the parameter's words appear in the producer's name, description and outputs, the rarity-weighted
+  overlap of what the producer offers with the slot (and its rank among the slot's candidates), how much of
+  the consumer's name and description the producer's name shares, whether the producer needs input;
+- which rules proposed the pair and with what confidence, and how many rule proposals the slot has.
+
+The weights (``pair_model.json``) are learned by ``benchmarks/labels/train_pairs.py`` from the labelled
+catalogs (ToolLinkOS, LiveMCPBench, data/dependency-labels/), each weighing the same, and checked
+leave-one-catalog-out; no tool, server or parameter name of any catalog is in them. Each slot keeps its best
+candidate when its probability reaches ``threshold``, and that probability is the edge's confidence. The
+model adds: a pair the rules keep stays the rules' (their evidence explains it), and no rule edge is removed.
 """
 
 from __future__ import annotations
@@ -28,49 +27,45 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
-from toolkg.canonicalize.profiles import (
-    GENERIC_KEYS,
-    IDENTIFIER_SUFFIXES,
-    PARAMETER_DIRECT,
-    PARAMETER_INDIRECT,
-    TOOL_DIRECT,
+from toolkg.canonicalize.pair_candidates import (
+    IDENTIFYING_LEMMAS,
+    Candidate,
+    action_of,
+    candidates,
+    identifying,
+    slot_of,
+    words,
 )
-from toolkg.models import InferredEdge, Parameter, Tool
-from toolkg.text.lexicon import STOP_WORDS
-from toolkg.text.words import lemma, split_identifier
+from toolkg.canonicalize.profiles import GENERIC_KEYS, PARAMETER_DIRECT, PARAMETER_INDIRECT, TOOL_DIRECT
+from toolkg.models import InferredEdge, Tool
+from toolkg.text.words import split_identifier
 
 MODEL_PATH = Path(__file__).with_name("pair_model.json")
 RULE = "learned-same-server"
-THRESHOLD = 0.5  # a slot takes its best candidate from this probability on
-SMALL_SERVER = 60  # tools written to be used together: every required parameter is a slot
-DESCRIPTION_CHARACTERS = 400  # of a description read for its words
-# The action a tool's name starts (or contains): general English verbs of tool names, by what they yield.
-_ACTIONS = {
-    "list": "list enumerate",
-    "search": "search find query lookup look browse discover searcher finder",
-    "get": "get fetch read retrieve show view describe getter inspect",
-    "create": "create add new generate make insert upload post put",
-    "open": "open navigate connect login log launch start init initialize begin load think authenticate signin",
-}
-ACTION = {word: action for action, words in _ACTIONS.items() for word in words.split()}
-# Last words of a parameter that identifies something another tool can hand over.
-IDENTIFYING = frozenset(IDENTIFIER_SUFFIXES) | frozenset(
-    "sha slug number uri url path file filename hash pid uuid index title symbol ticker identifier ref label tag "
-    "version account channel user owner repo repository branch package packages ids".split()
+THRESHOLD = 0.5  # a slot takes its best candidate when it is likelier right than wrong
+UNRANKED = 9  # the rank given a pair only a rule proposed
+# The rules whose proposals are features (inference.py and its helpers).
+RULES = (
+    "output-to-parameter",
+    "explicit-mention",
+    "file-format",
+    "namespace-authentication",
+    "same-server-identifier",
+    "session-opener",
+    "resource-precondition",
+    "connectivity-precondition",
+    "read-before-write",
+    "enable-if-off",
 )
+_ACTIONS_ORDER = ("list", "search", "get", "create", "open")
 FEATURES = (
     "log_server_size",
-    "producer_list",
-    "producer_search",
-    "producer_get",
-    "producer_create",
-    "producer_open",
+    *(f"producer_{a}" for a in _ACTIONS_ORDER),
     "consumer_get",
     "tool_level",
     "required",
@@ -85,156 +80,123 @@ FEATURES = (
     "consumer_description_names_producer",
     "consumer_description_shares_producer_name",
     "consumer_name_shares_producer_name",
+    *(f"rule_{r}" for r in RULES),
+    "rule_confidence",
+    "rule_count",
+    "no_rule",
+    "same_server",
+    "candidate",
+    "log_producer_fanout",
+    "parameter_generic",
+    "log_slot_rule_proposals",
+    "offer_score",
+    "offer_share_of_best",
+    "log_rank",
+    "offers_about",
 )
 
 
-def words(text: str | None, limit: int = DESCRIPTION_CHARACTERS) -> frozenset[str]:
-    """Lemmas of a text's content words (identifiers split)."""
-    return _words((text or "")[:limit])
-
-
-@cache
-def _words(text: str) -> frozenset[str]:
-    return frozenset(lemma(w) for w in split_identifier(text) if len(w) > 1 and w not in STOP_WORDS)
-
-
-def action_of(name: str) -> str:
-    """The first action word of a tool name (``search_papers`` -> search), or ``other``."""
-    return next((ACTION[w] for w in split_identifier(name) if w in ACTION), "other")
-
-
-@dataclass(frozen=True)
-class Candidate:
-    consumer: Tool
-    producer: Tool
-    parameter: Parameter | None  # None: a tool-level prerequisite
-
-
-def _identifying(parameter: Parameter) -> bool:
-    parts = split_identifier(parameter.name)
-    return bool(parts) and (parts[-1] in IDENTIFYING or parameter.name.lower().endswith("id"))
-
-
-def candidates(
-    tools: Sequence[Tool], taken: set[tuple[str, str | None]], linked: set[tuple[str, str]] = frozenset()
-) -> list[Candidate]:
-    """The same-server candidates of every open slot: (consumer, parameter) pairs not in ``taken``; a
-    (consumer, producer) pair the rules already ``linked`` gets no second edge."""
-    by_server: dict[str, list[tuple[str, Tool]]] = defaultdict(list)
-    for tool in tools:
-        by_server[tool.server_id].append((tool.id, tool))
-    out: list[Candidate] = []
-    for server_tools in by_server.values():
-        actions = {tool_id: action_of(tool.name) for tool_id, tool in server_tools}
-        producers = [(tool_id, tool) for tool_id, tool in server_tools if actions[tool_id] != "other"]
-        if not producers:
-            continue
-        small = len(server_tools) <= SMALL_SERVER
-        named = {tool_id: words(tool.name) for tool_id, tool in server_tools}
-        offered = {i: named[i] | frozenset().union(*(words(o.name) for o in t.outputs)) for i, t in producers}
-        spread = Counter(w for tool_id, _ in server_tools for w in named[tool_id])
-        common = {w for w, n in spread.items() if n > max(5, 0.05 * len(server_tools))}
-        for consumer_id, consumer in server_tools:
-            for parameter in consumer.parameters:
-                if (consumer_id, parameter.name) in taken:
-                    continue
-                identifying = _identifying(parameter)
-                if not identifying and not (small and parameter.required):
-                    continue
-                about = {lemma(w) for w in split_identifier(parameter.name) if w not in GENERIC_KEYS}
-                about -= IDENTIFYING
-                # a catalog-sized server, or a parameter that identifies nothing: only producers of what it is about
-                wanted = about - common if not small else (None if identifying else about | named[consumer_id])
-                for producer_id, producer in producers:
-                    if producer_id == consumer_id or (consumer_id, producer_id) in linked:
-                        continue
-                    if wanted is not None and not wanted & offered[producer_id]:
-                        continue
-                    out.append(Candidate(consumer, producer, parameter))
-            if small and (consumer_id, None) not in taken:
-                out += [
-                    Candidate(consumer, producer, None)
-                    for producer_id, producer in producers
-                    if producer_id != consumer_id
-                    and actions[producer_id] == "open"
-                    and (consumer_id, producer_id) not in linked
-                ]
-    return out
-
-
-@dataclass(frozen=True)
 class _ToolWords:
     """What the features read of a tool, computed once per tool."""
 
-    name: frozenset[str]
-    described: frozenset[str]
-    outputs: frozenset[str]
-    action: str
-    needs_input: bool
-    lower_name: str
-    lower_description: str
+    __slots__ = ("name", "described", "outputs", "action", "needs_input", "lower_name", "lower_description")
+
+    def __init__(self, tool: Tool) -> None:
+        self.name = words(tool.name)
+        self.described = words(tool.description)
+        self.outputs = frozenset().union(*(words(f"{o.name} {o.description}") for o in tool.outputs))
+        self.action = action_of(tool.name)
+        self.needs_input = any(p.required for p in tool.parameters)
+        self.lower_name = tool.name.lower()
+        self.lower_description = (tool.description or "").lower()
 
 
-def _tool_words(tool: Tool) -> _ToolWords:
-    return _ToolWords(
-        name=words(tool.name),
-        described=words(tool.description),
-        outputs=frozenset().union(*(words(f"{o.name} {o.description}") for o in tool.outputs)),
-        action=action_of(tool.name),
-        needs_input=any(p.required for p in tool.parameters),
-        lower_name=tool.name.lower(),
-        lower_description=(tool.description or "").lower(),
-    )
-
-
-_IDENTIFYING_LEMMAS = frozenset(lemma(w) for w in IDENTIFYING)
-_ACTIONS_ORDER = ("list", "search", "get", "create", "open")
-
-
-def features(found: Sequence[Candidate], server_sizes: Counter) -> np.ndarray:
-    """One row of ``FEATURES`` per candidate (each tool and parameter read once, however many candidates)."""
-    competitors = Counter((c.consumer.id, c.parameter.name if c.parameter else None) for c in found)
+def features(found: Sequence[Candidate], server_sizes: Counter, proposed: dict | None = None) -> np.ndarray:
+    """One row of ``FEATURES`` per candidate (each tool and parameter read once, however many candidates).
+    ``proposed``: (consumer, producer, parameter) -> (the rules that proposed it, their best confidence)."""
+    proposed = proposed or {}
+    competitors = Counter(slot_of(c) for c in found)
+    # consumers a producer is a slot candidate for (not rule proposals: a slot's features stay its server's)
+    fanout = Counter(p for p, _ in {(c.producer.id, c.consumer.id) for c in found if c.rank < UNRANKED})
+    rule_proposals = Counter((c, q) for (c, _, q) in proposed)
     tools: dict[str, _ToolWords] = {}
     slots: dict[tuple[str, str], tuple] = {}
     rows = np.zeros((len(found), len(FEATURES)))
     for n, c in enumerate(found):
         producer, consumer, parameter = c.producer, c.consumer, c.parameter
         if producer.id not in tools:
-            tools[producer.id] = _tool_words(producer)
+            tools[producer.id] = _ToolWords(producer)
         if consumer.id not in tools:
-            tools[consumer.id] = _tool_words(consumer)
+            tools[consumer.id] = _ToolWords(consumer)
         p, q = tools[producer.id], tools[consumer.id]
+        slot = slot_of(c)
         if parameter is not None:
-            key = (consumer.id, parameter.name)
-            if key not in slots:
+            if slot not in slots:
                 named = words(parameter.name)
-                slots[key] = (named, named - _IDENTIFYING_LEMMAS, words(parameter.description),
-                              (parameter.description or "").lower(), float(_identifying(parameter)))  # fmt: skip
-            named, about, said, lower_said, identifying = slots[key]
+                slots[slot] = (named, named - IDENTIFYING_LEMMAS, words(parameter.description),
+                               (parameter.description or "").lower(), float(identifying(parameter)),
+                               float(all(w in GENERIC_KEYS for w in split_identifier(parameter.name))))  # fmt: skip
+            named, about, said, lower_said, is_identifying, generic = slots[slot]
             by_parameter = (
                 float(bool(about & p.name)),
                 float(bool(about & p.described)),
                 float(bool(named & p.outputs)),
                 len(said & (p.name | p.described)) / (len(said) or 1),
                 float(p.lower_name in lower_said),
-                identifying,
+                is_identifying,
             )
         else:
-            by_parameter = (0.0,) * 6
+            by_parameter, generic = (0.0,) * 6, 0.0
+        rules, confidence = proposed.get((consumer.id, producer.id, slot[1]), ((), 0.0))
         rows[n] = (
             math.log(server_sizes[producer.server_id]),
             *(float(p.action == a) for a in _ACTIONS_ORDER),
             float(q.action == "get"),
             float(parameter is None),
             float(bool(parameter and parameter.required)),
-            math.log(1 + competitors[consumer.id, parameter.name if parameter else None]),
+            math.log(1 + competitors[slot]),
             float(not p.needs_input),
             *by_parameter,
             float(p.lower_name in q.lower_description),
             len(q.described & p.name) / (len(p.name) or 1),
             len(q.name & p.name) / (len(q.name) or 1),
+            *(float(r in rules) for r in RULES),
+            confidence,
+            len(rules),
+            float(not rules),
+            float(consumer.server_id == producer.server_id),
+            float(c.rank < UNRANKED),
+            math.log1p(fanout[producer.id]),
+            generic,
+            math.log1p(rule_proposals[slot]),
+            c.score,
+            c.share,
+            math.log1p(c.rank),
+            float(c.offers_about),
         )
     return rows
+
+
+def judged(tools: Sequence[Tool], rule_edges: Iterable[InferredEdge]) -> tuple[list[Candidate], dict]:
+    """Every candidate the model judges: each slot's own candidates, and every pair a rule proposed (with the
+    rules that did and their best confidence, keyed by (consumer, producer, parameter))."""
+    by_id = {t.id: t for t in tools}
+    proposed: dict[tuple[str, str, str | None], tuple[frozenset[str], float]] = {}
+    for e in rule_edges:
+        key = (e.consumer, e.producer, e.parameter)
+        rules, confidence = proposed.get(key, (frozenset(), 0.0))
+        proposed[key] = (rules | {e.rule}, max(confidence, e.confidence))
+    found = candidates(tools)
+    seen = {(c.consumer.id, c.producer.id, slot_of(c)[1]) for c in found}
+    for consumer_id, producer_id, parameter_name in proposed.keys() - seen:
+        consumer, producer = by_id.get(consumer_id), by_id.get(producer_id)
+        if consumer is None or producer is None:
+            continue
+        parameter = next((x for x in consumer.parameters if x.name == parameter_name), None)
+        if parameter_name is not None and parameter is None:
+            continue
+        found.append(Candidate(consumer, producer, parameter, rank=UNRANKED))
+    return found, proposed
 
 
 @cache
@@ -249,33 +211,48 @@ def probabilities(rows: np.ndarray, weights: Sequence[float]) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0)))
 
 
+def best_per_slot(found: Sequence[Candidate], p: Sequence[float], threshold: float) -> dict:
+    """slot -> (probability, candidate) of its likeliest candidate, when that reaches ``threshold``."""
+    best: dict[tuple[str, str | None], tuple[float, Candidate]] = {}
+    for candidate, score in zip(found, p, strict=True):
+        slot = slot_of(candidate)
+        if score >= threshold and (slot not in best or score > best[slot][0]):
+            best[slot] = (score, candidate)
+    return best
+
+
 def learned_edges(
     tools: Sequence[Tool],
     rule_edges: Iterable[InferredEdge],
     threshold: float = THRESHOLD,
     weights: Sequence[float] | None = None,
+    servers: set[str] | None = None,
 ) -> list[InferredEdge]:
-    """One edge per open slot whose best candidate reaches ``threshold`` (the rules' slots stay theirs)."""
-    rule_edges = list(rule_edges)
-    taken = {(e.consumer, e.parameter) for e in rule_edges}
-    found = candidates(tools, taken, {(e.consumer, e.producer) for e in rule_edges})
+    """One edge per slot whose likeliest candidate reaches ``threshold``. ``rule_edges`` are the rules' edges
+    before sparsification; the caller drops an edge whose pair the rules keep. ``servers`` keeps the consumers
+    of those servers: a slot's candidates and features are its own server's and the rules' proposals into
+    the slot, so a server's learned edges come out the same whatever else the catalog holds."""
+    if servers is not None:
+        tools = [t for t in tools if t.server_id in servers]
+    found, proposed = judged(tools, list(rule_edges))
     if not found:
         return []
     weights = weights or load_weights()
-    server_sizes = Counter(t.server_id for t in tools)
-    best: dict[tuple[str, str | None], tuple[float, Candidate]] = {}
-    for candidate, p in zip(found, probabilities(features(found, server_sizes), weights).tolist(), strict=True):
-        slot = (candidate.consumer.id, candidate.parameter.name if candidate.parameter else None)
-        if p >= threshold and (slot not in best or p > best[slot][0]):
-            best[slot] = (p, candidate)
+    rows = features(found, Counter(t.server_id for t in tools), proposed)
     edges = []
+    best = best_per_slot(found, probabilities(rows, weights).tolist(), threshold)
     for (_, parameter), (p, c) in sorted(best.items(), key=lambda x: (x[0][0], x[0][1] or "")):
+        if c.consumer.server_id != c.producer.server_id:  # a rule's cross-server proposal may win; it stays the rule's
+            continue
+        rules = sorted(proposed.get((c.consumer.id, c.producer.id, parameter), ((), 0.0))[0])
+        action = action_of(c.producer.name)
         if c.parameter is None:
-            kind, evidence = TOOL_DIRECT, f"{c.producer.name} ({action_of(c.producer.name)}) comes first on its server"
+            kind, evidence = TOOL_DIRECT, f"{c.producer.name} ({action}) comes first on its server"
         else:
             kind = PARAMETER_DIRECT if c.parameter.required else PARAMETER_INDIRECT
-            action = action_of(c.producer.name)
             evidence = f"{parameter} <- what {c.producer.name} ({action}) returns on the same server"
+        if rules:
+            evidence += f"; proposed by {', '.join(rules)}"
         edges.append(
             InferredEdge(
                 consumer=c.consumer.id,

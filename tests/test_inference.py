@@ -191,10 +191,10 @@ def _server(server: str, *tools: tuple[str, str, tuple[tuple[str, bool], ...]]) 
     ]
 
 
-def test_learned_edges_fill_only_the_slots_no_rule_judged():
+def test_learned_edges_add_same_server_producers_and_never_remove_a_rule_edge():
     """A search tool whose results carry what a tool of the same server takes, with no rule to say so: the
-    learned model links them (``learned=True``: experimental, off by default); the rules' own slots and pairs
-    stay theirs."""
+    learned model (on by default) links them; every edge the rules keep is still there, and a pair the rules
+    keep gets no second, learned edge."""
     from toolkg.canonicalize.pairs import RULE
 
     notes = _server(
@@ -204,25 +204,21 @@ def test_learned_edges_fill_only_the_slots_no_rule_judged():
         ("read_note", "Read one note of the knowledge base.", (("title", True),)),
     )
     shop = _tools()
-    rules_only = infer_dependencies(notes + shop)  # experimental: off by default
+    rules_only = infer_dependencies(notes + shop, InferenceOptions(learned=False))
     assert not any(e.rule == RULE for e in rules_only)
-    edges = infer_dependencies(notes + shop, InferenceOptions(learned=True))
+    edges = infer_dependencies(notes + shop)
     learned = [e for e in edges if e.rule == RULE]
     found = {(e.consumer, e.producer, e.parameter) for e in learned}
     assert ("notes::read_note", "notes::search_notes", "title") in found, found
-    ruled = {
-        (e.consumer, e.parameter)
-        for e in infer_dependencies(notes + shop, InferenceOptions(learned=False), sparsify=False)
-    }
+    ruled_pairs = {(e.consumer, e.producer) for e in rules_only}
     for e in learned:
         assert e.consumer.partition("::")[0] == e.producer.partition("::")[0] and e.consumer != e.producer
-        assert (e.consumer, e.parameter) not in ruled and 0.5 <= e.confidence <= 1.0
+        assert (e.consumer, e.producer) not in ruled_pairs and 0.5 <= e.confidence <= 1.0
         assert e.evidence and e.kind in (
             "parameterDirectlyDependsOn",
             "parameterIndirectlyDependsOn",
             "toolDirectlyDependsOn",
         )
-    # the rules' edges are all still there: the learned ones only add
     assert {(e.consumer, e.producer, e.parameter) for e in rules_only} <= {
         (e.consumer, e.producer, e.parameter) for e in edges
     }
@@ -271,3 +267,34 @@ def test_learned_edges_stay_on_their_server_one_per_slot(specs):
         assert e.consumer.partition("::")[0] == e.producer.partition("::")[0]
         assert e.parameter is None or e.parameter in {p.name for p in names[e.consumer].parameters}
         assert 0.0 <= e.confidence <= 1.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b"]),
+            st.sampled_from(_VERBS),
+            st.sampled_from(_NOUNS),
+            st.lists(st.tuples(st.sampled_from([*_NOUNS, "id", "name"]), st.sampled_from(["_id", ""]), st.booleans()),
+                     max_size=2),
+        ),
+        max_size=10,
+    )
+)
+def test_a_servers_learned_edges_do_not_depend_on_the_rest_of_the_catalog(specs):
+    """What incremental sync relies on: re-inferring one server's tools (``consumers``) gives the learned
+    edges a whole-catalog run gives that server, whatever the other servers hold."""
+    from toolkg.canonicalize.pairs import RULE
+
+    tools, seen = [], set()
+    for server, verb, noun, params in specs:
+        if (server, f"{verb}_{noun}") in seen:
+            continue
+        seen.add((server, f"{verb}_{noun}"))
+        parameters = {f"{p}{suffix}": required for p, suffix, required in params}
+        tools += _server(server, (f"{verb}_{noun}", f"{verb.title()} a {noun}.", tuple(parameters.items())))
+    whole = {e for e in infer_dependencies(tools) if e.rule == RULE and e.consumer.startswith("a::")}
+    server_a = {t.id for t in tools if t.server_id == "a"}
+    alone = {e for e in infer_dependencies(tools, consumers=server_a) if e.rule == RULE}
+    assert alone == whole

@@ -3,8 +3,8 @@
 Catalogs: ToolLinkOS (its declared edges, hidden from inference: complete labels, so every candidate is
 labelled) and every label set of benchmarks/inference_bench.py (LiveMCPBench and data/dependency-labels/: samples,
 so a candidate is a training row only in a slot the labellers judged, where any candidate they did not mark
-right is taken as wrong). Rows are the candidates of the slots no rule judged, the ones the model decides in
-the product. Each catalog weighs the same in the fit.
+right is taken as wrong). Rows are what the model judges in the product (pairs.judged): each slot's own
+candidates and every pair a rule proposed. Each catalog weighs the same in the fit.
 
 Prints, per catalog left out, the rules alone against the rules plus the learned edges of a model fitted
 without it (recall over labelled positives, precision over labelled predicted pairs, and the lower bound
@@ -34,14 +34,16 @@ from splits import half as split_half  # noqa: E402
 from train import logistic_fit  # noqa: E402
 
 from toolkg.canonicalize.inference import infer_dependencies  # noqa: E402
-from toolkg.canonicalize.pairs import FEATURES, MODEL_PATH, THRESHOLD, candidates, features  # noqa: E402
+from toolkg.canonicalize.pairs import FEATURES, MODEL_PATH, THRESHOLD, features, judged, probabilities  # noqa: E402
+from toolkg.canonicalize.pair_candidates import slot_of  # noqa: E402
 from toolkg.config import InferenceOptions  # noqa: E402
 
 RULES_ONLY = InferenceOptions(learned=False)
 
 
 def catalog(name: str) -> dict:
-    """A catalog's candidates (open slots only), their features, its labels and the rules' own predictions."""
+    """A catalog's judged candidates, their features, its labels and the rules' own predictions."""
+    judged_slots = None
     if name == "toollinkos":
         tools = [t for path in FILES for t in _load(path)]
         by_name = {t.name: t.id for t in tools}
@@ -53,29 +55,35 @@ def catalog(name: str) -> dict:
         tools = label_set_tools(name)
         positive = {(x["consumer"], x["producer"]) for x in labels if x["label"] == "positive"}
         negative = {(x["consumer"], x["producer"]) for x in labels if x["label"] == "negative"} - positive
-    unsparsified = infer_dependencies(tools, RULES_ONLY, sparsify=False)
-    found = candidates(
-        tools, {(e.consumer, e.parameter) for e in unsparsified}, {(e.consumer, e.producer) for e in unsparsified}
-    )
-    rows = features(found, Counter(t.server_id for t in tools)).reshape(-1, len(FEATURES))
+        judged_slots = {(x["consumer"], x.get("parameter")) for x in labels}
+    found, proposed = judged(tools, infer_dependencies(tools, RULES_ONLY, sparsify=False))
+    rows = features(found, Counter(t.server_id for t in tools), proposed).reshape(-1, len(FEATURES))
     rules = {(e.consumer, e.producer) for e in infer_dependencies(tools, RULES_ONLY)}
     return {
         "name": name,
         "x": rows,
         "pairs": [(c.consumer.id, c.producer.id) for c in found],
-        "slots": [(c.consumer.id, c.parameter.name if c.parameter else None) for c in found],
+        "slots": [slot_of(c) for c in found],
+        "same_server": [c.consumer.server_id == c.producer.server_id for c in found],
         "positive": positive,
         "negative": negative,
+        "judged_slots": judged_slots,
         "rules": rules,
-        "unsparsified": unsparsified,
     }
 
 
 def training_rows(data: dict) -> tuple[np.ndarray, np.ndarray]:
-    """The candidates of the slots the labels judged, labelled by whether their pair is a positive."""
-    judged = data["positive"] | (data["negative"] or set())
-    slots = {s for s, pair in zip(data["slots"], data["pairs"], strict=True) if pair in judged}
-    keep = [i for i, s in enumerate(data["slots"]) if data["negative"] is None or s in slots]
+    """Every candidate of a completely labelled catalog; of a sampled one, the candidates whose pair is labelled
+    and those of the slots the labels judged (a candidate the labellers did not mark right there is wrong)."""
+    if data["negative"] is None:
+        keep = list(range(len(data["pairs"])))
+    else:
+        labelled = data["positive"] | data["negative"]
+        keep = [
+            i
+            for i, (pair, slot) in enumerate(zip(data["pairs"], data["slots"], strict=True))
+            if pair in labelled or slot in data["judged_slots"]
+        ]
     y = np.asarray([float(data["pairs"][i] in data["positive"]) for i in keep])
     return data["x"][keep], y
 
@@ -93,16 +101,17 @@ def fit(catalogs: list[dict]) -> np.ndarray:
 
 
 def learned(data: dict, weights: np.ndarray, threshold: float) -> dict[tuple[str, str], float]:
-    """Each open slot's best candidate at or above ``threshold``: (consumer, producer) -> probability."""
-    z = data["x"] @ weights[:-1] + weights[-1]
-    p = 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
-    best: dict = {}
-    for slot, pair, score in zip(data["slots"], data["pairs"], p, strict=True):
-        if score >= threshold and (slot not in best or score > best[slot][0]):
-            best[slot] = (float(score), pair)
+    """What the product adds (pairs.learned_edges): each slot's likeliest candidate at or above ``threshold``,
+    on the consumer's server, unless the rules keep the pair: (consumer, producer) -> probability."""
+    p = probabilities(data["x"], weights)
+    slots: dict = {}
+    for slot, pair, same, score in zip(data["slots"], data["pairs"], data["same_server"], p, strict=True):
+        if score >= threshold and (slot not in slots or score > slots[slot][0]):
+            slots[slot] = (float(score), pair, same)
     out: dict = {}
-    for score, pair in best.values():
-        out[pair] = max(out.get(pair, 0.0), score)
+    for score, pair, same in slots.values():
+        if same and pair not in data["rules"]:
+            out[pair] = max(out.get(pair, 0.0), score)
     return out
 
 

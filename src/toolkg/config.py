@@ -43,10 +43,10 @@ class InferenceOptions(Options):
     )
     min_confidence: float = Field(0.5, ge=0, le=1, description="edges below this confidence are dropped")
     learned: bool = Field(
-        False, description="add the learned same-server edges of slots no rule judged (pairs.py; experimental)"
+        True, description="add each slot's likeliest same-server producer, judged by a model learned from labels"
     )
     learned_threshold: float = Field(
-        0.5, ge=0, le=1, description="probability from which a slot takes its best learned candidate"
+        0.5, ge=0, le=1, description="probability from which a slot takes its likeliest learned candidate"
     )
 
 

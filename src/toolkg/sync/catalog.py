@@ -34,6 +34,7 @@ from pyoxigraph import Literal, NamedNode, Triple
 from toolkg.canonicalize.incremental_links import IncrementalLinks
 from toolkg.canonicalize.inference import infer_dependencies
 from toolkg.canonicalize.links import LinkIndex, tool_text
+from toolkg.config import InferenceOptions
 from toolkg.embeddings import Embedder
 from toolkg.errors import NotFoundError
 from toolkg.extractors.manifest_triples import NameIndex, extract_structure
@@ -242,6 +243,9 @@ class CatalogSync:
         if changed:  # every consumer a changed tool could now feed, before sparsification
             candidates = infer_dependencies(catalog, producers=changed, sparsify=False, catalogs=self.catalogs)
             neighbourhood |= {e.consumer for e in candidates}
+        if InferenceOptions().learned:  # a slot's learned producer is judged among its whole server's candidates
+            servers = {i.partition("::")[0] for i in touched}
+            neighbourhood |= {i for i, tool in self.tools.items() if tool.server_id in servers}
         neighbourhood -= removed
         result.neighbourhood = len(neighbourhood)
         fresh = (

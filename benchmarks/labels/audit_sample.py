@@ -1,0 +1,71 @@
+"""Blind audit of the dependency edges the labels leave out: sample them and write one reading task per catalog.
+
+For each label set of benchmarks/inference_bench.py, the predicted (consumer, producer) pairs that no label
+judges are ordered by the sha256 of their ids (a fixed, name-blind sample) and the first ``--per-catalog`` are
+written to ``benchmarks/results/audit/<catalog>.md`` with both tools' texts as a labeller reads them (names,
+descriptions, inputs, declared outputs) and nothing of toolkg's: not the rule, the evidence, the confidence or
+whether the pair was learned. A separate reader judges each pair from those texts and writes
+``data/dependency-labels/audit/<catalog>.jsonl``: one ``{"consumer", "producer", "verdict": "correct" | "wrong",
+"reason"}`` per pair. ``benchmarks/inference_bench.py`` then prints the precision those verdicts estimate beside
+the lower bound.
+
+    python benchmarks/labels/audit_sample.py --per-catalog 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from inference_bench import LABEL_SETS, label_set_tools, read_labels  # noqa: E402
+
+from toolkg.canonicalize.inference import infer_dependencies  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "results" / "audit"
+
+
+def tool_text(tool, width: int = 500) -> str:
+    lines = [f"### {tool.id}", f"{(tool.description or '').strip()[:width]}"]
+    for p in tool.parameters:
+        values = f" one of {', '.join(p.enum[:8])}" if p.enum else ""
+        need = "required" if p.required else "optional"
+        lines.append(f"- in `{p.name}` ({p.json_type}, {need}{values}): {(p.description or '').strip()[:width // 2]}")
+    for o in tool.outputs:
+        lines.append(f"- out `{o.name}` ({o.json_type}): {(o.description or '').strip()[:width // 2]}")
+    return "\n".join(lines)
+
+
+def sample(name: str, per_catalog: int) -> list[tuple[str, str]]:
+    tools = label_set_tools(name)
+    labelled = {(x["consumer"], x["producer"]) for x in read_labels(name)}
+    predicted = {(e.consumer, e.producer) for e in infer_dependencies(tools)} - labelled
+    ordered = sorted(predicted, key=lambda pair: hashlib.sha256("|".join(pair).encode()).hexdigest())
+    return ordered[:per_catalog]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--per-catalog", type=int, default=60)
+    args = parser.parse_args()
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name in LABEL_SETS:
+        if not read_labels(name):
+            continue
+        by_id = {t.id: t for t in label_set_tools(name)}
+        pairs = sample(name, args.per_catalog)
+        parts = [f"# {name}: {len(pairs)} pairs to judge\n"]
+        for n, (consumer, producer) in enumerate(pairs, start=1):
+            parts.append(f"## pair {n}: does `{consumer}` depend on `{producer}`?\n")
+            parts.append("Consumer:\n" + tool_text(by_id[consumer]) + "\n")
+            parts.append("Producer:\n" + tool_text(by_id[producer]) + "\n")
+        (OUT / f"{name}.md").write_text("\n".join(parts), encoding="utf-8")
+        print(f"{name}: {len(pairs)} pairs -> {(OUT / f'{name}.md').relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

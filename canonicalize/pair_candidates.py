@@ -1,0 +1,171 @@
+"""Producer -> consumer candidates for the learned dependency model (pairs.py): generous, and bounded.
+
+Every *slot* of a server gets a few candidates from its own server:
+
+- A slot is a consumer's parameter that a value from another tool can fill: one that identifies something
+  (``*_id``, ``name``, ``path``, ``symbol``...) or a required one, never a boolean, an enumeration (a value
+  chosen from a fixed list) or where an output is written. A consumer on a small server (tools written to be
+  used together) also has a tool-level slot that the server's open/login tools can fill.
+- A candidate producer is a tool of the same server that lists, searches, gets, creates or opens something.
+  It is ranked for the slot by what it offers (the words of its name and its declared outputs) against what
+  the slot is about (the parameter's own words, worth twice) and the consumer's entity (its name's words
+  without the verb), each word weighed by its rarity among the server's producers (idf): so
+  ``kusto_cluster_get(cluster)`` meets ``kusto_cluster_list`` before ``aks_cluster_list``. A slot that
+  names what it takes (``session_id`` is about a session) only takes producers that offer it.
+- A small server's identifying slot keeps all its producers; a larger server's keeps the best ``TOP`` by that
+  score: the cost grows with the tools, not with their square.
+
+The score, its share of the slot's best and the rank go to the model as features, beside the texts' own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from toolkg.canonicalize.profiles import GENERIC_KEYS, IDENTIFIER_SUFFIXES, is_output_location
+from toolkg.models import Parameter, Tool
+from toolkg.text.lexicon import STOP_WORDS
+from toolkg.text.words import lemma, split_identifier
+
+SMALL_SERVER = 60  # tools written to be used together: an identifying slot meets every producer
+TOP = 5  # candidates a slot of a larger server keeps, best first
+DESCRIPTION_CHARACTERS = 400  # of a description read for its words
+# The action a tool's name starts (or contains): general English verbs of tool names, by what they yield.
+_ACTIONS = {
+    "list": "list enumerate",
+    "search": "search find query lookup look browse discover searcher finder",
+    "get": "get fetch read retrieve show view describe getter inspect",
+    "create": "create add new generate make insert upload post put",
+    "open": "open navigate connect login log launch start init initialize begin load think authenticate signin",
+}
+ACTION = {word: action for action, words in _ACTIONS.items() for word in words.split()}
+# Verbs that say what a tool does to its object, not what the object is: left out of a consumer's entity.
+_VERBS = frozenset(ACTION) | frozenset("update delete remove set edit modify patch".split())
+# Last words of a parameter that identifies something another tool can hand over.
+IDENTIFYING = frozenset(IDENTIFIER_SUFFIXES) | frozenset(
+    "sha slug number uri url path file filename hash pid uuid index title symbol ticker identifier ref label tag "
+    "version account channel user owner repo repository branch package packages ids".split()
+)
+IDENTIFYING_LEMMAS = frozenset(lemma(w) for w in IDENTIFYING)
+_GENERIC_LEMMAS = frozenset(lemma(w) for w in GENERIC_KEYS)
+
+
+def words(text: str | None, limit: int = DESCRIPTION_CHARACTERS) -> frozenset[str]:
+    """Lemmas of a text's content words (identifiers split)."""
+    return _words((text or "")[:limit])
+
+
+@cache
+def _words(text: str) -> frozenset[str]:
+    return frozenset(lemma(w) for w in split_identifier(text) if len(w) > 1 and w not in STOP_WORDS)
+
+
+def action_of(name: str) -> str:
+    """The first action word of a tool name (``search_papers`` -> search), or ``other``."""
+    return next((ACTION[w] for w in split_identifier(name) if w in ACTION), "other")
+
+
+def identifying(parameter: Parameter) -> bool:
+    parts = split_identifier(parameter.name)
+    return bool(parts) and (parts[-1] in IDENTIFYING or parameter.name.lower().endswith("id"))
+
+
+def is_slot(parameter: Parameter) -> bool:
+    """Whether another tool's result can fill the parameter (a fixed choice or a place to write cannot)."""
+    if parameter.json_type == "boolean" or parameter.enum or is_output_location(parameter.name):
+        return False
+    return parameter.required or identifying(parameter)
+
+
+def about(parameter: Parameter) -> frozenset[str]:
+    """What a parameter is about: its words without generic and identifying ones (``paper_id`` -> paper)."""
+    return words(parameter.name) - _GENERIC_LEMMAS - IDENTIFYING_LEMMAS
+
+
+@dataclass(frozen=True)
+class Candidate:
+    consumer: Tool
+    producer: Tool
+    parameter: Parameter | None  # None: a tool-level prerequisite
+    score: float = 0.0  # idf-weighted overlap of what the producer offers with the slot
+    share: float = 0.0  # score / the slot's best score
+    rank: int = 0  # 0 = the slot's best
+    offers_about: bool = False  # the producer offers what the parameter is about
+
+
+def slot_of(c: Candidate) -> tuple[str, str | None]:
+    return c.consumer.id, c.parameter.name if c.parameter else None
+
+
+def candidates(tools: Sequence[Tool]) -> list[Candidate]:
+    """Every slot's same-server candidates, best first within a slot."""
+    by_server: dict[str, list[Tool]] = defaultdict(list)
+    for tool in tools:
+        by_server[tool.server_id].append(tool)
+    out: list[Candidate] = []
+    for server_tools in by_server.values():
+        out += _server_candidates(server_tools)
+    return out
+
+
+def _server_candidates(server_tools: list[Tool]) -> list[Candidate]:
+    actions = {t.id: action_of(t.name) for t in server_tools}
+    producers = {t.id: t for t in server_tools if actions[t.id] != "other"}
+    if not producers:
+        return []
+    offered = {i: words(t.name) | frozenset().union(*(words(o.name) for o in t.outputs)) for i, t in producers.items()}
+    spread = Counter(w for offer in offered.values() for w in offer)
+    idf = {w: math.log((len(producers) + 1) / (n + 0.5)) for w, n in spread.items()}
+    postings: dict[str, list[str]] = defaultdict(list)
+    for producer_id, offer in offered.items():
+        for w in offer:
+            postings[w].append(producer_id)
+    small = len(server_tools) <= SMALL_SERVER
+    out: list[Candidate] = []
+    for consumer in server_tools:
+        entity = words(consumer.name) - _VERBS
+        for parameter in consumer.parameters:
+            if not is_slot(parameter):
+                continue
+            named = about(parameter)
+            scores: dict[str, float] = defaultdict(float)
+            for w in named:
+                for producer_id in postings.get(w, ()):
+                    scores[producer_id] += 2 * idf[w]
+            for w in entity:
+                for producer_id in postings.get(w, ()):
+                    scores[producer_id] += idf[w]
+            scores.pop(consumer.id, None)
+            if named:  # a slot that names what it takes: only producers that offer it
+                scores = {i: s for i, s in scores.items() if named & offered[i]}
+            elif small and identifying(parameter):
+                for producer_id in producers:
+                    if producer_id != consumer.id:
+                        scores.setdefault(producer_id, 0.0)
+            ranked = sorted(scores.items(), key=lambda x: (-x[1], x[0]))
+            if not small:
+                ranked = ranked[:TOP]
+            best = ranked[0][1] if ranked else 0.0
+            out += [
+                Candidate(
+                    consumer,
+                    producers[producer_id],
+                    parameter,
+                    score=score,
+                    share=score / best if best else 0.0,
+                    rank=rank,
+                    offers_about=bool(named & offered[producer_id]),
+                )
+                for rank, (producer_id, score) in enumerate(ranked)
+            ]
+        if small:
+            out += [
+                Candidate(consumer, producer, None)
+                for producer_id, producer in producers.items()
+                if producer_id != consumer.id and actions[producer_id] == "open"
+            ]
+    return out
