@@ -34,8 +34,8 @@ from splits import half as split_half  # noqa: E402
 from train import logistic_fit  # noqa: E402
 
 from toolkg.canonicalize.inference import infer_dependencies  # noqa: E402
-from toolkg.canonicalize.pairs import FEATURES, MODEL_PATH, THRESHOLD, features, judged, probabilities  # noqa: E402
 from toolkg.canonicalize.pair_candidates import slot_of  # noqa: E402
+from toolkg.canonicalize.pairs import FEATURES, MODEL_PATH, THRESHOLD, features, judged, probabilities  # noqa: E402
 from toolkg.config import InferenceOptions  # noqa: E402
 
 RULES_ONLY = InferenceOptions(learned=False)
