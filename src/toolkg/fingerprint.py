@@ -10,14 +10,19 @@ from pathlib import Path
 
 @cache
 def source_fingerprint(modules: tuple[str, ...]) -> str:
-    """sha256 (16 hex digits) of the source of ``modules`` (a package: all its modules)."""
+    """sha256 (16 hex digits) of the source of ``modules`` (a package: all its modules and JSON data)."""
     digest = hashlib.sha256()
     for name in modules:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
             continue
         origin = Path(spec.origin)
-        files = sorted(origin.parent.glob("*.py")) if origin.name == "__init__.py" else [origin]
+        # a package: its modules and the data they read (a learned model's weights decide its results too)
+        files = (
+            sorted([*origin.parent.glob("*.py"), *origin.parent.glob("*.json")])
+            if origin.name == "__init__.py"
+            else [origin]
+        )
         for path in files:
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
