@@ -42,7 +42,7 @@ from toolkg.canonicalize.candidates import offer_classes, order, other_server_pr
 from toolkg.canonicalize.files import file_edges
 from toolkg.canonicalize.identifiers import MAX_SERVER_TOOLS, identifier_edges, opener_edges
 from toolkg.canonicalize.mentions import mention_edges
-from toolkg.canonicalize.pairs import learned_edges
+from toolkg.canonicalize.pairs import Judgement, judge
 from toolkg.canonicalize.profiles import (
     _DERIVERS,
     CONNECTIVITY_WORDS,
@@ -122,10 +122,11 @@ def infer_dependencies(
         edges += _connectivity_edges(group)
         edges += _read_before_write_edges(group)
     # every slot's same-server candidates and the rules' proposals, judged by a model learned from labels
-    learned = []
+    judgement = Judgement([], set())
     if options.learned:
         servers = None if consumers is None else {t.server_id for t in tools if t.id in consumers}
-        learned = learned_edges(tools, edges, options.learned_threshold, servers=servers)
+        judgement = judge(tools, edges, options.learned_threshold, options.learned_veto, servers=servers)
+    learned = judgement.edges
     if catalogs:
         edges = [e for e in edges if e.confidence >= CROSS_CATALOG_CONFIDENCE or _same_catalog(e, catalogs)]
     if consumers is not None or producers is not None:
@@ -140,8 +141,8 @@ def infer_dependencies(
     if not sparsify:
         return edges + learned
     hubs = {p.tool.id for p in profiles if not p.needs_input}
-    kept = _sparsify(edges, options, declared, hubs)
-    # The model adds: a pair the rules keep (or the manifest declares) stays theirs.
+    kept = [e for e in _sparsify(edges, options, declared, hubs) if (e.consumer, e.producer) not in judgement.doubted]
+    # A pair the rules keep (or the manifest declares) stays theirs.
     linked = {(e.consumer, e.producer) for e in kept} | declared
     added = [e for e in learned if (e.consumer, e.producer) not in linked and e.confidence >= options.min_confidence]
     return sorted(kept + added, key=lambda e: (e.consumer, e.producer, e.parameter or ""))

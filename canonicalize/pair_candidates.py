@@ -3,7 +3,8 @@
 Every *slot* of a server gets a few candidates from its own server:
 
 - A slot is a consumer's parameter that a value from another tool can fill: one that identifies something
-  (``*_id``, ``name``, ``path``, ``symbol``...) or a required one, never a boolean, an enumeration (a value
+  (``*_id``, ``name``, ``path``, ``symbol``...) or a required one that names what it takes (``cluster``,
+  ``database``; a ``query`` or ``text`` is the user's to write), never a boolean, an enumeration (a value
   chosen from a fixed list) or where an output is written. A consumer on a small server (tools written to be
   used together) also has a tool-level slot that the server's open/login tools can fill.
 - A candidate producer is a tool of the same server that lists, searches, gets, creates or opens something.
@@ -40,11 +41,11 @@ _ACTIONS = {
     "search": "search find query lookup look browse discover searcher finder",
     "get": "get fetch read retrieve show view describe getter inspect",
     "create": "create add new generate make insert upload post put",
-    "open": "open navigate connect login log launch start init initialize begin load think authenticate signin",
+    "open": "open navigate connect login launch start init initialize begin load think authenticate signin",
 }
 ACTION = {word: action for action, words in _ACTIONS.items() for word in words.split()}
 # Verbs that say what a tool does to its object, not what the object is: left out of a consumer's entity.
-_VERBS = frozenset(ACTION) | frozenset("update delete remove set edit modify patch".split())
+VERBS = frozenset(ACTION) | frozenset("update delete remove set edit modify patch".split())
 # Last words of a parameter that identifies something another tool can hand over.
 IDENTIFYING = frozenset(IDENTIFIER_SUFFIXES) | frozenset(
     "sha slug number uri url path file filename hash pid uuid index title symbol ticker identifier ref label tag "
@@ -74,11 +75,17 @@ def identifying(parameter: Parameter) -> bool:
     return bool(parts) and (parts[-1] in IDENTIFYING or parameter.name.lower().endswith("id"))
 
 
+def _said(tool: Tool) -> frozenset[str]:
+    """Everything a tool's text says: its description and its parameters' names and descriptions."""
+    return words(tool.description).union(*(words(f"{x.name} {x.description}") for x in tool.parameters))
+
+
 def is_slot(parameter: Parameter) -> bool:
     """Whether another tool's result can fill the parameter (a fixed choice or a place to write cannot)."""
     if parameter.json_type == "boolean" or parameter.enum or is_output_location(parameter.name):
         return False
-    return parameter.required or identifying(parameter)
+    # a required parameter that names nothing (a query, a text, a message) is the user's to write
+    return identifying(parameter) or (parameter.required and bool(about(parameter)))
 
 
 def about(parameter: Parameter) -> frozenset[str]:
@@ -125,9 +132,14 @@ def _server_candidates(server_tools: list[Tool]) -> list[Candidate]:
         for w in offer:
             postings[w].append(producer_id)
     small = len(server_tools) <= SMALL_SERVER
+    opened = {i: words(t.name) - VERBS for i, t in producers.items()}  # what an opener opens
+    said = {t.id: _said(t) for t in server_tools} if small else {}
+    # a server's boilerplate ("this tool belongs to the vehicle control system, which controls the engine,
+    # doors...") names everything for every tool: words most of its tools say tell no tool apart
+    boilerplate = {w for w, n in Counter(w for x in said.values() for w in x).items() if n > len(server_tools) / 2}
     out: list[Candidate] = []
     for consumer in server_tools:
-        entity = words(consumer.name) - _VERBS
+        entity = words(consumer.name) - VERBS
         for parameter in consumer.parameters:
             if not is_slot(parameter):
                 continue
@@ -162,10 +174,13 @@ def _server_candidates(server_tools: list[Tool]) -> list[Candidate]:
                 )
                 for rank, (producer_id, score) in enumerate(ranked)
             ]
-        if small:
+        if small:  # an opener comes first for the tools whose text names what it opens (or it names nothing)
+            names = (said[consumer.id] - boilerplate) | entity
             out += [
                 Candidate(consumer, producer, None)
                 for producer_id, producer in producers.items()
-                if producer_id != consumer.id and actions[producer_id] == "open"
+                if producer_id != consumer.id
+                and actions[producer_id] == "open"
+                and (not opened[producer_id] or opened[producer_id] & names)
             ]
     return out

@@ -17,8 +17,11 @@ by what the texts say and by what the rules said of it:
 The weights (``pair_model.json``) are learned by ``benchmarks/labels/train_pairs.py`` from the labelled
 catalogs (ToolLinkOS, LiveMCPBench, data/dependency-labels/), each weighing the same, and checked
 leave-one-catalog-out; no tool, server or parameter name of any catalog is in them. Each slot keeps its best
-candidate when its probability reaches ``threshold``, and that probability is the edge's confidence. The
-model adds: a pair the rules keep stays the rules' (their evidence explains it), and no rule edge is removed.
+candidate when its probability reaches ``threshold``, and that probability is the edge's confidence. A pair
+the rules keep stays the rules' (their evidence explains it); a same-server pair the rules proposed but the
+model gives less than ``veto`` in every slot it was proposed for is dropped (a hub's weak name match on a
+large server: ``repo`` <- a listing of conflicting packages). Cross-server rule edges are never judged: only
+ToolLinkOS labels them, so nothing left out of the training could check a model of them.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -34,6 +38,7 @@ import numpy as np
 
 from toolkg.canonicalize.pair_candidates import (
     IDENTIFYING_LEMMAS,
+    VERBS,
     Candidate,
     action_of,
     candidates,
@@ -48,6 +53,7 @@ from toolkg.text.words import split_identifier
 MODEL_PATH = Path(__file__).with_name("pair_model.json")
 RULE = "learned-same-server"
 THRESHOLD = 0.5  # a slot takes its best candidate when it is likelier right than wrong
+VETO = 0.2  # a same-server rule pair the model gives less than this is dropped (chosen leave-one-catalog-out)
 UNRANKED = 9  # the rank given a pair only a rule proposed
 # The rules whose proposals are features (inference.py and its helpers).
 RULES = (
@@ -93,17 +99,23 @@ FEATURES = (
     "offer_share_of_best",
     "log_rank",
     "offers_about",
+    "consumer_mentions_producer_object",
 )
 
 
 class _ToolWords:
     """What the features read of a tool, computed once per tool."""
 
-    __slots__ = ("name", "described", "outputs", "action", "needs_input", "lower_name", "lower_description")
+    __slots__ = (
+        "name", "described", "outputs", "action", "needs_input", "lower_name", "lower_description", "object", "said"
+    )  # fmt: skip
 
     def __init__(self, tool: Tool) -> None:
         self.name = words(tool.name)
+        self.object = self.name - VERBS  # what the tool is about: open_presentation -> presentation
         self.described = words(tool.description)
+        # everything the tool's text says: its description and its parameters' names and descriptions
+        self.said = self.described.union(*(words(f"{x.name} {x.description}") for x in tool.parameters))
         self.outputs = frozenset().union(*(words(f"{o.name} {o.description}") for o in tool.outputs))
         self.action = action_of(tool.name)
         self.needs_input = any(p.required for p in tool.parameters)
@@ -173,6 +185,7 @@ def features(found: Sequence[Candidate], server_sizes: Counter, proposed: dict |
             c.share,
             math.log1p(c.rank),
             float(c.offers_about),
+            len(p.object & q.said) / (len(p.object) or 1),
         )
     return rows
 
@@ -221,27 +234,45 @@ def best_per_slot(found: Sequence[Candidate], p: Sequence[float], threshold: flo
     return best
 
 
-def learned_edges(
+@dataclass(frozen=True)
+class Judgement:
+    """What the model says of a catalog's candidates: the edges it adds, and the same-server rule pairs it
+    doubts (every proposal of the pair scored under ``veto``)."""
+
+    edges: list[InferredEdge]
+    doubted: set[tuple[str, str]]
+
+
+def judge(
     tools: Sequence[Tool],
     rule_edges: Iterable[InferredEdge],
     threshold: float = THRESHOLD,
+    veto: float = VETO,
     weights: Sequence[float] | None = None,
     servers: set[str] | None = None,
-) -> list[InferredEdge]:
-    """One edge per slot whose likeliest candidate reaches ``threshold``. ``rule_edges`` are the rules' edges
-    before sparsification; the caller drops an edge whose pair the rules keep. ``servers`` keeps the consumers
-    of those servers: a slot's candidates and features are its own server's and the rules' proposals into
-    the slot, so a server's learned edges come out the same whatever else the catalog holds."""
+) -> Judgement:
+    """One edge per slot whose likeliest candidate reaches ``threshold``, and the doubted rule pairs.
+    ``rule_edges`` are the rules' edges before sparsification; the caller drops an added edge whose pair the
+    rules keep. ``servers`` keeps the consumers of those servers: a slot's candidates and features are its
+    own server's and the rules' proposals into the slot, so a server's judgement comes out the same whatever
+    else the catalog holds."""
     if servers is not None:
         tools = [t for t in tools if t.server_id in servers]
     found, proposed = judged(tools, list(rule_edges))
     if not found:
-        return []
+        return Judgement([], set())
     weights = weights or load_weights()
-    rows = features(found, Counter(t.server_id for t in tools), proposed)
+    p = probabilities(features(found, Counter(t.server_id for t in tools), proposed), weights).tolist()
+    pair_best: dict[tuple[str, str], float] = {}
+    for c, score in zip(found, p, strict=True):
+        key = (c.consumer.id, c.producer.id, slot_of(c)[1])
+        if key in proposed and c.consumer.server_id == c.producer.server_id:
+            pair = key[:2]
+            pair_best[pair] = max(score, pair_best.get(pair, 0.0))
+    doubted = {pair for pair, score in pair_best.items() if score < veto}
     edges = []
-    best = best_per_slot(found, probabilities(rows, weights).tolist(), threshold)
-    for (_, parameter), (p, c) in sorted(best.items(), key=lambda x: (x[0][0], x[0][1] or "")):
+    best = best_per_slot(found, p, threshold)
+    for (_, parameter), (score, c) in sorted(best.items(), key=lambda x: (x[0][0], x[0][1] or "")):
         if c.consumer.server_id != c.producer.server_id:  # a rule's cross-server proposal may win; it stays the rule's
             continue
         rules = sorted(proposed.get((c.consumer.id, c.producer.id, parameter), ((), 0.0))[0])
@@ -259,9 +290,9 @@ def learned_edges(
                 producer=c.producer.id,
                 kind=kind,
                 parameter=parameter,
-                confidence=round(p, 2),
+                confidence=round(score, 2),
                 rule=RULE,
                 evidence=evidence,
             )
         )
-    return edges
+    return Judgement(edges, doubted)

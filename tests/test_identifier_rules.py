@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from toolkg.canonicalize.identifiers import MAX_SERVER_TOOLS
 from toolkg.canonicalize.inference import infer_dependencies
+from toolkg.config import InferenceOptions
 from toolkg.models import Parameter, Tool
+
+RULES_ONLY = InferenceOptions(learned=False)  # the rules' own behaviour
 
 
 def _tool(server: str, name: str, description: str = "", *params: str) -> Tool:
@@ -14,7 +17,8 @@ def _tool(server: str, name: str, description: str = "", *params: str) -> Tool:
 
 
 def _pairs(tools) -> dict[tuple[str, str, str | None], str]:
-    return {(e.consumer, e.producer, e.parameter): e.rule for e in infer_dependencies(tools)}
+    # the rules' own behaviour (the learned model is tested in test_inference.py)
+    return {(e.consumer, e.producer, e.parameter): e.rule for e in infer_dependencies(tools, RULES_ONLY)}
 
 
 def test_an_identifier_comes_from_its_own_servers_lister_not_another_servers():

@@ -22,8 +22,11 @@ def _tools():
     return [t for s in ingest_manifest(file, data).manifest.servers for t in s.tools]
 
 
+RULES_ONLY = InferenceOptions(learned=False)  # the rules' own behaviour; the learned model has its tests below
+
+
 def _edges():
-    return {(e.consumer.split("::")[1], e.producer.split("::")[1]): e for e in infer_dependencies(_tools())}
+    return {(e.consumer.split("::")[1], e.producer.split("::")[1]): e for e in infer_dependencies(_tools(), RULES_ONLY)}
 
 
 def test_producer_consumer_pairs_link_with_kind_parameter_and_evidence():
@@ -191,11 +194,11 @@ def _server(server: str, *tools: tuple[str, str, tuple[tuple[str, bool], ...]]) 
     ]
 
 
-def test_learned_edges_add_same_server_producers_and_never_remove_a_rule_edge():
+def test_learned_edges_add_same_server_producers_and_drop_only_doubted_rule_pairs():
     """A search tool whose results carry what a tool of the same server takes, with no rule to say so: the
-    learned model (on by default) links them; every edge the rules keep is still there, and a pair the rules
-    keep gets no second, learned edge."""
-    from toolkg.canonicalize.pairs import RULE
+    learned model (on by default) links them; every edge the rules keep is still there unless the model doubts
+    its same-server pair (with no veto, all are), and a pair the rules keep gets no second, learned edge."""
+    from toolkg.canonicalize.pairs import RULE, judge
 
     notes = _server(
         "notes",
@@ -219,8 +222,14 @@ def test_learned_edges_add_same_server_producers_and_never_remove_a_rule_edge():
             "parameterIndirectlyDependsOn",
             "toolDirectlyDependsOn",
         )
+    doubted = judge(notes + shop, infer_dependencies(notes + shop, InferenceOptions(learned=False), sparsify=False))
+    assert all(c.partition("::")[0] == p.partition("::")[0] for c, p in doubted.doubted)
+    kept = {(e.consumer, e.producer, e.parameter) for e in edges}
+    for e in rules_only:
+        assert ((e.consumer, e.producer, e.parameter) in kept) != ((e.consumer, e.producer) in doubted.doubted)
+    no_veto = infer_dependencies(notes + shop, InferenceOptions(learned_veto=0.0))
     assert {(e.consumer, e.producer, e.parameter) for e in rules_only} <= {
-        (e.consumer, e.producer, e.parameter) for e in edges
+        (e.consumer, e.producer, e.parameter) for e in no_veto
     }
 
 
@@ -248,7 +257,7 @@ _NOUNS = ("note", "user", "file", "order", "page", "repo", "issue", "channel")
     )
 )
 def test_learned_edges_stay_on_their_server_one_per_slot(specs):
-    from toolkg.canonicalize.pairs import learned_edges
+    from toolkg.canonicalize.pairs import judge
 
     tools, seen = [], set()
     for server, verb, noun, params in specs:
@@ -258,7 +267,7 @@ def test_learned_edges_stay_on_their_server_one_per_slot(specs):
         seen.add((server, name))
         parameters = {f"{p}{suffix}": required for p, suffix, required in params}
         tools += _server(server, (name, f"{verb.title()} a {noun}.", tuple(parameters.items())))
-    edges = learned_edges(tools, [], threshold=0.0)
+    edges = judge(tools, [], threshold=0.0).edges
     slots = [(e.consumer, e.parameter) for e in edges]
     assert len(slots) == len(set(slots))
     names = {t.id: t for t in tools}
@@ -276,17 +285,17 @@ def test_learned_edges_stay_on_their_server_one_per_slot(specs):
             st.sampled_from(["a", "b"]),
             st.sampled_from(_VERBS),
             st.sampled_from(_NOUNS),
-            st.lists(st.tuples(st.sampled_from([*_NOUNS, "id", "name"]), st.sampled_from(["_id", ""]), st.booleans()),
-                     max_size=2),
+            st.lists(
+                st.tuples(st.sampled_from([*_NOUNS, "id", "name"]), st.sampled_from(["_id", ""]), st.booleans()),
+                max_size=2,
+            ),
         ),
         max_size=10,
     )
 )
-def test_a_servers_learned_edges_do_not_depend_on_the_rest_of_the_catalog(specs):
-    """What incremental sync relies on: re-inferring one server's tools (``consumers``) gives the learned
-    edges a whole-catalog run gives that server, whatever the other servers hold."""
-    from toolkg.canonicalize.pairs import RULE
-
+def test_a_servers_edges_do_not_depend_on_the_rest_of_the_catalog(specs):
+    """What incremental sync relies on: re-inferring one server's tools (``consumers``) gives the edges a
+    whole-catalog run gives that server (learned, doubted and kept alike), whatever the other servers hold."""
     tools, seen = [], set()
     for server, verb, noun, params in specs:
         if (server, f"{verb}_{noun}") in seen:
@@ -294,7 +303,7 @@ def test_a_servers_learned_edges_do_not_depend_on_the_rest_of_the_catalog(specs)
         seen.add((server, f"{verb}_{noun}"))
         parameters = {f"{p}{suffix}": required for p, suffix, required in params}
         tools += _server(server, (f"{verb}_{noun}", f"{verb.title()} a {noun}.", tuple(parameters.items())))
-    whole = {e for e in infer_dependencies(tools) if e.rule == RULE and e.consumer.startswith("a::")}
     server_a = {t.id for t in tools if t.server_id == "a"}
-    alone = {e for e in infer_dependencies(tools, consumers=server_a) if e.rule == RULE}
+    whole = {e for e in infer_dependencies(tools) if e.consumer in server_a}
+    alone = set(infer_dependencies(tools, consumers=server_a))
     assert alone == whole

@@ -9,7 +9,10 @@ from hypothesis import strategies as st
 
 from toolkg.canonicalize.inference import infer_dependencies
 from toolkg.canonicalize.returns import described_returns
+from toolkg.config import InferenceOptions
 from toolkg.models import Parameter, Tool
+
+RULES_ONLY = InferenceOptions(learned=False)  # the rules' own behaviour
 
 
 def _tool(server: str, name: str, description: str = "", *params: str, notes: dict | None = None) -> Tool:
@@ -19,7 +22,8 @@ def _tool(server: str, name: str, description: str = "", *params: str, notes: di
 
 
 def _edges(tools):
-    return {(e.consumer, e.producer, e.parameter): e for e in infer_dependencies(tools)}
+    # the rules' own behaviour (the learned model is tested in test_inference.py)
+    return {(e.consumer, e.producer, e.parameter): e for e in infer_dependencies(tools, RULES_ONLY)}
 
 
 def test_a_description_says_what_a_tool_returns():

@@ -29,16 +29,26 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "benchmarks" / "suite"))
 
-from inference_bench import FILES, LABEL_SETS, _load, label_set_tools, read_labels  # noqa: E402
+from inference_bench import (  # noqa: E402
+    FILES,
+    LABEL_SETS,
+    _audit,
+    _estimated_precision,
+    _load,
+    _number,
+    label_set_tools,
+    read_labels,
+)
 from splits import half as split_half  # noqa: E402
 from train import logistic_fit  # noqa: E402
 
 from toolkg.canonicalize.inference import infer_dependencies  # noqa: E402
 from toolkg.canonicalize.pair_candidates import slot_of  # noqa: E402
-from toolkg.canonicalize.pairs import FEATURES, MODEL_PATH, THRESHOLD, features, judged, probabilities  # noqa: E402
+from toolkg.canonicalize.pairs import FEATURES, MODEL_PATH, THRESHOLD, VETO, features, judged, probabilities  # noqa: E402
 from toolkg.config import InferenceOptions  # noqa: E402
 
 RULES_ONLY = InferenceOptions(learned=False)
+VETOES = (0.0, 0.1, 0.2, 0.3, 0.4)
 
 
 def catalog(name: str) -> dict:
@@ -65,6 +75,7 @@ def catalog(name: str) -> dict:
         "pairs": [(c.consumer.id, c.producer.id) for c in found],
         "slots": [slot_of(c) for c in found],
         "same_server": [c.consumer.server_id == c.producer.server_id for c in found],
+        "proposed": [(c.consumer.id, c.producer.id, slot_of(c)[1]) in proposed for c in found],
         "positive": positive,
         "negative": negative,
         "judged_slots": judged_slots,
@@ -100,19 +111,40 @@ def fit(catalogs: list[dict]) -> np.ndarray:
     return logistic_fit(np.vstack(xs), np.concatenate(ys), weights * len(weights) / weights.sum())
 
 
-def learned(data: dict, weights: np.ndarray, threshold: float) -> dict[tuple[str, str], float]:
-    """What the product adds (pairs.learned_edges): each slot's likeliest candidate at or above ``threshold``,
-    on the consumer's server, unless the rules keep the pair: (consumer, producer) -> probability."""
+def model_output(data: dict, weights: np.ndarray, threshold: float, veto: float) -> tuple[dict, set]:
+    """What the product does (pairs.judge): each slot's likeliest candidate at or above ``threshold``, on the
+    consumer's server, unless the rules keep the pair (consumer, producer) -> probability; and the same-server
+    rule pairs whose every proposal scores under ``veto``."""
     p = probabilities(data["x"], weights)
     slots: dict = {}
-    for slot, pair, same, score in zip(data["slots"], data["pairs"], data["same_server"], p, strict=True):
+    proposal_best: dict = {}
+    for slot, pair, same, ruled, score in zip(
+        data["slots"], data["pairs"], data["same_server"], data["proposed"], p, strict=True
+    ):
         if score >= threshold and (slot not in slots or score > slots[slot][0]):
             slots[slot] = (float(score), pair, same)
-    out: dict = {}
+        if ruled and same:
+            proposal_best[pair] = max(float(score), proposal_best.get(pair, 0.0))
+    doubted = {pair for pair, score in proposal_best.items() if score < veto}
+    kept = data["rules"] - doubted
+    added: dict = {}
     for score, pair, same in slots.values():
-        if same and pair not in data["rules"]:
-            out[pair] = max(out.get(pair, 0.0), score)
-    return out
+        if same and pair not in kept:
+            added[pair] = max(added.get(pair, 0.0), score)
+    return added, doubted
+
+
+def predicted(data: dict, weights: np.ndarray, threshold: float, veto: float) -> set:
+    added, doubted = model_output(data, weights, threshold, veto)
+    return (data["rules"] - doubted) | set(added)
+
+
+def report_half(data: dict) -> set | None:
+    """LiveMCPBench is scored on its reporting half of servers; the other catalogs whole."""
+    if data["name"] != "livemcpbench":
+        return None
+    servers = {c.partition("::")[0] for c, _ in data["positive"] | data["negative"]}
+    return {s for s in servers if split_half(s) == "report"}
 
 
 def scores(predicted: set, data: dict, servers: set | None = None) -> dict:
@@ -123,59 +155,102 @@ def scores(predicted: set, data: dict, servers: set | None = None) -> dict:
         predicted = {p for p in predicted if p[0].partition("::")[0] in servers}
     hits = len(predicted & positive)
     labelled = len(predicted) if negative is None else len(predicted & (positive | negative))
+    # the blind audit's verdicts on unlabelled pairs (complete labels need none: the estimate is the precision)
+    estimated = (
+        _estimated_precision(predicted, positive, negative, _audit(data["name"]))["precision_estimated"]
+        if negative is not None
+        else round(hits / len(predicted), 3)
+        if predicted
+        else 0.0
+    )
     return {
         "recall": round(hits / len(positive), 3) if positive else 0.0,
         "precision_labelled": round(hits / labelled, 3) if labelled else 0.0,
+        "precision_estimated": estimated,
         "precision_lower_bound": round(hits / len(predicted), 3) if predicted else 0.0,
         "predicted": len(predicted),
         "positives": len(positive),
     }
 
 
-def calibration(catalogs: list[dict], loco: dict[str, np.ndarray]) -> list[dict]:
-    """Left-out probability bins against the share of labelled pairs that are right."""
+def _bins(rows: list[tuple[float, bool]]) -> list[dict]:
     bins: dict[int, list] = defaultdict(lambda: [0, 0, 0.0])
-    for data in catalogs:
-        for pair, p in learned(data, loco[data["name"]], 0.0).items():
-            if data["negative"] is None or pair in data["positive"] | data["negative"]:
-                b = bins[min(int(p * 10), 9)]
-                b[0] += 1
-                b[1] += pair in data["positive"]
-                b[2] += p
+    for p, right in rows:
+        b = bins[min(int(p * 10), 9)]
+        b[0] += 1
+        b[1] += right
+        b[2] += p
     return [
         {"bin": f"{k / 10:.1f}-{(k + 1) / 10:.1f}", "pairs": n, "predicted": round(s / n, 3), "right": round(r / n, 3)}
         for k, (n, r, s) in sorted(bins.items())
     ]
 
 
+def calibration(catalogs: list[dict], loco: dict[str, np.ndarray], veto: float) -> list[dict]:
+    """Left-out probabilities of the edges the model adds (any probability) against the share that is right:
+    labelled pairs by their label, unlabelled ones by the blind audit's verdict when it judged them."""
+    rows = []
+    for data in catalogs:
+        audit = _audit(data["name"])
+        for pair, p in model_output(data, loco[data["name"]], 0.0, veto)[0].items():
+            if data["negative"] is None or pair in data["positive"] | data["negative"]:
+                rows.append((p, pair in data["positive"]))
+            elif audit.get(pair) in ("correct", "wrong"):
+                rows.append((p, audit[pair] == "correct"))
+    return _bins(rows)
+
+
+def choose_veto(catalogs: list[dict], loco: dict[str, np.ndarray], threshold: float) -> dict[str, float]:
+    """Per catalog left out, the veto that gives the best mean F1 (recall, estimated precision) on the others."""
+
+    def f1(data: dict, veto: float) -> float:
+        row = scores(predicted(data, loco[data["name"]], threshold, veto), data, report_half(data))
+        r, p = row["recall"], row["precision_estimated"] or 0.0
+        return 2 * r * p / (r + p) if r + p else 0.0
+
+    table = {(d["name"], v): f1(d, v) for d in catalogs for v in VETOES}
+    return {
+        d["name"]: max(VETOES, key=lambda v, d=d: np.mean([table[o["name"], v] for o in catalogs if o is not d]))
+        for d in catalogs
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threshold", type=float, default=THRESHOLD)
+    parser.add_argument("--veto", type=float, default=VETO)
     parser.add_argument("--no-write", action="store_true", help="print the tables only")
     args = parser.parse_args()
     names = ["toollinkos", *(n for n in LABEL_SETS if read_labels(n))]
     catalogs = [catalog(n) for n in names]
     loco = {d["name"]: fit([c for c in catalogs if c is not d]) for d in catalogs}
-    report: dict = {"threshold": args.threshold, "catalogs": {}}
-    print(f"{'left out':18}{'':10}{'R':>7}{'P(lab)':>8}{'P(low)':>8}{'pred':>7}{'pos':>6}")
+    chosen = choose_veto(catalogs, loco, args.threshold)
+    report: dict = {"threshold": args.threshold, "veto": args.veto, "veto_chosen_loco": chosen, "catalogs": {}}
+    print(f"{'left out':22}{'':34}{'R':>7}{'P(lab)':>8}{'P(est)':>8}{'P(low)':>8}{'pred':>7}{'pos':>6}")
     for data in catalogs:
-        added = learned(data, loco[data["name"]], args.threshold)
-        rows = {"rules": scores(data["rules"], data), "rules + learned": scores(data["rules"] | set(added), data)}
-        if data["name"] == "livemcpbench":
-            servers = {c.partition("::")[0] for c, _ in data["positive"] | data["negative"]}
-            report_half = {s for s in servers if split_half(s) == "report"}
-            rows["rules, report half"] = scores(data["rules"], data, report_half)
-            rows["rules + learned, report half"] = scores(data["rules"] | set(added), data, report_half)
+        half = report_half(data)
+        model = predicted(data, loco[data["name"]], args.threshold, args.veto)
+        rows = {
+            "rules": scores(data["rules"], data, half),
+            "rules + model": scores(model, data, half),
+            f"rules + model, veto {chosen[data['name']]} (LOCO)": scores(
+                predicted(data, loco[data["name"]], args.threshold, chosen[data["name"]]), data, half
+            ),
+        }
         report["catalogs"][data["name"]] = rows
         for label, row in rows.items():
             print(
-                f"{data['name']:18}{label:10}{row['recall']:>7.3f}{row['precision_labelled']:>8.3f}"
+                f"{data['name'] + (' (report)' if half else ''):22}{label:34}{row['recall']:>7.3f}"
+                f"{row['precision_labelled']:>8.3f}{_number(row['precision_estimated']):>8}"
                 f"{row['precision_lower_bound']:>8.3f}{row['predicted']:>7}{row['positives']:>6}"
             )
-    report["calibration"] = calibration(catalogs, loco)
-    print("\ncalibration (left-out predictions, labelled pairs): bin, pairs, mean probability, share right")
+    report["calibration"] = calibration(catalogs, loco, args.veto)
+    print(
+        "\ncalibration of the added edges, left out (labelled pairs by label, unlabelled by the blind audit):"
+        "\n  bin       pairs  mean p  share right"
+    )
     for row in report["calibration"]:
-        print(f"  {row['bin']}  {row['pairs']:6}  {row['predicted']:.2f}  {row['right']:.2f}")
+        print(f"  {row['bin']}  {row['pairs']:6}  {row['predicted']:.2f}    {row['right']:.2f}")
     weights = fit(catalogs)
     named = dict(zip((*FEATURES, "bias"), (round(float(w), 4) for w in weights), strict=True))
     report["weights"] = named

@@ -13,7 +13,8 @@ Every knob a build has lives in one section: ``build`` (what to read and which s
 Traceback (most recent call last):
 ...
 toolkg.errors.ConfigError: unknown setting 'inference.confidence'; inference takes: \
-max_producers_per_parameter, weak_fanout_cap, rare_token_share, min_confidence, learned, learned_threshold
+max_producers_per_parameter, weak_fanout_cap, rare_token_share, min_confidence, learned, learned_threshold, \
+learned_veto
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class InferenceOptions(Options):
     )
     learned_threshold: float = Field(
         0.5, ge=0, le=1, description="probability from which a slot takes its likeliest learned candidate"
+    )
+    learned_veto: float = Field(
+        0.2, ge=0, le=1, description="a same-server rule edge the learned model gives less than this is dropped"
     )
 
 
