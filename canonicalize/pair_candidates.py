@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 from toolkg.canonicalize.profiles import GENERIC_KEYS, IDENTIFIER_SUFFIXES, is_output_location
@@ -34,6 +34,7 @@ from toolkg.text.words import lemma, split_identifier
 
 SMALL_SERVER = 60  # tools written to be used together: an identifying slot meets every producer
 TOP = 5  # candidates a slot of a larger server keeps, best first
+SMALL_TOP = 10  # and of a small server
 DESCRIPTION_CHARACTERS = 400  # of a description read for its words
 # The action a tool's name starts (or contains): general English verbs of tool names, by what they yield.
 _ACTIONS = {
@@ -65,6 +66,7 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(lemma(w) for w in split_identifier(text) if len(w) > 1 and w not in STOP_WORDS)
 
 
+@cache
 def action_of(name: str) -> str:
     """The first action word of a tool name (``search_papers`` -> search), or ``other``."""
     return next((ACTION[w] for w in split_identifier(name) if w in ACTION), "other")
@@ -93,7 +95,7 @@ def about(parameter: Parameter) -> frozenset[str]:
     return words(parameter.name) - _GENERIC_LEMMAS - IDENTIFYING_LEMMAS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Candidate:
     consumer: Tool
     producer: Tool
@@ -102,10 +104,20 @@ class Candidate:
     share: float = 0.0  # score / the slot's best score
     rank: int = 0  # 0 = the slot's best
     offers_about: bool = False  # the producer offers what the parameter is about
+    # the ids, read once (a tool's id is computed; hundreds of thousands of candidates read them many times)
+    consumer_id: str = field(init=False)
+    producer_id: str = field(init=False)
+    slot: tuple[str, str | None] = field(init=False)  # (consumer id, parameter name or None)
+
+    def __post_init__(self) -> None:
+        consumer_id = self.consumer.id
+        object.__setattr__(self, "consumer_id", consumer_id)
+        object.__setattr__(self, "producer_id", self.producer.id)
+        object.__setattr__(self, "slot", (consumer_id, self.parameter.name if self.parameter else None))
 
 
 def slot_of(c: Candidate) -> tuple[str, str | None]:
-    return c.consumer.id, c.parameter.name if c.parameter else None
+    return c.slot
 
 
 def candidates(tools: Sequence[Tool]) -> list[Candidate]:
@@ -159,8 +171,7 @@ def _server_candidates(server_tools: list[Tool]) -> list[Candidate]:
                     if producer_id != consumer.id:
                         scores.setdefault(producer_id, 0.0)
             ranked = sorted(scores.items(), key=lambda x: (-x[1], x[0]))
-            if not small:
-                ranked = ranked[:TOP]
+            ranked = ranked[: TOP if not small else SMALL_TOP]
             best = ranked[0][1] if ranked else 0.0
             out += [
                 Candidate(

@@ -127,21 +127,21 @@ def features(found: Sequence[Candidate], server_sizes: Counter, proposed: dict |
     """One row of ``FEATURES`` per candidate (each tool and parameter read once, however many candidates).
     ``proposed``: (consumer, producer, parameter) -> (the rules that proposed it, their best confidence)."""
     proposed = proposed or {}
-    competitors = Counter(slot_of(c) for c in found)
+    competitors = Counter(c.slot for c in found)
     # consumers a producer is a slot candidate for (not rule proposals: a slot's features stay its server's)
-    fanout = Counter(p for p, _ in {(c.producer.id, c.consumer.id) for c in found if c.rank < UNRANKED})
+    fanout = Counter(p for p, _ in {(c.producer_id, c.consumer_id) for c in found if c.rank < UNRANKED})
     rule_proposals = Counter((c, q) for (c, _, q) in proposed)
     tools: dict[str, _ToolWords] = {}
     slots: dict[tuple[str, str], tuple] = {}
     rows = np.zeros((len(found), len(FEATURES)))
     for n, c in enumerate(found):
         producer, consumer, parameter = c.producer, c.consumer, c.parameter
-        if producer.id not in tools:
-            tools[producer.id] = _ToolWords(producer)
-        if consumer.id not in tools:
-            tools[consumer.id] = _ToolWords(consumer)
-        p, q = tools[producer.id], tools[consumer.id]
-        slot = slot_of(c)
+        if c.producer_id not in tools:
+            tools[c.producer_id] = _ToolWords(producer)
+        if c.consumer_id not in tools:
+            tools[c.consumer_id] = _ToolWords(consumer)
+        p, q = tools[c.producer_id], tools[c.consumer_id]
+        slot = c.slot
         if parameter is not None:
             if slot not in slots:
                 named = words(parameter.name)
@@ -159,7 +159,7 @@ def features(found: Sequence[Candidate], server_sizes: Counter, proposed: dict |
             )
         else:
             by_parameter, generic = (0.0,) * 6, 0.0
-        rules, confidence = proposed.get((consumer.id, producer.id, slot[1]), ((), 0.0))
+        rules, confidence = proposed.get((c.consumer_id, c.producer_id, slot[1]), ((), 0.0))
         rows[n] = (
             math.log(server_sizes[producer.server_id]),
             *(float(p.action == a) for a in _ACTIONS_ORDER),
@@ -178,7 +178,7 @@ def features(found: Sequence[Candidate], server_sizes: Counter, proposed: dict |
             float(not rules),
             float(consumer.server_id == producer.server_id),
             float(c.rank < UNRANKED),
-            math.log1p(fanout[producer.id]),
+            math.log1p(fanout[c.producer_id]),
             generic,
             math.log1p(rule_proposals[slot]),
             c.score,
@@ -200,7 +200,7 @@ def judged(tools: Sequence[Tool], rule_edges: Iterable[InferredEdge]) -> tuple[l
         rules, confidence = proposed.get(key, (frozenset(), 0.0))
         proposed[key] = (rules | {e.rule}, max(confidence, e.confidence))
     found = candidates(tools)
-    seen = {(c.consumer.id, c.producer.id, slot_of(c)[1]) for c in found}
+    seen = {(c.consumer_id, c.producer_id, c.slot[1]) for c in found}
     for consumer_id, producer_id, parameter_name in proposed.keys() - seen:
         consumer, producer = by_id.get(consumer_id), by_id.get(producer_id)
         if consumer is None or producer is None:
@@ -265,7 +265,7 @@ def judge(
     p = probabilities(features(found, Counter(t.server_id for t in tools), proposed), weights).tolist()
     pair_best: dict[tuple[str, str], float] = {}
     for c, score in zip(found, p, strict=True):
-        key = (c.consumer.id, c.producer.id, slot_of(c)[1])
+        key = (c.consumer_id, c.producer_id, c.slot[1])
         if key in proposed and c.consumer.server_id == c.producer.server_id:
             pair = key[:2]
             pair_best[pair] = max(score, pair_best.get(pair, 0.0))
@@ -275,7 +275,7 @@ def judge(
     for (_, parameter), (score, c) in sorted(best.items(), key=lambda x: (x[0][0], x[0][1] or "")):
         if c.consumer.server_id != c.producer.server_id:  # a rule's cross-server proposal may win; it stays the rule's
             continue
-        rules = sorted(proposed.get((c.consumer.id, c.producer.id, parameter), ((), 0.0))[0])
+        rules = sorted(proposed.get((c.consumer_id, c.producer_id, parameter), ((), 0.0))[0])
         action = action_of(c.producer.name)
         if c.parameter is None:
             kind, evidence = TOOL_DIRECT, f"{c.producer.name} ({action}) comes first on its server"
@@ -286,8 +286,8 @@ def judge(
             evidence += f"; proposed by {', '.join(rules)}"
         edges.append(
             InferredEdge(
-                consumer=c.consumer.id,
-                producer=c.producer.id,
+                consumer=c.consumer_id,
+                producer=c.producer_id,
                 kind=kind,
                 parameter=parameter,
                 confidence=round(score, 2),

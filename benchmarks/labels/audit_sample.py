@@ -4,7 +4,8 @@ For each label set of benchmarks/inference_bench.py, the predicted (consumer, pr
 judges are ordered by the sha256 of their ids (a fixed, name-blind sample) and the first ``--per-catalog`` are
 written to ``benchmarks/results/audit/<catalog>.md`` with both tools' texts as a labeller reads them (names,
 descriptions, inputs, declared outputs) and nothing of toolkg's: not the rule, the evidence, the confidence or
-whether the pair was learned. A separate reader judges each pair from those texts and writes
+whether the pair was learned; pairs an earlier audit judged are left out, so a rerun after the inference
+changed samples what is new. A separate reader judges each pair from those texts and appends to
 ``data/dependency-labels/audit/<catalog>.jsonl``: one ``{"consumer", "producer", "verdict": "correct" | "wrong",
 "reason"}`` per pair. ``benchmarks/inference_bench.py`` then prints the precision those verdicts estimate beside
 the lower bound.
@@ -22,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from inference_bench import LABEL_SETS, label_set_tools, read_labels  # noqa: E402
+from inference_bench import LABEL_SETS, _audit, label_set_tools, read_labels  # noqa: E402
 
 from toolkg.canonicalize.inference import infer_dependencies  # noqa: E402
 
@@ -41,9 +42,10 @@ def tool_text(tool, width: int = 500) -> str:
 
 
 def sample(name: str, per_catalog: int) -> list[tuple[str, str]]:
+    """Predicted pairs that neither a label nor an earlier audit judged, in a fixed name-blind order."""
     tools = label_set_tools(name)
-    labelled = {(x["consumer"], x["producer"]) for x in read_labels(name)}
-    predicted = {(e.consumer, e.producer) for e in infer_dependencies(tools)} - labelled
+    judged = {(x["consumer"], x["producer"]) for x in read_labels(name)} | set(_audit(name))
+    predicted = {(e.consumer, e.producer) for e in infer_dependencies(tools)} - judged
     ordered = sorted(predicted, key=lambda pair: hashlib.sha256("|".join(pair).encode()).hexdigest())
     return ordered[:per_catalog]
 
