@@ -76,3 +76,29 @@ def test_dependency_labels_name_real_tools_and_parameters(name):
         seen.add(key)
     counts = (sum(x["label"] == "positive" for x in labels), sum(x["label"] == "negative" for x in labels))
     assert counts == DEPENDENCY_LABELS[name]
+
+
+AUDITS = {"livemcpbench": (100, 44), "mcp-servers": (64, 29), "bfcl-multi-turn": (76, 13), "azure-mcp": (100, 10),
+          "github-openapi": (100, 16)}  # fmt: skip  # verdicts, correct: data/dependency-labels/README.md
+
+
+@pytest.mark.parametrize("name", sorted(AUDITS))
+def test_audit_verdicts_judge_real_unlabelled_pairs_once(name):
+    """Every blind-audit verdict names two tools of its catalog and a pair no label judges (the audit
+    estimates precision only where the labels are silent), once, with a reason; counts as the README states."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from inference_bench import label_set_tools, read_labels
+
+    tools = {t.id for t in label_set_tools(name)}
+    labelled = {(x["consumer"], x["producer"]) for x in read_labels(name)}
+    path = ROOT / "data" / "dependency-labels" / "audit" / f"{name}.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    pairs = [(x["consumer"], x["producer"]) for x in rows]
+    assert len(pairs) == len(set(pairs))
+    for x, pair in zip(rows, pairs, strict=True):
+        assert x["consumer"] in tools and x["producer"] in tools and pair not in labelled, x
+        assert x["verdict"] in ("correct", "wrong") and x["reason"].strip(), x
+    assert (len(rows), sum(x["verdict"] == "correct" for x in rows)) == AUDITS[name]
