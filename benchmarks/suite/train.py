@@ -149,6 +149,19 @@ def _rounded(weights: np.ndarray) -> tuple[float, ...]:
     return tuple(round(float(v), 5) for v in weights)
 
 
+def monotone_edge_fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The edge probability never falls as the inference's confidence rises, nor rises with the depth: a
+    weight of the wrong sign (what one catalog's confounds give: ToolLinkOS's declared prerequisites are its
+    lowest-confidence rules) is fixed at zero and the rest refitted."""
+    wrong_sign = np.array([1.0, -1.0])  # confidence must weigh >= 0, depth <= 0 (edge_features' order)
+    fitted = logistic_fit(x, y, weights)
+    while np.any(fitted[:-1] * wrong_sign < 0):
+        x = x.copy()
+        x[:, fitted[:-1] * wrong_sign < 0] = 0.0  # a constant column: its weight comes out zero
+        fitted = logistic_fit(x, y, weights)
+    return fitted
+
+
 def fit_calibration(samples: dict[str, Samples], exclude: str | None = None) -> Calibration:
     """Weights learned on every catalog but ``exclude``: the fusion first, then the text probabilities of
     the rankings it makes, and the inferred edges'."""
@@ -162,7 +175,7 @@ def fit_calibration(samples: dict[str, Samples], exclude: str | None = None) -> 
     fusion = _rounded(logistic_fit(*_balanced(fusion_blocks)))
     text = logistic_fit(*_balanced([text_rows(s, fusion) for s in kept.values()]))
     edges = [(np.asarray(s.edge_x, dtype=np.float64), np.asarray(s.edge_y)) for s in kept.values() if s.edge_x]
-    edge = logistic_fit(*_balanced(edges))
+    edge = monotone_edge_fit(*_balanced(edges))
     source = "tuning halves of " + ", ".join(sorted(kept))
     return Calibration(_rounded(text), _rounded(edge), fusion, source)
 
