@@ -100,6 +100,7 @@ FEATURES = (
     "log_rank",
     "offers_about",
     "consumer_mentions_producer_object",
+    "opener_hands_over_elsewhere",
 )
 
 
@@ -131,6 +132,10 @@ def features(found: Sequence[Candidate], server_sizes: Counter, proposed: dict |
     # consumers a producer is a slot candidate for (not rule proposals: a slot's features stay its server's)
     fanout = Counter(p for p, _ in {(c.producer_id, c.consumer_id) for c in found if c.rank < UNRANKED})
     rule_proposals = Counter((c, q) for (c, _, q) in proposed)
+    # a producer the rules have feeding a parameter of its server (a login's session token): as a tool-level
+    # prerequisite it is doubtful for a consumer that takes nothing from it
+    fed = {(c, p) for (c, p, q) in proposed if q is not None and c.partition("::")[0] == p.partition("::")[0]}
+    feeders = {p for _, p in fed}
     tools: dict[str, _ToolWords] = {}
     slots: dict[tuple[str, str], tuple] = {}
     rows = np.zeros((len(found), len(FEATURES)))
@@ -186,6 +191,7 @@ def features(found: Sequence[Candidate], server_sizes: Counter, proposed: dict |
             math.log1p(c.rank),
             float(c.offers_about),
             len(p.object & q.said) / (len(p.object) or 1),
+            float(parameter is None and c.producer_id in feeders and (c.consumer_id, c.producer_id) not in fed),
         )
     return rows
 

@@ -23,12 +23,12 @@ def _tools_in(request: dict) -> tuple[str, str]:
 
 
 def reviewer(request: dict, n: int) -> Reply:
-    """Rejects every connectivity precondition, answers garbage about validate_email, confirms the rest."""
+    """Rejects every edge from the login tool, answers garbage about validate_email, confirms the rest."""
     assert request["tools"][0]["function"]["name"] == "DependencyVerdict"
     consumer, producer = _tools_in(request)
     if producer == "validate_email":
         return Reply(body=completion(request, '{"depends": "maybe"}'))
-    verdict = {"depends": producer != "get_network_status", "confidence": 0.93, "reason": f"{consumer} needs it"}
+    verdict = {"depends": producer != "acme_user_login", "confidence": 0.93, "reason": f"{consumer} needs it"}
     return Reply(body=completion(request, json.dumps(verdict)))
 
 
@@ -45,10 +45,10 @@ def test_llm_confirms_rejects_and_caches_per_pair(build, store_dir, monkeypatch)
     store = ToolStore(store_dir)
     rows = dependency_rows(store)
     inferred = [r for r in rows if r["basis"] != "declared"]
-    # every connectivity edge was rejected and is gone; the rest were confirmed with the model's reason
-    connectivity = offline.inferred["total"] - summary.inferred["total"]
-    assert connectivity > 0 and review["rejected"] == connectivity
-    assert not any(r["producer"].endswith("::get_network_status") for r in inferred)
+    # every edge from the login tool was rejected and is gone; the rest were confirmed with the model's reason
+    rejected = offline.inferred["total"] - summary.inferred["total"]
+    assert rejected > 0 and review["rejected"] == rejected
+    assert not any(r["producer"].endswith("::acme_user_login") for r in inferred)
     confirmed = [r for r in inferred if r["basis"] == "llm"]
     assert len(confirmed) == review["confirmed"] > 0
     assert all(r["confidence"] == 0.93 and "LLM: " in r["evidence"] for r in confirmed)

@@ -86,7 +86,13 @@ def test_search_tools_over_stdio_returns_the_tool_and_what_to_call_first(catalog
     assert order[-1] == "bookings::cancel_booking"
     assert order.index("bookings::search_flights") < order.index("bookings::book_flight")
     assert order.index("bookings::login") < order.index("bookings::book_flight")  # book_flight needs it too
-    assert one.structured_content["needed_by"] == ["bookings::book_flight", "bookings::cancel_booking"]
+    # the session token's two consumers, and the two tools the learned model has the login come first for
+    assert one.structured_content["needed_by"] == [
+        "bookings::book_flight",
+        "bookings::cancel_booking",
+        "bookings::get_booking",
+        "bookings::search_flights",
+    ]
     assert missing.is_error and "no tool 'no_such_tool'" in missing.content[0].text
 
 
