@@ -13,8 +13,9 @@ Every *slot* of a server gets a few candidates from its own server:
   without the verb), each word weighed by its rarity among the server's producers (idf): so
   ``kusto_cluster_get(cluster)`` meets ``kusto_cluster_list`` before ``aks_cluster_list``. A slot that
   names what it takes (``session_id`` is about a session) only takes producers that offer it.
-- A small server's identifying slot keeps all its producers; a larger server's keeps the best ``TOP`` by that
-  score: the cost grows with the tools, not with their square.
+- On a small server an identifying slot that names nothing (``id``, ``path``) meets every producer; any slot
+  keeps its best ``SMALL_TOP`` by that score on a small server and ``TOP`` on a larger one, so the cost grows
+  with the tools, not with their square.
 
 The score, its share of the slot's best and the rank go to the model as features, beside the texts' own.
 """
