@@ -124,7 +124,12 @@ def infer_dependencies(
     # every slot's same-server candidates and the rules' proposals, judged by a model learned from labels
     judgement = Judgement([], set())
     if options.learned:
-        servers = None if consumers is None else {t.server_id for t in tools if t.id in consumers}
+        # learned edges stay on their server: only the servers of the consumers and producers asked for count
+        servers = None
+        for wanted in (consumers, producers):
+            if wanted is not None:
+                on = {t.server_id for t in tools if t.id in wanted}
+                servers = on if servers is None else servers & on
         judgement = judge(tools, edges, options.learned_threshold, options.learned_veto, servers=servers)
     learned = judgement.edges
     if catalogs:

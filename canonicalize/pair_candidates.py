@@ -117,10 +117,6 @@ class Candidate:
         object.__setattr__(self, "slot", (consumer_id, self.parameter.name if self.parameter else None))
 
 
-def slot_of(c: Candidate) -> tuple[str, str | None]:
-    return c.slot
-
-
 def candidates(tools: Sequence[Tool]) -> list[Candidate]:
     """Every slot's same-server candidates, best first within a slot."""
     by_server: dict[str, list[Tool]] = defaultdict(list)

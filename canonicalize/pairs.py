@@ -43,7 +43,6 @@ from toolkg.canonicalize.pair_candidates import (
     action_of,
     candidates,
     identifying,
-    slot_of,
     words,
 )
 from toolkg.canonicalize.profiles import GENERIC_KEYS, PARAMETER_DIRECT, PARAMETER_INDIRECT, TOOL_DIRECT
@@ -207,7 +206,10 @@ def judged(tools: Sequence[Tool], rule_edges: Iterable[InferredEdge]) -> tuple[l
         proposed[key] = (rules | {e.rule}, max(confidence, e.confidence))
     found = candidates(tools)
     seen = {(c.consumer_id, c.producer_id, c.slot[1]) for c in found}
-    for consumer_id, producer_id, parameter_name in proposed.keys() - seen:
+    # sorted: a set's order changes with the hash seed, and the first of two equal candidates wins its slot
+    for consumer_id, producer_id, parameter_name in sorted(
+        proposed.keys() - seen, key=lambda k: (k[0], k[1], k[2] or "")
+    ):
         consumer, producer = by_id.get(consumer_id), by_id.get(producer_id)
         if consumer is None or producer is None:
             continue
@@ -230,14 +232,24 @@ def probabilities(rows: np.ndarray, weights: Sequence[float]) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0)))
 
 
-def best_per_slot(found: Sequence[Candidate], p: Sequence[float], threshold: float) -> dict:
-    """slot -> (probability, candidate) of its likeliest candidate, when that reaches ``threshold``."""
+def decide(
+    found: Sequence[Candidate], p: Sequence[float], proposed: dict, threshold: float, veto: float
+) -> tuple[dict, set[tuple[str, str]]]:
+    """The model's decisions from its probabilities: slot -> (probability, candidate) of each slot's likeliest
+    same-server candidate at or above ``threshold``, and the same-server rule pairs every proposal of which
+    scores under ``veto``."""
     best: dict[tuple[str, str | None], tuple[float, Candidate]] = {}
-    for candidate, score in zip(found, p, strict=True):
-        slot = slot_of(candidate)
-        if score >= threshold and (slot not in best or score > best[slot][0]):
-            best[slot] = (score, candidate)
-    return best
+    pair_best: dict[tuple[str, str], float] = {}
+    for c, score in zip(found, p, strict=True):
+        same = c.consumer.server_id == c.producer.server_id
+        if score >= threshold and (c.slot not in best or score > best[c.slot][0]):
+            best[c.slot] = (score, c)
+        if same and (c.consumer_id, c.producer_id, c.slot[1]) in proposed:
+            pair = (c.consumer_id, c.producer_id)
+            pair_best[pair] = max(score, pair_best.get(pair, 0.0))
+    # a rule's cross-server proposal may win its slot; it stays the rule's
+    best = {slot: (score, c) for slot, (score, c) in best.items() if c.consumer.server_id == c.producer.server_id}
+    return best, {pair for pair, score in pair_best.items() if score < veto}
 
 
 @dataclass(frozen=True)
@@ -269,18 +281,9 @@ def judge(
         return Judgement([], set())
     weights = weights or load_weights()
     p = probabilities(features(found, Counter(t.server_id for t in tools), proposed), weights).tolist()
-    pair_best: dict[tuple[str, str], float] = {}
-    for c, score in zip(found, p, strict=True):
-        key = (c.consumer_id, c.producer_id, c.slot[1])
-        if key in proposed and c.consumer.server_id == c.producer.server_id:
-            pair = key[:2]
-            pair_best[pair] = max(score, pair_best.get(pair, 0.0))
-    doubted = {pair for pair, score in pair_best.items() if score < veto}
+    best, doubted = decide(found, p, proposed, threshold, veto)
     edges = []
-    best = best_per_slot(found, p, threshold)
     for (_, parameter), (score, c) in sorted(best.items(), key=lambda x: (x[0][0], x[0][1] or "")):
-        if c.consumer.server_id != c.producer.server_id:  # a rule's cross-server proposal may win; it stays the rule's
-            continue
         rules = sorted(proposed.get((c.consumer_id, c.producer_id, parameter), ((), 0.0))[0])
         action = action_of(c.producer.name)
         if c.parameter is None:

@@ -43,8 +43,16 @@ from splits import half as split_half  # noqa: E402
 from train import logistic_fit  # noqa: E402
 
 from toolkg.canonicalize.inference import infer_dependencies  # noqa: E402
-from toolkg.canonicalize.pair_candidates import slot_of  # noqa: E402
-from toolkg.canonicalize.pairs import FEATURES, MODEL_PATH, THRESHOLD, VETO, features, judged, probabilities  # noqa: E402
+from toolkg.canonicalize.pairs import (  # noqa: E402
+    FEATURES,
+    MODEL_PATH,
+    THRESHOLD,
+    VETO,
+    decide,
+    features,
+    judged,
+    probabilities,
+)  # noqa: E402
 from toolkg.config import InferenceOptions  # noqa: E402
 
 RULES_ONLY = InferenceOptions(learned=False)
@@ -72,10 +80,10 @@ def catalog(name: str) -> dict:
     return {
         "name": name,
         "x": rows,
-        "pairs": [(c.consumer.id, c.producer.id) for c in found],
-        "slots": [slot_of(c) for c in found],
-        "same_server": [c.consumer.server_id == c.producer.server_id for c in found],
-        "proposed": [(c.consumer.id, c.producer.id, slot_of(c)[1]) in proposed for c in found],
+        "found": found,
+        "proposed": proposed,
+        "pairs": [(c.consumer_id, c.producer_id) for c in found],
+        "slots": [c.slot for c in found],
         "positive": positive,
         "negative": negative,
         "judged_slots": judged_slots,
@@ -112,24 +120,14 @@ def fit(catalogs: list[dict]) -> np.ndarray:
 
 
 def model_output(data: dict, weights: np.ndarray, threshold: float, veto: float) -> tuple[dict, set]:
-    """What the product does (pairs.judge): each slot's likeliest candidate at or above ``threshold``, on the
-    consumer's server, unless the rules keep the pair (consumer, producer) -> probability; and the same-server
-    rule pairs whose every proposal scores under ``veto``."""
-    p = probabilities(data["x"], weights)
-    slots: dict = {}
-    proposal_best: dict = {}
-    for slot, pair, same, ruled, score in zip(
-        data["slots"], data["pairs"], data["same_server"], data["proposed"], p, strict=True
-    ):
-        if score >= threshold and (slot not in slots or score > slots[slot][0]):
-            slots[slot] = (float(score), pair, same)
-        if ruled and same:
-            proposal_best[pair] = max(float(score), proposal_best.get(pair, 0.0))
-    doubted = {pair for pair, score in proposal_best.items() if score < veto}
+    """What the product does (pairs.decide, as pairs.judge calls it): the pairs the model adds, unless the rules
+    keep them, (consumer, producer) -> probability; and the rule pairs it doubts."""
+    best, doubted = decide(data["found"], probabilities(data["x"], weights).tolist(), data["proposed"], threshold, veto)
     kept = data["rules"] - doubted
     added: dict = {}
-    for score, pair, same in slots.values():
-        if same and pair not in kept:
+    for score, c in best.values():
+        pair = (c.consumer_id, c.producer_id)
+        if pair not in kept:
             added[pair] = max(added.get(pair, 0.0), score)
     return added, doubted
 
