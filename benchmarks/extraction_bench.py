@@ -25,10 +25,10 @@ RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))  # the fake server lives with the tests
 
 from tests.fake_openai import FakeOpenAI  # noqa: E402
-from toolkg.extractors.ingest import ingest_manifest  # noqa: E402
-from toolkg.extractors.llm_extractor import LLMExtractor  # noqa: E402
-from toolkg.extractors.offline import OfflineExtractor  # noqa: E402
-from toolkg.extractors.reading import fingerprint_file  # noqa: E402
+from toolkg.extractors.manifests.ingest import ingest_manifest  # noqa: E402
+from toolkg.extractors.manifests.reading import fingerprint_file  # noqa: E402
+from toolkg.extractors.triples.llm import LLMExtractor  # noqa: E402
+from toolkg.extractors.triples.offline import OfflineExtractor  # noqa: E402
 from toolkg.llm.config import LLMConfig  # noqa: E402
 from toolkg.text.words import entity_name  # noqa: E402
 

@@ -25,9 +25,9 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from toolkg.canonicalize.inference import infer_dependencies
-from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.reading import discover_all, fingerprint_file
+from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import discover_all, fingerprint_file
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))

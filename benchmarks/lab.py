@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from splits import half as half_of  # noqa: E402
 
-from toolkg.extractors.ingest import ingest_manifest  # noqa: E402
-from toolkg.extractors.reading import discover_all, fingerprint_file  # noqa: E402
+from toolkg.extractors.manifests.ingest import ingest_manifest  # noqa: E402
+from toolkg.extractors.manifests.reading import discover_all, fingerprint_file  # noqa: E402
 from toolkg.models import Server, Tool  # noqa: E402
 from toolkg.retrieval.metrics import complete_at, gold_tools, recall_at, server_recall_at  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 Scores each installed candidate with the lab harness (``benchmarks/lab.py``, the tuning half of
 LiveMCPBench and ToolLinkOS) the way the dense retriever ranks: the project's tool text
-(``toolkg.embeddings.tool_text``), cosine over unit vectors, a query's steps ranked one by one and
+(``toolkg.embeddings.encoder.tool_text``), cosine over unit vectors, a query's steps ranked one by one and
 interleaved (``toolkg.retrieval.base.interleave``). Then speed: texts/s encoding the 527
 LiveMCPBench tool texts (batch 32, after a warm-up), each candidate round between two MiniLM rounds
 so the ratio holds on a busy machine. Prints a table and writes benchmarks/results/models.json.
@@ -51,7 +51,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 RESULTS = ROOT / "benchmarks" / "results"
-MAX_TOKENS = 128  # the baseline's limit (toolkg.embeddings.MAX_TOKENS); every candidate gets the same
+MAX_TOKENS = 128  # the baseline's limit (toolkg.embeddings.encoder.MAX_TOKENS); every candidate gets the same
 SPEED_BATCH = 32
 TOP = 50  # each text's ranking depth before interleaving (as the lab experiments do)
 RERANK_DEPTH = 30  # a reranker re-scores MiniLM's top 30 of each text
@@ -344,7 +344,7 @@ class Prepared:
 def prepare(name: str, half: str) -> Prepared:
     from lab import load
 
-    from toolkg.embeddings import tool_text
+    from toolkg.embeddings.encoder import tool_text
 
     catalog = load(name, half=half)
     texts = [tool_text(t) for t in catalog.tools]

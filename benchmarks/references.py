@@ -39,8 +39,8 @@ def plain_encode(texts: list[str]) -> np.ndarray:
     """The model at 256 tokens on ONNX Runtime (the same weights; equal to sentence-transformers')."""
     global _plain_model
     if _plain_model is None:
-        from toolkg.embeddings import MODEL_SHA256, _weights
-        from toolkg.onnx_minilm import OnnxMiniLM, model_file
+        from toolkg.embeddings.encoder import MODEL_SHA256, _weights
+        from toolkg.embeddings.onnx import OnnxMiniLM, model_file
 
         weights = _weights()
         _plain_model = OnnxMiniLM(model_file(weights, MODEL_SHA256, "fp32"), weights, max_tokens=PLAIN_TOKENS)

@@ -22,14 +22,14 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.utilities.annotations import quote
 
 from toolkg import memory, progress
-from toolkg.canonicalize.links import tool_text
+from toolkg.canonicalize.links.structural import tool_text
 from toolkg.config import BuildConfig
-from toolkg.embed_ahead import EmbedAhead
+from toolkg.embeddings.ahead import EmbedAhead
 from toolkg.errors import ConfigError, NotFoundError
-from toolkg.extractors.ingest import IngestResult
-from toolkg.extractors.manifest_triples import NameIndex
-from toolkg.extractors.reading import Discovered, discover_all
-from toolkg.extractors.semantic import SemanticExtractor, make_extractor
+from toolkg.extractors.manifests.ingest import IngestResult
+from toolkg.extractors.manifests.reading import Discovered, discover_all
+from toolkg.extractors.triples.semantic import SemanticExtractor, make_extractor
+from toolkg.extractors.triples.structural import NameIndex
 from toolkg.failures import fault_point, quarantine
 from toolkg.flows.catalog_stages import CatalogStages, make_confirmer, publish_if_due, run_catalog_stages
 from toolkg.flows.scale import DEFAULT_WORKERS, fan_out
@@ -150,7 +150,7 @@ def _pipeline(run: BuildRun, paths: list[str], stages: CatalogStages) -> None:
 
 
 def _tool_texts(manifests: list[IngestResult]) -> list[str]:
-    """The texts the link stage will embed for the tools being (re)loaded (toolkg.embed_ahead)."""
+    """The texts the link stage will embed for the tools being (re)loaded (toolkg.embeddings.ahead)."""
     return [tool_text(t) for r in manifests for s in r.manifest.servers for t in s.tools]
 
 

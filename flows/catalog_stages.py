@@ -22,13 +22,13 @@ from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
 from toolkg import memory, progress
-from toolkg.canonicalize.entities import CANONICAL_GRAPH, canonicalize_store
-from toolkg.canonicalize.inference import infer_dependencies
-from toolkg.canonicalize.links import structural_links, tool_text
+from toolkg.canonicalize.entities.clustering import CANONICAL_GRAPH, canonicalize_store
+from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.canonicalize.links.structural import structural_links, tool_text
 from toolkg.config import BuildConfig, EntityOptions, LinkOptions
-from toolkg.embed_ahead import EmbedAhead
-from toolkg.embeddings import Embedder
-from toolkg.embeddings import model_id as embedding_model_id
+from toolkg.embeddings.ahead import EmbedAhead
+from toolkg.embeddings.encoder import Embedder
+from toolkg.embeddings.encoder import model_id as embedding_model_id
 from toolkg.failures import fault_point, quarantine
 from toolkg.fingerprint import source_fingerprint
 from toolkg.models import QuarantinedItem, StageInfo, Tool
@@ -40,7 +40,7 @@ from toolkg.store.snapshots import current_snapshot, publish_snapshot
 from toolkg.summary import BuildSummary
 
 if TYPE_CHECKING:
-    from toolkg.canonicalize.confirm import DependencyConfirmer
+    from toolkg.canonicalize.inference.confirm import DependencyConfirmer
 
 CATALOG = "catalog"  # the item a catalog-wide stage's quarantine entry names
 
@@ -73,9 +73,9 @@ class CatalogStages:
 
 # The modules whose code decides a stage's result (the word lists and lemmas are read by all three).
 STAGE_CODE = {
-    "canonicalize": ("toolkg.canonicalize.entities", "toolkg.text"),
+    "canonicalize": ("toolkg.canonicalize.entities.clustering", "toolkg.text"),
     "infer": ("toolkg.canonicalize", "toolkg.text"),
-    "link": ("toolkg.canonicalize.links", "toolkg.embeddings", "toolkg.text"),
+    "link": ("toolkg.canonicalize.links.structural", "toolkg.embeddings.encoder", "toolkg.text"),
 }
 
 
@@ -85,7 +85,7 @@ def code_fingerprint(stage: str) -> str:
 
 
 def make_confirmer(store_dir: str, llm_config: str | None) -> DependencyConfirmer:
-    from toolkg.canonicalize.confirm import DependencyConfirmer  # openai + instructor load only when used
+    from toolkg.canonicalize.inference.confirm import DependencyConfirmer  # openai + instructor load only when used
     from toolkg.llm.config import load_llm_config
 
     config = load_llm_config(llm_config)

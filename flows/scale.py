@@ -22,7 +22,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from toolkg.errors import ConfigError
-from toolkg.extractors.semantic import make_extractor
+from toolkg.extractors.triples.semantic import make_extractor
 from toolkg.failures import quarantine
 from toolkg.flows.tasks import TransformInfo, transform_manifests
 from toolkg.store.validation import Validator

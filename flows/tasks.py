@@ -19,11 +19,11 @@ from prefect.cache_policies import NO_CACHE
 
 from toolkg import memory
 from toolkg.errors import ToolkgError
-from toolkg.extractors.ingest import IngestResult, ingest_manifest
-from toolkg.extractors.manifest_triples import NameIndex, extract_structure
-from toolkg.extractors.reading import fingerprint_file
-from toolkg.extractors.semantic import SemanticExtractor, with_extractions
-from toolkg.extractors.triples import ExtractionFailure
+from toolkg.extractors.manifests.ingest import IngestResult, ingest_manifest
+from toolkg.extractors.manifests.reading import fingerprint_file
+from toolkg.extractors.triples.models import ExtractionFailure
+from toolkg.extractors.triples.semantic import SemanticExtractor, with_extractions
+from toolkg.extractors.triples.structural import NameIndex, extract_structure
 from toolkg.failures import fault_point, quarantine
 from toolkg.models import ExtractedManifest, Manifest, ManifestFile, QuarantinedItem, StageInfo
 from toolkg.ontology import iris

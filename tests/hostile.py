@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from hypothesis import strategies as st
 
-from toolkg.extractors.formats import server_id_from
+from toolkg.extractors.manifests.formats import server_id_from
 from toolkg.limits import Limits
 
 LIMITS = Limits()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CASES, DATA
-from toolkg.extractors.formats import DEPENDENCE_KINDS
+from toolkg.extractors.manifests.formats import DEPENDENCE_KINDS
 from toolkg.ontology import iris
 from toolkg.store.oxigraph_store import ToolStore
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from toolkg.canonicalize.entities import CANONICAL_GRAPH, Entity, EntityOptions, cluster
+from toolkg.canonicalize.entities.clustering import CANONICAL_GRAPH, Entity, EntityOptions, cluster
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.text.words import entity_name
 

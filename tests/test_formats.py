@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import CASES
-from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.reading import discover, fingerprint_file
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import discover, fingerprint_file
 
 
 def ingest(path: Path, **options):
@@ -181,7 +181,7 @@ _json = st.recursive(
 def test_format_detection_names_a_format_or_says_why_not(document):
     """Whatever the JSON, detection names one of the formats or raises a ManifestError: never a crash."""
     from toolkg.errors import ManifestError
-    from toolkg.extractors.formats import detect_format
+    from toolkg.extractors.manifests.formats import detect_format
 
     try:
         assert detect_format(document, "x.json") in ("openapi", "mcp", "openai", "mcp-catalog", "toollinkos")

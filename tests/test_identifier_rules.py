@@ -3,8 +3,8 @@ converts into what they name, and the one opener a server's interaction tools ac
 
 from __future__ import annotations
 
-from toolkg.canonicalize.identifiers import MAX_SERVER_TOOLS
-from toolkg.canonicalize.inference import infer_dependencies
+from toolkg.canonicalize.inference.identifiers import MAX_SERVER_TOOLS
+from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.config import InferenceOptions
 from toolkg.models import Parameter, Tool
 

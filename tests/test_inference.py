@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import CASES
-from toolkg.canonicalize.inference import InferenceOptions, infer_dependencies
-from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.reading import fingerprint_file
+from toolkg.canonicalize.inference.infer import InferenceOptions, infer_dependencies
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import fingerprint_file
 from toolkg.models import Parameter, Tool
 from toolkg.store.oxigraph_store import ToolStore
 
@@ -199,7 +199,7 @@ def test_learned_edges_add_same_server_producers_and_drop_only_doubted_rule_pair
     """A search tool whose results carry what a tool of the same server takes, with no rule to say so: the
     learned model (on by default) links them; every edge the rules keep is still there unless the model doubts
     its same-server pair (with no veto, all are), and a pair the rules keep gets no second, learned edge."""
-    from toolkg.canonicalize.pairs import RULE, judge
+    from toolkg.canonicalize.inference.pairs import RULE, judge
 
     notes = _server(
         "notes",
@@ -258,7 +258,7 @@ _NOUNS = ("note", "user", "file", "order", "page", "repo", "issue", "channel")
     )
 )
 def test_learned_edges_stay_on_their_server_one_per_slot(specs):
-    from toolkg.canonicalize.pairs import judge
+    from toolkg.canonicalize.inference.pairs import judge
 
     tools, seen = [], set()
     for server, verb, noun, params in specs:

@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # Packages of the core: any package may import them, and they import no stage.
-CORE = ("toolkg", "toolkg.text", "toolkg.llm", "toolkg.ontology", "toolkg.prompts")
+CORE = ("toolkg", "toolkg.text", "toolkg.llm", "toolkg.embeddings", "toolkg.ontology", "toolkg.prompts")
 # Stages in pipeline order: a stage may import the core and the stages before it, never one after it.
 STAGES = (
     "toolkg.extractors",
@@ -156,7 +156,7 @@ def test_the_checker_sees_violations(tmp_path):
     other inside functions, are both caught."""
     modules = _modules()
     fake_store = tmp_path / "store_mod.py"
-    fake_store.write_text("def f():\n    from toolkg.extractors.reading import discover\n")
+    fake_store.write_text("def f():\n    from toolkg.extractors.manifests.reading import discover\n")
     loop_a, loop_b = tmp_path / "a.py", tmp_path / "b.py"
     loop_a.write_text("def f():\n    from toolkg.store.loop_b import g\n")
     loop_b.write_text("from toolkg.store.loop_a import f\n")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import CASES
-from toolkg.canonicalize.links import (
+from toolkg.canonicalize.links.structural import (
     CO_INVOKED,
     SCHEMA_COMPATIBLE,
     SHARES_PARAMETERS,
@@ -17,7 +17,7 @@ from toolkg.canonicalize.links import (
     schema_links,
     shared_parameter_links,
 )
-from toolkg.embeddings import Embedder
+from toolkg.embeddings.encoder import Embedder
 from toolkg.models import OutputField, Parameter, Tool
 
 
@@ -94,8 +94,8 @@ def test_build_stores_links_and_deps_lists_them(cli, tmp_path):
 def test_incremental_links_after_changes_matches_linking_the_final_catalog_afresh(seed):
     """Incremental sync's links on a catalog that changes a server at a time ends with exactly the
     links a fresh pass over the final catalog finds, including a name crossing the holder cap."""
-    from toolkg.canonicalize.incremental_links import IncrementalLinks
-    from toolkg.canonicalize.links import MAX_HOLDERS, LinkIndex, structural_links
+    from toolkg.canonicalize.links.incremental import IncrementalLinks
+    from toolkg.canonicalize.links.structural import MAX_HOLDERS, LinkIndex, structural_links
 
     rng = np.random.default_rng(seed)
     nouns = ["order", "warehouse", "invoice", "customer", "shipment", "vendor"]
@@ -150,8 +150,8 @@ def test_incremental_links_after_changes_matches_linking_the_final_catalog_afres
 def test_incremental_links_drop_a_link_a_new_closer_tool_displaces():
     """An unchanged tool whose short list a new tool enters loses its weakest link (and that link's
     mirror), exactly as linking afresh would."""
-    from toolkg.canonicalize.incremental_links import IncrementalLinks
-    from toolkg.canonicalize.links import LinkIndex, structural_links
+    from toolkg.canonicalize.links.incremental import IncrementalLinks
+    from toolkg.canonicalize.links.structural import LinkIndex, structural_links
 
     options = LinkOptions(per_tool=2)
     hub = _tool("a", "plan_route", params=("pallet_count", "dock_number"))

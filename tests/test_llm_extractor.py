@@ -11,8 +11,8 @@ import pytest
 from tests.conftest import _PREFECT_HOME, CASES
 from tests.fake_openai import FakeOpenAI, Reply, always_valid, completion, invalid_triples, tool_in_prompt
 from toolkg.errors import ConfigError
-from toolkg.extractors.llm_extractor import LLMExtractor
-from toolkg.extractors.triples import ExtractionFailure, ToolExtraction
+from toolkg.extractors.triples.llm import LLMExtractor
+from toolkg.extractors.triples.models import ExtractionFailure, ToolExtraction
 from toolkg.llm.config import LLMConfig, load_llm_config
 from toolkg.models import Parameter, Server, Tool
 from toolkg.prompts import DEFAULT_PROMPT

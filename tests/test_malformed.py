@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CASES
-from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.reading import fingerprint_file
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import fingerprint_file
 
 
 def ingest_bytes(tmp_path: Path, name: str, data: bytes):
@@ -198,7 +198,7 @@ def test_unusable_tool_names_are_quarantined(tmp_path, name, reason):
 
 
 def test_long_values_are_trimmed_with_a_notice(tmp_path):
-    from toolkg.extractors.ingest import ingest_manifest
+    from toolkg.extractors.manifests.ingest import ingest_manifest
     from toolkg.limits import Limits
 
     doc = {
@@ -234,7 +234,7 @@ def test_a_file_over_the_size_limit_is_not_read(tmp_path):
 
 
 def test_symlinks_out_of_the_folder_are_not_followed(tmp_path):
-    from toolkg.extractors.reading import discover_all
+    from toolkg.extractors.manifests.reading import discover_all
 
     outside = tmp_path / "secret.json"
     outside.write_text('{"tools": []}')

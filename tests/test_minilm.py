@@ -1,5 +1,5 @@
-"""Both engines of all-MiniLM-L6-v2, the NumPy forward pass (toolkg.minilm) and ONNX Runtime
-(toolkg.onnx_minilm), give the vectors sentence-transformers gives; int8 stays close; a query is
+"""Both engines of all-MiniLM-L6-v2, the NumPy forward pass (toolkg.embeddings.minilm) and ONNX Runtime
+(toolkg.embeddings.onnx), give the vectors sentence-transformers gives; int8 stays close; a query is
 embedded without loading torch."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from toolkg.embeddings import BATCH, MAX_TOKENS, MODEL_SHA256, _load_model, _numpy_model, _weights, tool_text
+from toolkg.embeddings.encoder import BATCH, MAX_TOKENS, MODEL_SHA256, _load_model, _numpy_model, _weights, tool_text
+from toolkg.embeddings.onnx import OnnxMiniLM, model_file
 from toolkg.models import Parameter, Tool
-from toolkg.onnx_minilm import OnnxMiniLM, model_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,7 +65,7 @@ def test_int8_weights_stay_close_to_float32():
 def test_a_query_is_embedded_without_torch(tmp_path):
     script = (
         "import sys\n"
-        "from toolkg.embeddings import Embedder\n"
+        "from toolkg.embeddings.encoder import Embedder\n"
         "vector = Embedder().encode(['Find the weather in Paris'], cache=False)\n"
         "assert vector.shape == (1, 384)\n"
         "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
@@ -80,8 +80,8 @@ def _texts(n: int) -> list[str]:
 
 
 def test_embedding_ahead_fills_the_cache_with_the_vectors_the_link_stage_would_compute(tmp_path):
-    from toolkg.embed_ahead import MIN_TEXTS, EmbedAhead
-    from toolkg.embeddings import Embedder
+    from toolkg.embeddings.ahead import MIN_TEXTS, EmbedAhead
+    from toolkg.embeddings.encoder import Embedder
 
     texts = _texts(MIN_TEXTS + 24)
     assert EmbedAhead.start(tmp_path / "small.sqlite", texts[: MIN_TEXTS - 1]) is None  # not worth a process
@@ -99,8 +99,8 @@ def test_embedding_ahead_fills_the_cache_with_the_vectors_the_link_stage_would_c
 
 
 def test_embedding_ahead_stops_after_its_current_chunk(tmp_path):
-    from toolkg.embed_ahead import CHUNK, EmbedAhead
-    from toolkg.embeddings import Embedder
+    from toolkg.embeddings.ahead import CHUNK, EmbedAhead
+    from toolkg.embeddings.encoder import Embedder
 
     texts = _texts(20 * CHUNK)
     ahead = EmbedAhead.start(tmp_path / "cache.sqlite", texts)

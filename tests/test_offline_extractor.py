@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA
-from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.offline import OfflineExtractor
-from toolkg.extractors.reading import fingerprint_file
-from toolkg.extractors.triples import response_model
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import fingerprint_file
+from toolkg.extractors.triples.models import response_model
+from toolkg.extractors.triples.offline import OfflineExtractor
 from toolkg.models import Server, Tool
 from toolkg.text.words import dominant_script
 

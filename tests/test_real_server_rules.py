@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolkg.canonicalize.inference import infer_dependencies
-from toolkg.canonicalize.returns import described_returns
+from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.canonicalize.inference.returns import described_returns
 from toolkg.config import InferenceOptions
 from toolkg.models import Parameter, Tool
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.reading import discover_all, fingerprint_file
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import discover_all, fingerprint_file
 from toolkg.retrieval.metrics import gold_tools, matches
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pyoxigraph import Literal, Triple
 
 from tests.conftest import CASES
-from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.manifest_triples import NameIndex, extract_structure
-from toolkg.extractors.reading import fingerprint_file
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import fingerprint_file
+from toolkg.extractors.triples.structural import NameIndex, extract_structure
 from toolkg.models import ServerGraph
 from toolkg.ontology import DCTERMS, TK, iris
 from toolkg.store.validation import Validator

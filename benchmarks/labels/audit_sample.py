@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from inference_bench import LABEL_SETS, _audit, label_set_tools, read_labels  # noqa: E402
 
-from toolkg.canonicalize.inference import infer_dependencies  # noqa: E402
+from toolkg.canonicalize.inference.infer import infer_dependencies  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "audit"
 

@@ -42,8 +42,8 @@ from inference_bench import (  # noqa: E402
 from splits import half as split_half  # noqa: E402
 from train import logistic_fit  # noqa: E402
 
-from toolkg.canonicalize.inference import infer_dependencies  # noqa: E402
-from toolkg.canonicalize.pairs import (  # noqa: E402
+from toolkg.canonicalize.inference.infer import infer_dependencies  # noqa: E402
+from toolkg.canonicalize.inference.pairs import (  # noqa: E402
     FEATURES,
     MODEL_PATH,
     THRESHOLD,

@@ -110,7 +110,7 @@ def _add_prefect_server(sub) -> None:
 
 def _require_manifests(paths: list[str]) -> None:
     """Fail fast, before Prefect starts: a bad address, or nothing to read."""
-    from toolkg.extractors.reading import discover
+    from toolkg.extractors.manifests.reading import discover
     from toolkg.live import find_sources
 
     try:

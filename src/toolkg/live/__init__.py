@@ -20,8 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolkg.extractors.formats import server_id_from
-from toolkg.extractors.reading import discover_all
+from toolkg.extractors.manifests.formats import server_id_from
+from toolkg.extractors.manifests.reading import discover_all
 from toolkg.live.listing import (
     DEFAULT_CONCURRENCY,
     DEFAULT_TIMEOUT,

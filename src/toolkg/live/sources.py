@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from toolkg.extractors.formats import server_id_from
+from toolkg.extractors.manifests.formats import server_id_from
 from toolkg.models import one_line_text
 
 Transport = Literal["stdio", "http", "sse"]

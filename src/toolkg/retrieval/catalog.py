@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from toolkg.embeddings import tool_text
+from toolkg.embeddings.encoder import tool_text
 from toolkg.ontology import iris
 from toolkg.store.catalog_reads import stored_tools
 from toolkg.store.oxigraph_store import ToolStore
@@ -27,7 +27,7 @@ class ToolDoc:
     description: str
     parameters: tuple[str, ...]  # names
     parameter_descriptions: tuple[str, ...] = ()  # in the order of ``parameters``
-    text: str = ""  # what every method searches (toolkg.embeddings.tool_text: the text the build embedded)
+    text: str = ""  # what every method searches (toolkg.embeddings.encoder.tool_text: the text the build embedded)
 
 
 @dataclass(frozen=True)

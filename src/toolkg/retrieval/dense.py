@@ -1,6 +1,6 @@
 """Dense retrieval: embeddings of tool/server/node text, offline by default.
 
-The offline model is all-MiniLM-L6-v2 (``toolkg.embeddings``); an OpenAI-compatible
+The offline model is all-MiniLM-L6-v2 (``toolkg.embeddings.encoder``); an OpenAI-compatible
 ``/v1/embeddings`` endpoint is used instead when ``TOOLKG_EMBED_BASE_URL`` and
 ``TOOLKG_EMBED_MODEL`` are set. Either way vectors are cached on disk by model and text hash
 (``<store>/cache/embeddings.sqlite``), so a warm retriever never re-embeds the catalog, and the
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolkg.embeddings import Embedder, VectorCache
+from toolkg.embeddings.encoder import Embedder, VectorCache
 from toolkg.errors import ConfigError
 
 

@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from toolkg.extractors.formats import server_id_from
+from toolkg.extractors.manifests.formats import server_id_from
 
 
 @dataclass(frozen=True)

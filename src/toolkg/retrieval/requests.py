@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from toolkg.canonicalize.files import FORMATS
+from toolkg.canonicalize.inference.files import FORMATS
 
 # Sentence ends and the conjunctions that chain one request after another.
 _CLAUSE = re.compile(

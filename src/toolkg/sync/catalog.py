@@ -31,15 +31,15 @@ from pathlib import Path
 import numpy as np
 from pyoxigraph import Literal, NamedNode, Triple
 
-from toolkg.canonicalize.incremental_links import IncrementalLinks
-from toolkg.canonicalize.inference import infer_dependencies
-from toolkg.canonicalize.links import LinkIndex, tool_text
+from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.canonicalize.links.incremental import IncrementalLinks
+from toolkg.canonicalize.links.structural import LinkIndex, tool_text
 from toolkg.config import InferenceOptions
-from toolkg.embeddings import Embedder
+from toolkg.embeddings.encoder import Embedder
 from toolkg.errors import NotFoundError
-from toolkg.extractors.manifest_triples import NameIndex, extract_structure
-from toolkg.extractors.semantic import extraction_triples, make_extractor
-from toolkg.extractors.triples import ExtractionFailure
+from toolkg.extractors.triples.models import ExtractionFailure
+from toolkg.extractors.triples.semantic import extraction_triples, make_extractor
+from toolkg.extractors.triples.structural import NameIndex, extract_structure
 from toolkg.models import InferredEdge, Manifest, QuarantinedItem, Server, Tool, ToolLink
 from toolkg.ontology import TK, iris
 from toolkg.store.catalog_reads import manifests_defining, server_catalogs, stored_tools

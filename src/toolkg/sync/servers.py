@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from toolkg.errors import NotFoundError, RequestError
-from toolkg.extractors.ingest import ingest_manifest
-from toolkg.extractors.reading import discover, fingerprint_file
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import discover, fingerprint_file
 from toolkg.models import Manifest, Server
 from toolkg.store.build_state import clear_pending, mark_pending
 from toolkg.store.catalog_reads import stored_server_ids

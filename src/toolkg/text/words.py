@@ -109,7 +109,7 @@ def lemma(word: str) -> str:
     return found
 
 
-MAX_ENTITY_CHARS = 80  # the ontology's limit on an entity's name (toolkg.extractors.triples.MAX_NAME)
+MAX_ENTITY_CHARS = 80  # the ontology's limit on an entity's name (toolkg.extractors.triples.models.MAX_NAME)
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 _UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-from toolkg.extractors.triples import (
+from toolkg.extractors.triples.models import (
     MAX_TRIPLES,
     ExtractionProvenance,
     ToolContext,

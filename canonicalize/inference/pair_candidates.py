@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
-from toolkg.canonicalize.profiles import GENERIC_KEYS, IDENTIFIER_SUFFIXES, is_output_location
+from toolkg.canonicalize.inference.profiles import GENERIC_KEYS, IDENTIFIER_SUFFIXES, is_output_location
 from toolkg.models import Parameter, Tool
 from toolkg.text.lexicon import STOP_WORDS
 from toolkg.text.words import lemma, split_identifier

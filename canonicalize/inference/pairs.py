@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolkg.canonicalize.pair_candidates import (
+from toolkg.canonicalize.inference.pair_candidates import (
     IDENTIFYING_LEMMAS,
     VERBS,
     Candidate,
@@ -45,7 +45,7 @@ from toolkg.canonicalize.pair_candidates import (
     identifying,
     words,
 )
-from toolkg.canonicalize.profiles import GENERIC_KEYS, PARAMETER_DIRECT, PARAMETER_INDIRECT, TOOL_DIRECT
+from toolkg.canonicalize.inference.profiles import GENERIC_KEYS, PARAMETER_DIRECT, PARAMETER_INDIRECT, TOOL_DIRECT
 from toolkg.models import InferredEdge, Tool
 from toolkg.text.words import split_identifier
 

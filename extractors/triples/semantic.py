@@ -15,9 +15,9 @@ from typing import Protocol
 
 from pyoxigraph import Literal, NamedNode, Triple
 
-from toolkg.extractors.manifest_triples import entity_node
-from toolkg.extractors.offline import OfflineExtractor
-from toolkg.extractors.triples import ExtractionFailure, ToolExtraction, input_hash, tool_document
+from toolkg.extractors.triples.models import ExtractionFailure, ToolExtraction, input_hash, tool_document
+from toolkg.extractors.triples.offline import OfflineExtractor
+from toolkg.extractors.triples.structural import entity_node
 from toolkg.failures import quarantine
 from toolkg.fingerprint import source_fingerprint
 from toolkg.models import ExtractedManifest, QuarantinedItem, Server, ServerGraph, Tool
@@ -47,7 +47,12 @@ class SemanticExtractor(Protocol):
 
 
 # The code the offline rules' results depend on: a change to any of it is a cache miss.
-OFFLINE_CODE = ("toolkg.extractors.offline", "toolkg.extractors.triples", "toolkg.text", "toolkg.ontology")
+OFFLINE_CODE = (
+    "toolkg.extractors.triples.offline",
+    "toolkg.extractors.triples.models",
+    "toolkg.text",
+    "toolkg.ontology",
+)
 
 
 class OfflineBatch(OfflineExtractor):
@@ -106,7 +111,7 @@ def make_extractor(name: str, store_dir: str | Path | None, llm_config: str | No
     if name == "llm":
         if store_dir is None:
             raise ValueError("the LLM extractor keeps its cache in a store directory")
-        from toolkg.extractors.llm_extractor import LLMExtractor  # openai + instructor load only when used
+        from toolkg.extractors.triples.llm import LLMExtractor  # openai + instructor load only when used
         from toolkg.llm.config import load_llm_config
 
         config = load_llm_config(llm_config).require_endpoint()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkg.errors import ItemError, ManifestError
-from toolkg.extractors.formats import (
+from toolkg.extractors.manifests.formats import (
     ParsedServers,
     checked_tool,
     excerpt,
@@ -22,7 +22,7 @@ from toolkg.extractors.formats import (
     server_name,
     str_or_none,
 )
-from toolkg.extractors.schema import (
+from toolkg.extractors.manifests.schema import (
     optional_str,
     outputs_from_schema,
     parameter_from_schema,

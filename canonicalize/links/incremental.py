@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from toolkg.canonicalize.links import (
+from toolkg.canonicalize.links.structural import (
     MAX_HOLDERS,
     SCHEMA_COMPATIBLE,
     SHARES_PARAMETERS,

@@ -23,9 +23,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from toolkg.canonicalize.profiles import canonical_key, is_informative
+from toolkg.canonicalize.inference.profiles import canonical_key, is_informative
 from toolkg.config import LinkOptions
-from toolkg.embeddings import tool_text as embedded_text
+from toolkg.embeddings.encoder import tool_text as embedded_text
 from toolkg.models import Tool, ToolLink
 from toolkg.ontology.vocabulary import SYMMETRIC_LINK_TYPES, link_type
 from toolkg.text.words import split_identifier

@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from toolkg.canonicalize.calibration import CONFIDENCE
-from toolkg.canonicalize.profiles import PARAMETER_DIRECT, PARAMETER_INDIRECT, Profile, is_output_location
-from toolkg.canonicalize.returns import described_returns
+from toolkg.canonicalize.inference.calibration import CONFIDENCE
+from toolkg.canonicalize.inference.profiles import PARAMETER_DIRECT, PARAMETER_INDIRECT, Profile, is_output_location
+from toolkg.canonicalize.inference.returns import described_returns
 from toolkg.models import InferredEdge
 from toolkg.text.words import split_identifier
 

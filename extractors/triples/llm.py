@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from toolkg.extractors.triples import (
+from toolkg.extractors.triples.models import (
     ExtractionFailure,
     ExtractionProvenance,
     PredicateLog,

@@ -5,8 +5,8 @@ weights file is checked against the one recorded here when the model first loads
 third-party repackaging could change under the same name). Vectors are L2-normalised, so a dot
 product is the cosine.
 
-Two engines run the same model: many texts (a build's tools) go to ONNX Runtime (``toolkg.onnx_minilm``,
-the weights exported once per machine), a few (a query) to a NumPy forward pass (``toolkg.minilm``) that
+Two engines run the same model: many texts (a build's tools) go to ONNX Runtime (``toolkg.embeddings.onnx``,
+the weights exported once per machine), a few (a query) to a NumPy forward pass (``toolkg.embeddings.minilm``) that
 starts in a fraction of a second. Vectors are cached in SQLite (``<store>/cache/embeddings.sqlite``) by
 sha256 of (model, text): a rerun, or a retriever reading tool vectors the build computed, never
 embeds text it has seen.
@@ -128,7 +128,7 @@ def model_id() -> str:
 
 
 def _load_model():
-    """The ONNX Runtime model (toolkg.onnx_minilm), loaded once per process, offline."""
+    """The ONNX Runtime model (toolkg.embeddings.onnx), loaded once per process, offline."""
     global _model
     with _model_lock:
         if _model is None:
@@ -138,14 +138,14 @@ def _load_model():
 
 def onnx_model(threads: int | None = None):
     """A new ONNX Runtime session of the model on ``threads`` threads (all cores by default)."""
-    from toolkg.onnx_minilm import OnnxMiniLM, model_file
+    from toolkg.embeddings.onnx import OnnxMiniLM, model_file
 
     path = _weights()
     model = model_file(path, MODEL_SHA256, precision())
     return OnnxMiniLM(model, path, max_tokens=MAX_TOKENS, batch=BATCH, threads=threads)
 
 
-# Up to this many float32 texts are embedded by the NumPy forward pass (toolkg.minilm, loads in ~0.15 s)
+# Up to this many float32 texts are embedded by the NumPy forward pass (toolkg.embeddings.minilm, loads in ~0.15 s)
 # unless the ONNX model is loaded already; more go to ONNX Runtime (~4x the throughput, ~0.5 s to load).
 FEW_TEXTS = 32
 # Only a process's first such call takes the NumPy pass: it starts in a fraction of a second (a one-shot
@@ -157,11 +157,11 @@ _numpy_calls = 0
 
 
 def _numpy_model():
-    """The same model's NumPy forward pass (toolkg.minilm), loaded once, its weights checked."""
+    """The same model's NumPy forward pass (toolkg.embeddings.minilm), loaded once, its weights checked."""
     global _numpy
     with _model_lock:
         if _numpy is None:
-            from toolkg.minilm import NumpyMiniLM
+            from toolkg.embeddings.minilm import NumpyMiniLM
 
             _numpy = NumpyMiniLM(_weights(), max_tokens=MAX_TOKENS)
     return _numpy
@@ -220,7 +220,7 @@ class Embedder:
         return [t for k, t in keys.items() if k not in cached]
 
     def store(self, texts: Sequence[str], vectors: np.ndarray) -> None:
-        """Keep vectors computed elsewhere (toolkg.embed_ahead) in the disk cache."""
+        """Keep vectors computed elsewhere (toolkg.embeddings.ahead) in the disk cache."""
         if self._cache is not None:
             self._cache.put(zip((self._key(t) for t in texts), vectors, strict=True))
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from toolkg.canonicalize.calibration import CONFIDENCE
-from toolkg.canonicalize.profiles import (
+from toolkg.canonicalize.inference.calibration import CONFIDENCE
+from toolkg.canonicalize.inference.profiles import (
     IDENTIFIER_SUFFIXES,
     PARAMETER_DIRECT,
     PARAMETER_INDIRECT,
@@ -27,7 +27,7 @@ from toolkg.canonicalize.profiles import (
     is_informative,
     is_output_location,
 )
-from toolkg.canonicalize.returns import described_returns
+from toolkg.canonicalize.inference.returns import described_returns
 from toolkg.models import InferredEdge
 from toolkg.text.words import lemma, split_identifier
 

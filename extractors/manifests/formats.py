@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from toolkg.errors import ItemError, ManifestError
-from toolkg.extractors.fitting import check_depth, check_name, fit_tool
-from toolkg.extractors.schema import (
+from toolkg.extractors.manifests.fitting import check_depth, check_name, fit_tool
+from toolkg.extractors.manifests.schema import (
     json_text,
     optional_str,
     outputs_from_schema,

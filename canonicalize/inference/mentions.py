@@ -11,8 +11,8 @@ import re
 from collections import defaultdict
 from functools import lru_cache
 
-from toolkg.canonicalize.calibration import CONFIDENCE
-from toolkg.canonicalize.profiles import (
+from toolkg.canonicalize.inference.calibration import CONFIDENCE
+from toolkg.canonicalize.inference.profiles import (
     GENERIC_KEYS,
     PARAMETER_DIRECT,
     PARAMETER_INDIRECT,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from toolkg.canonicalize.profiles import Offer, Profile, canonical_key, generalises, is_near, parameter_match
+from toolkg.canonicalize.inference.profiles import Offer, Profile, canonical_key, generalises, is_near, parameter_match
 from toolkg.text.lexicon import UNIVERSAL_VALUES
 
 Candidate = tuple[float, Profile, Offer, str]  # (score, producer, offer, how it matches)

@@ -37,13 +37,13 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from toolkg.canonicalize.calibration import CONFIDENCE
-from toolkg.canonicalize.candidates import offer_classes, order, other_server_producers, own_server_producers
-from toolkg.canonicalize.files import file_edges
-from toolkg.canonicalize.identifiers import MAX_SERVER_TOOLS, identifier_edges, opener_edges
-from toolkg.canonicalize.mentions import mention_edges
-from toolkg.canonicalize.pairs import Judgement, judge
-from toolkg.canonicalize.profiles import (
+from toolkg.canonicalize.inference.calibration import CONFIDENCE
+from toolkg.canonicalize.inference.candidates import offer_classes, order, other_server_producers, own_server_producers
+from toolkg.canonicalize.inference.files import file_edges
+from toolkg.canonicalize.inference.identifiers import MAX_SERVER_TOOLS, identifier_edges, opener_edges
+from toolkg.canonicalize.inference.mentions import mention_edges
+from toolkg.canonicalize.inference.pairs import Judgement, judge
+from toolkg.canonicalize.inference.profiles import (
     _DERIVERS,
     CONNECTIVITY_WORDS,
     CONTEXT_WORDS,

@@ -26,7 +26,7 @@ CHUNK = 32  # texts per cache write; the stop flag is read between chunks, so th
 
 def _embed(cache_path: str, texts: list[str], stop, parent: int) -> None:
     from toolkg import progress
-    from toolkg.embeddings import Embedder, onnx_model
+    from toolkg.embeddings.encoder import Embedder, onnx_model
 
     progress.enable(False)  # the flow's process owns stderr
     embedder = Embedder(cache_path)

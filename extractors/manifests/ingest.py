@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from toolkg.extractors.formats import (
+from toolkg.extractors.manifests.formats import (
     ParsedServers,
     detect_format,
     parse_mcp,
@@ -13,8 +13,8 @@ from toolkg.extractors.formats import (
     parse_openai,
     parse_toollinkos,
 )
-from toolkg.extractors.openapi import parse_openapi
-from toolkg.extractors.reading import load_document
+from toolkg.extractors.manifests.openapi import parse_openapi
+from toolkg.extractors.manifests.reading import load_document
 from toolkg.failures import quarantine
 from toolkg.limits import Limits
 from toolkg.models import Manifest, ManifestFile, ManifestFormat, StageInfo

@@ -10,9 +10,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from toolkg.canonicalize.calibration import CONFIDENCE
-from toolkg.canonicalize.returns import described_returns
-from toolkg.extractors.offline import description_action, name_action, name_object_words
+from toolkg.canonicalize.inference.calibration import CONFIDENCE
+from toolkg.canonicalize.inference.returns import described_returns
+from toolkg.extractors.triples.offline import description_action, name_action, name_object_words
 from toolkg.models import Tool
 from toolkg.ontology.vocabulary import kind
 from toolkg.text.lexicon import ABBREVIATIONS, FORM_HEADS, GENERIC_NOUNS, GENERIC_PARAMETERS, VERB_CAPABILITY

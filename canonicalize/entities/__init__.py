@@ -1,0 +1,1 @@
+"""Entity canonicalization: store-wide fuzzy clustering of near-identical entities (``clustering``)."""
