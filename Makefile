@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install browser mcp-servers demo test fuzz lint bench bench-suite clean
+.PHONY: install browser mcp-servers demo docs test fuzz lint bench bench-suite clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -44,7 +44,13 @@ $(SERVERS)/.stamp: tests/mcp_servers/requirements.txt tests/mcp_servers/package.
 
 mcp-servers: $(SERVERS)/.stamp  ## the pinned real MCP servers the live-ingestion tests list (.mcp-servers/)
 
-test: $(STAMP) browser mcp-servers  ## lint, then the whole test suite
+# The docs site: docs/cli.md must be what docs/gen_cli.py makes from the CLI's parsers, and MkDocs builds in
+# strict mode, so a broken link or anchor is an error (site in build/site/, which git ignores).
+docs: $(STAMP)  ## check the generated command reference, then build the docs site with broken links as errors
+	$(BIN)/python docs/gen_cli.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+test: $(STAMP) browser mcp-servers docs  ## lint, the docs, then the whole test suite
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 

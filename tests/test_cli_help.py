@@ -1,6 +1,7 @@
 """The CLI documents itself (the sqlite-utils way): `toolkg --help` and `toolkg COMMAND --help` in a subprocess,
-each command with a description and help for every option, and README.md's command reference naming every
-command and, under it, each of its options. No Prefect server: --help starts nothing."""
+each command with a description and help for every option, and docs/cli.md's command reference naming every
+command and, under it, each of its options (tests/test_docs.py checks that file is what docs/gen_cli.py makes
+from the parsers now). No Prefect server: --help starts nothing."""
 
 from __future__ import annotations
 
@@ -33,19 +34,15 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _readme_commands() -> str:
-    """README's command reference: from '## Commands' to the next '## ' heading."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = readme.index("\n## Commands\n")
-    end = readme.find("\n## ", start + 1)
-    return readme[start : end if end > 0 else None]
-
-
-def _readme_entry(section: str, command: str) -> str:
-    """The section's shared intro plus every '### `toolkg COMMAND ...`' entry of the command."""
-    parts = section.split("\n### ")
-    entries = [p for p in parts[1:] if re.match(rf"`toolkg {re.escape(command)}[ `]", p)]
-    return parts[0] + "\n".join(entries)
+def _reference_entry(command: str) -> str:
+    """docs/cli.md's section of one command: from '## `toolkg COMMAND`' to the next '## ' heading."""
+    reference = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    heading = f"\n## `toolkg {command}`\n"
+    if heading not in reference:
+        return ""
+    start = reference.index(heading)
+    end = reference.find("\n## ", start + 1)
+    return reference[start : end if end > 0 else None]
 
 
 def test_top_level_help_lists_every_command():
@@ -65,16 +62,15 @@ def test_every_command_has_help_text(command):
         assert action.help and action.help.strip(), f"toolkg {command}: {action.option_strings or action.dest}"
 
 
-def test_the_readme_documents_every_command_and_option():
-    section = _readme_commands()
+def test_the_reference_documents_every_command_and_option():
     for command, parser in COMMANDS.items():
-        entry = _readme_entry(section, command)
-        assert entry != section.split("\n### ")[0], f"README's Commands section has no entry for 'toolkg {command}'"
+        entry = _reference_entry(command)
+        assert entry, f"docs/cli.md has no entry for 'toolkg {command}': run .venv/bin/python docs/gen_cli.py"
         for action in parser._actions:
             names = [o for o in action.option_strings if o not in ("-h", "--help")]
             if names:
                 found = any(re.search(rf"(?<![\w-]){re.escape(o)}(?![\w-])", entry) for o in names)
-                assert found, f"README does not mention {'/'.join(names)} of 'toolkg {command}'"
+                assert found, f"docs/cli.md does not mention {'/'.join(names)} of 'toolkg {command}'"
 
 
 def test_build_help_names_the_settings_file_and_its_sections():

@@ -1,5 +1,5 @@
-"""README's Python API examples run as written (each block marked ``<!-- readme-example -->``), in order, in one
-folder holding an ``mcp.json`` that names our toy booking server; what they print is checked."""
+"""The Python API examples of docs/live-mcp.md run as written (each block marked ``<!-- readme-example -->``), in
+order, in one folder holding an ``mcp.json`` that names our toy booking server; what they print is checked."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, TOOLKG
-from tests.live_helpers import toy_stdio
+from tests.support.live_helpers import toy_stdio
 
 pytestmark = pytest.mark.slow
 _BLOCK = re.compile(r"<!-- readme-example -->\n```python\n(.*?)```", re.DOTALL)
 
 
 def test_readme_python_examples_run(tmp_path: Path, prefect_api: str) -> None:
-    blocks = _BLOCK.findall((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert len(blocks) == 4, "README's examples moved: update this test with them"
+    blocks = _BLOCK.findall((ROOT / "docs" / "live-mcp.md").read_text(encoding="utf-8"))
+    assert len(blocks) == 4, "docs/live-mcp.md's examples moved: update this test with them"
     (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {"bookings": toy_stdio()}}))
     env = {**os.environ, "PREFECT_API_URL": prefect_api, "PATH": f"{TOOLKG.parent}{os.pathsep}{os.environ['PATH']}"}
     printed = []
