@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install browser mcp-servers demo docs test fuzz lint bench bench-suite clean
+.PHONY: install browser mcp-servers demo docs test test-fast fuzz lint bench bench-suite clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -54,8 +54,14 @@ test: $(STAMP) browser mcp-servers docs  ## lint, the docs, then the whole test 
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
+# The fast loop: the unit and integration layers (no CLI subprocess, browser, live server or Prefect server),
+# less the tests marked slow; two xdist workers, each with its own Prefect test harness. `make test` is the
+# whole suite, what CI runs.
+test-fast: $(STAMP)  ## unit and integration tests, slow ones left out (under 2 minutes)
+	$(BIN)/python -m pytest tests/unit tests/integration -q -m "not slow" -n 2
+
 fuzz: $(STAMP)  ## the hostile-catalog property tests with many more random examples (a new seed each run)
-	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/test_hostile_manifests.py -k "any_catalog" -x -q --timeout=0
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/integration/test_hostile_manifests.py -k "any_catalog" -x -q --timeout=0
 
 bench: $(STAMP) mcp-servers  ## build (sample catalogs, synthetic 10k and 100k tools), extraction, inference, retrieval, sync and live-listing benchmarks
 	$(BIN)/python benchmarks/build_bench.py

@@ -3,7 +3,7 @@
 Each case runs in a fresh Python process (fresh store, temporary Prefect server) that builds the catalog
 once, then again unchanged (the incremental skip). Caches start cold (the store's embedding and extraction
 caches are inside it); the small catalogs also run warm: a second fresh process builds a fresh store seeded
-with the first one's caches. Peak memory is the highest RSS sum over the build's processes (toolkg.memory),
+with the first one's caches. Peak memory is the highest RSS sum over the build's processes (toolkg.stages),
 per stage. Prints two tables (seconds, MiB) and writes benchmarks/results/build.json.
 
     python benchmarks/build_bench.py                      # sample catalogs + synthetic 10k and 100k
@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from toolkg.stages import StageName
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -86,7 +88,7 @@ def run_case(name: str, paths: list[Path], warm: bool = False) -> list[dict]:
     return results
 
 
-STAGES = ("ingest", "extract-semantic", "extract", "validate", "load", "canonicalize", "infer", "link", "snapshot")
+STAGES = tuple(s.value for s in StageName if s not in (StageName.LIST, StageName.READ, StageName.CONFIRM))
 SHORT = {"extract-semantic": "semantic", "canonicalize": "canon"}
 
 

@@ -66,8 +66,8 @@ def _state(store_dir: Path) -> tuple[set, set]:
 
 def run_case(name: str, files: list[Path], work: Path) -> dict:
     from toolkg.flows.build import build_catalog
+    from toolkg.flows.sync import CatalogSync, read_manifest
     from toolkg.store.oxigraph_store import ToolStore
-    from toolkg.sync import CatalogSync, read_manifest
 
     entries = _entries(files)
     last_file, last_servers = entries[-1]

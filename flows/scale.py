@@ -24,10 +24,10 @@ from prefect.cache_policies import NO_CACHE
 from toolkg.errors import ConfigError
 from toolkg.extractors.triples.semantic import make_extractor
 from toolkg.failures import quarantine
-from toolkg.flows.tasks import TransformInfo, transform_manifests
+from toolkg.flows.pipeline import DEFAULT_WORKERS
+from toolkg.flows.steps import TransformInfo, transform_manifests
+from toolkg.stages import StageName
 from toolkg.store.validation import Validator
-
-DEFAULT_WORKERS = 2
 
 
 def dask_task_runner(spec: str):
@@ -72,7 +72,7 @@ def fan_out(batches: list, index, run_id: str, in_flight: int = 2 * DEFAULT_WORK
         try:
             return batch, future.result()
         except Exception as exc:
-            lost = [(quarantine(exc, source=r.file.path, item=r.file.path, stage="extract"),) for r in batch]
+            lost = [(quarantine(exc, source=r.file.path, item=r.file.path, stage=StageName.EXTRACT),) for r in batch]
             return batch, TransformInfo(
                 extracted=(None,) * len(batch), problems=tuple(lost), quarantined=tuple(q for (q,) in lost)
             )

@@ -1,23 +1,20 @@
-"""The per-manifest tasks of the build flow: ingest, transform (extract + validate), load.
+"""The per-manifest steps of the pipeline: ingest, transform (extract + validate), load.
 
-Each task returns a typed result (``toolkg.models.StageInfo``) that the flow folds into the run
-summary; no task writes shared state. Work goes to tasks in batches so Prefect's per-task cost stays
-small next to the work. Only the load task retries, and only on I/O errors; everything else that
-goes wrong with an input is quarantined and the run carries on.
+Plain functions, no Prefect: the pipeline (flows/pipeline.py) runs them in-process, and the build
+flow (flows/build.py) runs the same functions as Prefect tasks. Each returns a typed result
+(``toolkg.models.StageInfo``) that the pipeline folds into the run summary; no step writes shared
+state. Work goes to steps in batches so a task's cost stays small next to the work. Only loading
+retries, and only on I/O errors; everything else that goes wrong with an input is quarantined and
+the run carries on.
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
-from toolkg import memory
 from toolkg.errors import ToolkgError
 from toolkg.extractors.manifests.ingest import IngestResult, ingest_manifest
 from toolkg.extractors.manifests.reading import fingerprint_file
@@ -27,6 +24,7 @@ from toolkg.extractors.triples.structural import NameIndex, extract_structure
 from toolkg.failures import fault_point, quarantine
 from toolkg.models import ExtractedManifest, Manifest, ManifestFile, QuarantinedItem, StageInfo
 from toolkg.ontology import iris
+from toolkg.stages import StageName, Stopwatch, Timer
 from toolkg.store.loading import BuildOptions, LoadResult, ManifestParts, fingerprint, load_manifest
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.validation import Validator
@@ -95,17 +93,23 @@ def parts(result: IngestResult, max_tools: int) -> list[IngestResult]:
     ]
 
 
-def _retry_on_io(task, task_run, state) -> bool:
-    """Retry only failures that can succeed on a second try (storage I/O, a held lock)."""
-    try:
-        state.result()
-    except OSError:
+def transient(exc: BaseException) -> bool:
+    """Failures that can succeed on a second try (storage I/O, a held lock)."""
+    if isinstance(exc, OSError):
         return True
-    except ToolkgError as exc:
-        return exc.transient
-    except Exception:
-        return False
-    return False
+    return isinstance(exc, ToolkgError) and exc.transient
+
+
+def retrying(work: Callable[[], T], attempts: int = 3, delay: float = 1.0) -> T:
+    """``work()``, tried again (up to ``attempts`` in all, ``delay`` seconds apart) on a transient failure."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return work()
+        except Exception as exc:
+            if attempt == attempts or not transient(exc):
+                raise
+            time.sleep(delay)
+    raise AssertionError("unreachable")
 
 
 def _without_declared(manifest: Manifest) -> Manifest:
@@ -116,7 +120,6 @@ def _without_declared(manifest: Manifest) -> Manifest:
     return manifest.model_copy(update={"servers": servers})
 
 
-@task(name="ingest", cache_policy=NO_CACHE, persist_result=False)
 def ingest_batch(
     paths: Sequence[str], records: dict[str, ManifestRecord], options: BuildOptions, force: bool
 ) -> IngestInfo:
@@ -130,7 +133,7 @@ def ingest_batch(
         except Exception as exc:  # unreadable, vanished, over the size limit
             if isinstance(exc, OSError):
                 exc = ToolkgError(f"cannot read file: {exc.strerror or exc}")
-            quarantined.append(quarantine(exc, source=path, item=path, stage="read"))
+            quarantined.append(quarantine(exc, source=path, item=path, stage=StageName.READ))
             continue
         previous = records.get(file.path)
         if not force and previous is not None and previous.fingerprint == fingerprint(file, options):
@@ -145,41 +148,54 @@ def ingest_batch(
 
 
 def transform_manifests(
-    manifests: Sequence[Manifest], index: NameIndex, validator: Validator, extractor: SemanticExtractor, run_id: str
+    manifests: Sequence[Manifest],
+    index: NameIndex,
+    validator: Validator,
+    extractor: SemanticExtractor,
+    run_id: str,
+    timer: Timer | None = None,
+    *,
+    extract_only: set[str] | None = None,
+    validate_only: Callable[[ExtractedManifest], set[str]] | None = None,
 ) -> TransformInfo:
     """Structural and semantic extraction and SHACL validation of a batch.
 
     A failure is contained where it happens: one tool's extraction is that tool's, one manifest's
-    validation that manifest's (``None``, with the reason among its problems)."""
+    validation that manifest's (``None``, with the reason among its problems). ``timer`` is the run's
+    ``StageContext`` in the pipeline's process; elsewhere (a Dask worker) the seconds per stage come
+    back in the info.
+
+    Incremental sync narrows the work to what a change implies: ``extract_only`` (tool ids) runs the
+    semantic extractor on those tools alone (the others get no extraction graph), and
+    ``validate_only`` says, from a manifest's structural triples, which tools SHACL checks (with the
+    server's own triples)."""
     run = iris.run_iri(run_id)
-    timings: Counter[str] = Counter()
-    started = time.perf_counter()
+    watch = timer or Stopwatch()
     # The whole batch goes to the extractor at once, so the LLM extractor can keep its
     # max_concurrency requests in flight across manifests of a few tools each.
-    items = [(tool, server) for m in manifests for server in m.servers for tool in server.tools]
+    every = [(tool, server) for m in manifests for server in m.servers for tool in server.tools]
+    items = every if extract_only is None else [(t, s) for t, s in every if t.id in extract_only]
     try:
-        with memory.stage("extract-semantic"):
-            results = extractor.extract_many(items, run_id)
+        with watch.stage(StageName.EXTRACT_SEMANTIC, show=False):
+            found = extractor.extract_many(items, run_id)
     except Exception as exc:  # the extractor itself broke: every tool loads with its structure only
-        reason = quarantine(exc, source="", item="batch", stage="extract").reason
-        results = [ExtractionFailure(tool_id=tool.id, reason=reason) for tool, _ in items]
-    timings["extract-semantic"] += time.perf_counter() - started
+        reason = quarantine(exc, source="", item="batch", stage=StageName.EXTRACT).reason
+        found = [ExtractionFailure(tool_id=tool.id, reason=reason) for tool, _ in items]
+    by_id = {tool.id: result for (tool, _), result in zip(items, found, strict=True)}
+    results = [by_id.get(tool.id) for tool, _ in every]  # None: not extracted this time
     extracted: list[ExtractedManifest | None] = []
     problems: list[tuple[QuarantinedItem, ...]] = []
     offset = 0
     for manifest in manifests:
-        stage = "extract"
+        stage = StageName.EXTRACT
         try:
             fault_point("transform")  # test hook: one manifest's unexpected failure
-            started = time.perf_counter()
-            with memory.stage(stage):
+            with watch.stage(stage, show=False):
                 one = extract_structure(manifest, index)
                 one = with_extractions(one, results[offset : offset + manifest.tool_count], run)
-            timings["extract"] += time.perf_counter() - started
-            stage, started = "validate", time.perf_counter()
-            with memory.stage(stage):
-                one, rejected = validator.validate(one)
-            timings["validate"] += time.perf_counter() - started
+            stage = StageName.VALIDATE
+            with watch.stage(stage, show=False):
+                one, rejected = validator.validate(one, validate_only(one) if validate_only else None)
             extracted.append(one)
             problems.append((*one.quarantined, *rejected))
         except Exception as exc:
@@ -187,7 +203,7 @@ def transform_manifests(
             problems.append((quarantine(exc, source=manifest.path, item=manifest.path, stage=stage),))
         offset += manifest.tool_count
     return TransformInfo(
-        seconds=dict(timings),
+        seconds=dict(watch.seconds) if isinstance(watch, Stopwatch) else {},
         extracted=tuple(extracted),
         problems=tuple(problems),
         quarantined=tuple(q for found in problems for q in found),
@@ -195,22 +211,7 @@ def transform_manifests(
     )
 
 
-@task(name="extract-validate", cache_policy=NO_CACHE, persist_result=False)
-def transform_batch(
-    manifests: Sequence[Manifest], index: NameIndex, validator: Validator, extractor: SemanticExtractor, run_id: str
-) -> TransformInfo:
-    return transform_manifests(manifests, index, validator, extractor, run_id)
-
-
-@task(
-    name="load",
-    retries=2,
-    retry_delay_seconds=1,
-    retry_condition_fn=_retry_on_io,
-    cache_policy=NO_CACHE,
-    persist_result=False,
-)
-def load_task(
+def load_step(
     store: ToolStore,
     extracted: ExtractedManifest,
     file: ManifestFile,
@@ -221,6 +222,9 @@ def load_task(
     parts: ManifestParts | None = None,
     final: bool = True,
 ) -> LoadResult:
-    return load_manifest(
-        store, extracted, file, options, previous, graph_owners, iris.run_iri(run_id), parts=parts, final=final
+    """Load one manifest (or one part of a big one), retried on a transient failure."""
+    return retrying(
+        lambda: load_manifest(
+            store, extracted, file, options, previous, graph_owners, iris.run_iri(run_id), parts=parts, final=final
+        )
     )

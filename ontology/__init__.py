@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from urllib.parse import quote
 
 from pyoxigraph import NamedNode, RdfFormat, parse
 
@@ -25,6 +26,8 @@ SHAPES_FILE = ONTOLOGY_DIR / "shapes.ttl"
 
 TK_NS = "https://w3id.org/toolkg/ontology#"
 ONTOLOGY_IRI = "https://w3id.org/toolkg/ontology"
+# Every IRI toolkg mints starts here: nodes (ontology/iris.py) and named graphs (ontology/graphs.py).
+ID_BASE = "https://w3id.org/toolkg/id/"
 _OWL_VERSION_INFO = "http://www.w3.org/2002/07/owl#versionInfo"
 _RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 
@@ -45,6 +48,11 @@ def _declared_terms() -> tuple[frozenset[str], str]:
     if not version:
         raise RuntimeError(f"{ONTOLOGY_FILE} has no owl:versionInfo")
     return frozenset(names), version
+
+
+def quote_segment(text: str) -> str:
+    """``text`` percent-encoded as one path segment of a minted IRI (``/`` too, so ids never nest)."""
+    return quote(text, safe="-._~")
 
 
 class _Vocabulary:

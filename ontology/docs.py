@@ -27,7 +27,8 @@ from functools import cache
 
 from pyoxigraph import BlankNode, CanonicalizationAlgorithm, Dataset, NamedNode, RdfFormat, parse
 
-from toolkg.ontology import ONTOLOGY_FILE, PREFIXES, TK_NS, iris
+from toolkg.ontology import ONTOLOGY_FILE, PREFIXES, TK_NS, graphs, iris
+from toolkg.ontology.schema import ENTITY_TYPES
 
 CONTEXT_IRI = "https://w3id.org/toolkg/context.jsonld"
 """Where the context document is published (``toolkg serve`` serves it at /ontology/context.jsonld)."""
@@ -36,7 +37,7 @@ _RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 _RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 _OWL = "http://www.w3.org/2002/07/owl#"
 _XSD = "http://www.w3.org/2001/XMLSchema#"
-_TYPE, _RANGE, _SUBCLASS = _RDF + "type", _RDFS + "range", _RDFS + "subClassOf"
+_TYPE, _RANGE = _RDF + "type", _RDFS + "range"
 # Ranges that say "a string" or nothing: JSON strings already mean that, so no coercion.
 _PLAIN_RANGES = {_XSD + "string", _RDFS + "Literal", _RDF + "langString"}
 
@@ -45,9 +46,9 @@ _PLAIN_RANGES = {_XSD + "string", _RDFS + "Literal", _RDF + "langString"}
 # added from the ontology (one per subclass of tk:Entity), as iris.entity_iri spells them.
 _ID_FAMILIES = {
     "id": "",  # anything else under the base
-    "graph": "graph/",  # graph:manifests, graph:provenance, graph:build-state, graph:structural-links ...
-    "server-graph": iris.SERVER_GRAPH_PREFIX[len(iris.BASE) :],
-    "extraction": iris.EXTRACTION_GRAPH_PREFIX[len(iris.BASE) :],
+    "graph": graphs.GRAPH_BASE[len(iris.BASE) :],  # graph:manifests, graph:provenance ... (ontology/graphs.py)
+    "server-graph": graphs.SERVER_GRAPH_PREFIX[len(iris.BASE) :],
+    "extraction": graphs.EXTRACTION_GRAPH_PREFIX[len(iris.BASE) :],
     "server": "server/",
     "tool": "tool/",  # also a tool's parameters, outputs, dependencies and links
     "entity": "entity/",
@@ -60,11 +61,10 @@ _ID_FAMILIES = {
 
 
 @cache
-def _ontology() -> tuple[dict[str, set[str]], dict[str, list[str]], list[str]]:
-    """(tk: term -> its rdf:types, tk: term -> its IRI ranges, tk: entity classes), in file order."""
+def _ontology() -> tuple[dict[str, set[str]], dict[str, list[str]]]:
+    """(tk: term -> its rdf:types, tk: term -> its IRI ranges), in file order."""
     types: dict[str, set[str]] = {}
     ranges: dict[str, list[str]] = {}
-    entity_kinds: list[str] = []
     for triple in parse(path=str(ONTOLOGY_FILE), format=RdfFormat.TURTLE):
         subject, predicate, obj = triple.subject, triple.predicate.value, triple.object
         if not (isinstance(subject, NamedNode) and subject.value.startswith(TK_NS)):
@@ -74,16 +74,14 @@ def _ontology() -> tuple[dict[str, set[str]], dict[str, list[str]], list[str]]:
             types.setdefault(name, set()).add(obj.value)
         elif predicate == _RANGE and isinstance(obj, NamedNode):
             ranges.setdefault(name, []).append(obj.value)
-        elif predicate == _SUBCLASS and obj.value == TK_NS + "Entity":
-            entity_kinds.append(name)
-    return types, ranges, entity_kinds
+    return types, ranges
 
 
 @cache
 def _prefixes() -> dict[str, str]:
     out = dict(PREFIXES)
     out.update({name: iris.BASE + path for name, path in _ID_FAMILIES.items()})
-    for kind in _ontology()[2]:
+    for kind in ENTITY_TYPES:
         base = iris.entity_iri(kind, "x").value[:-1]  # '.../entity/line-of-business/'
         out[base[len(iris.BASE) : -1].rpartition("/")[2]] = base
     return out
@@ -99,7 +97,7 @@ def context_terms() -> dict[str, tuple[str, str | None]]:
     """JSON-LD term -> (full IRI, coercion): ``'@id'``, a datatype IRI, or None for plain values.
 
     Every tk: term typed in the ontology gets one: classes, properties, individuals (tk:Declared ...)."""
-    types, ranges, _ = _ontology()
+    types, ranges = _ontology()
     out: dict[str, tuple[str, str | None]] = {}
     for name, kinds in sorted(types.items()):
         coercion = None

@@ -2,29 +2,34 @@
 
 >>> tool_iri("weather", "get forecast").value
 'https://w3id.org/toolkg/id/tool/weather/get%20forecast'
->>> server_graph("weather").value
-'https://w3id.org/toolkg/id/graph/server/weather'
+
+Named graphs are minted in ``ontology/graphs.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from urllib.parse import quote
 
 from pyoxigraph import NamedNode
 
-BASE = "https://w3id.org/toolkg/id/"
-MANIFESTS_GRAPH = NamedNode(BASE + "graph/manifests")
-PROVENANCE_GRAPH = NamedNode(BASE + "graph/provenance")
-SERVER_GRAPH_PREFIX = BASE + "graph/server/"
-EXTRACTION_GRAPH_PREFIX = BASE + "graph/extraction/"
+from toolkg.ontology import ID_BASE, quote_segment
+
+# Named graphs have their own module; these names are re-exported for code that still spells them
+# ``iris.server_graph`` (toolkg.flows.sync, the extractors, tests).
+from toolkg.ontology.graphs import (  # noqa: F401
+    EXTRACTION_GRAPH_PREFIX,
+    MANIFESTS_GRAPH,
+    PROVENANCE_GRAPH,
+    SERVER_GRAPH_PREFIX,
+    extraction_graph,
+    server_graph,
+)
+
+BASE = ID_BASE
 
 _SLUG_RE = re.compile(r"[^\w]+", re.UNICODE)
-
-
-def _q(text: str) -> str:
-    return quote(text, safe="-._~")
+_q = quote_segment
 
 
 def slug(text: str) -> str:
@@ -38,10 +43,6 @@ def short_hash(*parts: str, length: int = 16) -> str:
 
 def server_iri(server_id: str) -> NamedNode:
     return NamedNode(f"{BASE}server/{_q(server_id)}")
-
-
-def server_graph(server_id: str) -> NamedNode:
-    return NamedNode(SERVER_GRAPH_PREFIX + _q(server_id))
 
 
 def tool_iri(server_id: str, tool_name: str) -> NamedNode:
@@ -87,8 +88,3 @@ def run_iri(run_id: str) -> NamedNode:
 
 def agent_iri(name: str, version: str) -> NamedNode:
     return NamedNode(f"{BASE}agent/{_q(name)}/{_q(version)}")
-
-
-def extraction_graph(server_id: str, tool_name: str) -> NamedNode:
-    """The named graph holding one tool's extracted triples (and their provenance)."""
-    return NamedNode(f"{EXTRACTION_GRAPH_PREFIX}{_q(server_id)}/{_q(tool_name)}")

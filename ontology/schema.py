@@ -12,6 +12,8 @@ True
 False
 >>> sorted(schema.predicates["refersTo"].range)
 ['BusinessObject', 'Capability', 'Department', 'LineOfBusiness']
+>>> ENTITY_TYPES
+('BusinessObject', 'Capability', 'LineOfBusiness', 'Department')
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from toolkg.ontology import ONTOLOGY_FILE, TK_NS
 _RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 _RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 _OWL_UNION = "http://www.w3.org/2002/07/owl#unionOf"
+_SUBCLASS = _RDFS + "subClassOf"
 
 
 class PredicateSpec(BaseModel):
@@ -48,6 +51,21 @@ class ExtractionSchema(BaseModel):
     def allows(self, head_type: str, predicate: str, tail_type: str) -> bool:
         spec = self.predicates.get(predicate)
         return spec is not None and head_type in spec.domain and tail_type in spec.range
+
+
+@cache
+def entity_types() -> tuple[str, ...]:
+    """The kinds of entity (the subclasses of ``tk:Entity``), in the ontology's order: the order
+    canonicalization clusters them and the ego-graph retriever lists their nodes."""
+    entity = TK_NS + "Entity"
+    return tuple(
+        t.subject.value[len(TK_NS) :]
+        for t in parse(path=str(ONTOLOGY_FILE), format=RdfFormat.TURTLE)
+        if t.predicate.value == _SUBCLASS and t.object.value == entity and t.subject.value.startswith(TK_NS)
+    )
+
+
+ENTITY_TYPES: tuple[str, ...] = entity_types()
 
 
 @cache

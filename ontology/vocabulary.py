@@ -1,4 +1,4 @@
-"""Closed vocabularies read from ``toolkg.ttl``: dependency kinds and structural link types.
+"""Closed vocabularies read from ``toolkg.ttl``: dependency kinds, structural link types, dependency bases.
 
 The Literal types of the models (``toolkg.models.DependencyKind``, ``LinkType``), the ToolLinkOS
 names the parser accepts, the kinds a retriever follows and the SHACL shapes all come from here, so
@@ -12,11 +12,14 @@ adding a kind to the ontology is the one edit that adds it everywhere.
 Traceback (most recent call last):
 ...
 ValueError: 'requires' is not a sub-property of tk:dependsOn in ontology/toolkg.ttl
+>>> Basis.DECLARED == "declared", Basis("llm").node.value
+(True, 'https://w3id.org/toolkg/ontology#LLM')
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from enum import StrEnum
 from functools import cache
 
 from pyoxigraph import NamedNode, RdfFormat, parse
@@ -26,14 +29,17 @@ from toolkg.ontology import ONTOLOGY_FILE, TK_NS
 _SUB_PROPERTY = "http://www.w3.org/2000/01/rdf-schema#subPropertyOf"
 _TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 _SYMMETRIC = "http://www.w3.org/2002/07/owl#SymmetricProperty"
+_BASIS_CLASS = TK_NS + "Basis"
 
 
 @cache
-def _hierarchy() -> tuple[dict[str, list[str]], list[str], frozenset[str]]:
-    """(parent -> children in file order, every tk: subject in file order, symmetric properties)."""
+def _hierarchy() -> tuple[dict[str, list[str]], list[str], frozenset[str], tuple[str, ...]]:
+    """(parent -> children in file order, every tk: subject in file order, symmetric properties,
+    the individuals of tk:Basis)."""
     children: dict[str, list[str]] = defaultdict(list)
     order: list[str] = []
     symmetric: set[str] = set()
+    bases: list[str] = []
     for triple in parse(path=str(ONTOLOGY_FILE), format=RdfFormat.TURTLE):
         subject, obj = triple.subject, triple.object
         if not (isinstance(subject, NamedNode) and subject.value.startswith(TK_NS)):
@@ -45,12 +51,14 @@ def _hierarchy() -> tuple[dict[str, list[str]], list[str], frozenset[str]]:
             children[obj.value[len(TK_NS) :]].append(name)
         elif triple.predicate.value == _TYPE and obj.value == _SYMMETRIC:
             symmetric.add(name)
-    return dict(children), order, frozenset(symmetric)
+        elif triple.predicate.value == _TYPE and obj.value == _BASIS_CLASS:
+            bases.append(name)
+    return dict(children), order, frozenset(symmetric), tuple(bases)
 
 
 def sub_properties(parent: str) -> tuple[str, ...]:
     """``parent`` and every property below it, most specific first (then in the file's order)."""
-    children, order, _ = _hierarchy()
+    children, order, _, _ = _hierarchy()
     depth: dict[str, int] = {parent: 0}
     todo = [parent]
     while todo:
@@ -65,6 +73,27 @@ def sub_properties(parent: str) -> tuple[str, ...]:
 DEPENDENCY_KINDS: tuple[str, ...] = sub_properties("dependsOn")
 LINK_TYPES: tuple[str, ...] = tuple(name for name in sub_properties("linkedTo") if name != "linkedTo")
 SYMMETRIC_LINK_TYPES: frozenset[str] = frozenset(LINK_TYPES) & _hierarchy()[2]
+
+
+class Basis(StrEnum):
+    """Where a dependency comes from: the individuals of ``tk:Basis``, spelt as the store's reads give
+    them back (``LCASE(STRAFTER(STR(?b), "#"))``: ``tk:Declared`` -> ``"declared"``). A str, so rows
+    compare to it directly; ``.node`` is the ontology term to write."""
+
+    DECLARED = "declared"  # stated by the manifest (the server graphs)
+    INFERRED = "inferred"  # derived by toolkg's rules (the inferred-dependencies graph)
+    LLM = "llm"  # proposed or confirmed by a language model
+
+    @property
+    def node(self) -> NamedNode:
+        return NamedNode(TK_NS + _BASIS_TERMS[self.value])
+
+
+_BASIS_TERMS = {name.lower(): name for name in _hierarchy()[3]}
+# The members are written out so code can name them; the ontology still decides: a basis added to or
+# renamed in toolkg.ttl fails here, at import, not as rows that match nothing.
+if set(_BASIS_TERMS) != set(Basis):
+    raise RuntimeError(f"Basis {sorted(Basis)} does not match the tk:Basis individuals {sorted(_BASIS_TERMS)}")
 
 
 def kind(name: str) -> str:

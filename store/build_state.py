@@ -9,10 +9,11 @@ does, after its graph is swapped in. A build that finds a mark recomputes that s
 when every manifest is unchanged.
 
 >>> import tempfile
+>>> from toolkg.stages import StageName
 >>> from toolkg.store.oxigraph_store import ToolStore
 >>> with tempfile.TemporaryDirectory() as tmp, ToolStore(tmp) as store:
-...     mark_pending(store, ("infer", "link"), "run-1")
-...     clear_pending(store, "infer")
+...     mark_pending(store, (StageName.INFER, StageName.LINK), "run-1")
+...     clear_pending(store, StageName.INFER)
 ...     sorted(pending_stages(store))
 ['link']
 """
@@ -24,10 +25,9 @@ from collections.abc import Iterable
 from pyoxigraph import Literal, NamedNode
 
 from toolkg.ontology import RDF, TK, iris
+from toolkg.ontology.graphs import STATE_GRAPH
 from toolkg.store.oxigraph_store import ToolStore
 
-STATE_GRAPH = NamedNode(iris.BASE + "graph/build-state")
-CATALOG_STAGES = ("canonicalize", "infer", "link", "snapshot")
 _PREFIX = iris.BASE + "build-state/"
 
 

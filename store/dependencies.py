@@ -3,22 +3,19 @@ all of it, swap one graph.
 
 Inference looks across manifests (a producer in one file feeds a consumer in another), so it
 runs once per build over every stored tool, after the manifests are loaded, and replaces the
-graph ``…/graph/inferred-dependencies`` (``ToolStore.replace_graph``). Declared dependencies live in the
+graph ``graphs.INFERRED_GRAPH`` (``ToolStore.replace_graph``). Declared dependencies live in the
 server graphs (basis ``tk:Declared``) and are never touched: a pair already declared is not
 inferred again.
 """
 
 from __future__ import annotations
 
-from pyoxigraph import Literal, NamedNode, Triple
+from pyoxigraph import Literal, Triple
 
 from toolkg.models import InferredEdge, Tool, ToolLink
 from toolkg.ontology import RDF, TK, XSD, iris
+from toolkg.ontology.vocabulary import Basis
 from toolkg.store.oxigraph_store import ToolStore
-
-INFERRED_GRAPH = NamedNode(iris.BASE + "graph/inferred-dependencies")
-LINKS_GRAPH = NamedNode(iris.BASE + "graph/structural-links")
-BASIS = {"inferred": TK.Inferred, "llm": TK.LLM}
 
 
 def declared_pairs(store: ToolStore) -> set[tuple[str, str]]:
@@ -41,7 +38,7 @@ def edge_triples(edges: list[InferredEdge], tools: list[Tool]) -> list[Triple]:
             Triple(d, RDF.type, TK.Dependency),
             Triple(d, TK.dependencyKind, kind),
             Triple(d, TK.onTool, producer),
-            Triple(d, TK.basis, BASIS[e.basis]),
+            Triple(d, TK.basis, Basis(e.basis).node),
             Triple(d, TK.confidence, Literal(f"{e.confidence:.2f}", datatype=XSD.decimal)),
             Triple(d, TK.inferenceRule, Literal(e.rule)),
             Triple(d, TK.reason, Literal(e.evidence)),

@@ -13,6 +13,7 @@ from toolkg import PIPELINE_VERSION, __version__
 from toolkg.limits import Limits
 from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem, StageInfo
 from toolkg.ontology import PROV, RDF, RDFS, TK, XSD, iris, ontology_version
+from toolkg.ontology.graphs import PROVENANCE_GRAPH
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 
 
@@ -181,4 +182,4 @@ def record_run(
         # The manifest's own record goes with it, so its path stays on in the provenance graph.
         triples.append(Triple(run, PROV.invalidated, iris.manifest_iri(path)))
         triples.append(Triple(iris.manifest_iri(path), TK.sourcePath, Literal(path)))
-    store.add_to_graph(iris.PROVENANCE_GRAPH, triples)
+    store.add_to_graph(PROVENANCE_GRAPH, triples)

@@ -33,6 +33,7 @@ from toolkg import PIPELINE_VERSION
 from toolkg.errors import StoreError, StoreLockedError
 from toolkg.failures import fault_point
 from toolkg.ontology import PREFIXES, PROV, RDF, SPARQL_PREFIXES, TK, iris, ontology_version
+from toolkg.ontology.graphs import EXTRACTION_GRAPH_PREFIX, MANIFESTS_GRAPH, SERVER_GRAPH_PREFIX
 from toolkg.store import export
 from toolkg.store.remote import CONFIG_FILE, RemoteBackend, remote_config
 
@@ -153,7 +154,7 @@ class ToolStore:
 
     def manifest_records(self) -> dict[str, ManifestRecord]:
         """What the store knows about each loaded manifest, by absolute path."""
-        graph = iris.MANIFESTS_GRAPH
+        graph = MANIFESTS_GRAPH
         rows = self._store.query(
             SPARQL_PREFIXES
             + f"""SELECT ?m ?path ?sha ?fp ?format ?extractor WHERE {{ GRAPH {graph} {{
@@ -215,14 +216,14 @@ class ToolStore:
         record_triples = _record_triples(manifest, record, run) if record and manifest else []
         names = {*drop_graphs, *(g.value for g, _ in graphs)}
         existing = {g for g in names if self._store.contains_named_graph(NamedNode(g))}
-        if not existing and not (manifest and self._has_subject(iris.MANIFESTS_GRAPH, manifest)):
+        if not existing and not (manifest and self._has_subject(MANIFESTS_GRAPH, manifest)):
             # Nothing to replace: the graphs first, the record that names them last.
             self._write_new(
                 (Quad(t.subject, t.predicate, t.object, graph) for graph, triples in graphs for t in triples),
                 sum(len(triples) for _, triples in graphs),
             )
             fault_point("before-record")  # test hook: graphs written, their record not
-            self._store.extend(Quad(t.subject, t.predicate, t.object, iris.MANIFESTS_GRAPH) for t in record_triples)
+            self._store.extend(Quad(t.subject, t.predicate, t.object, MANIFESTS_GRAPH) for t in record_triples)
             return
         # Replacement: one update that drops graphs the manifest no longer defines and applies the
         # difference to the others, so a one-tool edit writes a handful of triples, not the whole server.
@@ -237,11 +238,11 @@ class ToolStore:
             if new - old:
                 insertions.append(f"GRAPH {graph} {{\n{_ntriples(new - old)}\n}}")
         if manifest:
-            parts.append(_delete_subject(iris.MANIFESTS_GRAPH, manifest))
+            parts.append(_delete_subject(MANIFESTS_GRAPH, manifest))
         if deletions:
             parts.append("DELETE DATA {\n" + "\n".join(deletions) + "\n}")
         if record_triples:
-            insertions.append(f"GRAPH {iris.MANIFESTS_GRAPH} {{\n{_ntriples(record_triples)}\n}}")
+            insertions.append(f"GRAPH {MANIFESTS_GRAPH} {{\n{_ntriples(record_triples)}\n}}")
         if insertions:
             parts.append("INSERT DATA {\n" + "\n".join(insertions) + "\n}")
         if parts:
@@ -258,7 +259,7 @@ class ToolStore:
         """Drop server and extraction graphs none of the manifest ``records`` names: what a build killed
         between a bulk write and its record left behind. Returns their IRIs."""
         named = {g for rec in records for g in rec.graphs}
-        prefixes = (iris.SERVER_GRAPH_PREFIX, iris.EXTRACTION_GRAPH_PREFIX)
+        prefixes = (SERVER_GRAPH_PREFIX, EXTRACTION_GRAPH_PREFIX)
         orphans = sorted(
             g.value
             for g in self._store.named_graphs()
@@ -274,7 +275,7 @@ class ToolStore:
     def remove_manifest(self, record: ManifestRecord) -> None:
         """Retract a manifest's graphs and record in one transaction."""
         parts = [f"DROP SILENT GRAPH <{g}>" for g in record.graphs]
-        parts.append(_delete_subject(iris.MANIFESTS_GRAPH, iris.manifest_iri(record.path)))
+        parts.append(_delete_subject(MANIFESTS_GRAPH, iris.manifest_iri(record.path)))
         self.update(" ;\n".join(parts))
 
     def has_graph(self, graph: NamedNode) -> bool:
@@ -288,7 +289,7 @@ class ToolStore:
         memory (measured: 1M triples, INSERT DATA 154 s / +2.9 GB, extend 57 s / +1.5 GB), which is
         what a 100k-tool catalog's links graph needs; the bulk loader (``_write_new``) is three times
         faster again. A crash before the end leaves the graph absent or part-written, and the stage
-        still marked pending (flows/catalog_stages.py), so the next build recomputes it. The graph
+        still marked pending (flows/stages/), so the next build recomputes it. The graph
         exists afterwards even when empty, so a rerun knows the stage ran. Remote stores get one
         Graph Store PUT, or one update."""
         if self.remote:

@@ -1,14 +1,24 @@
-"""Shared fixtures: one Prefect test server per session, a temporary store, the CLI in a subprocess."""
+"""Shared fixtures: one Prefect test server per session, a temporary store, the CLI in a subprocess, and stores
+built once per session (``built_store``); each test's layer marker, taken from its folder.
+
+The layers: tests/unit/<package>/ (no Prefect, no subprocess of toolkg: seconds), tests/integration/ (stores
+built in-process, under Prefect's local test harness), tests/e2e/ (the CLI, the browser, live MCP servers,
+`toolkg serve` over HTTP, a Prefect server). `make test-fast` runs the first two without the tests marked slow;
+`make test` runs everything.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-# Prefect reads its settings at import: isolate it before anything imports it.
+# Prefect reads its settings at import: isolate it before anything imports it. Under pytest-xdist every worker
+# imports this module itself, so each worker has its own PREFECT_HOME (and its own test server, below).
 _PREFECT_HOME = tempfile.mkdtemp(prefix="toolkg-prefect-")
 os.environ["PREFECT_HOME"] = _PREFECT_HOME
 os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
@@ -17,11 +27,42 @@ os.environ.pop("PREFECT_API_URL", None)
 os.environ.pop("TOOLKG_STORE", None)
 
 import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = Path(__file__).resolve().parent / "cases"
 DATA = ROOT / "data"
 TOOLKG = Path(sys.executable).with_name("toolkg")
+
+# Hypothesis profiles, loaded for the whole session (as they were when the hostile-catalog tests' module, which
+# every full run imports, registered them): "ci" fixes the seed; `make fuzz` picks "fuzz" for many more examples.
+settings.register_profile(
+    "ci",
+    max_examples=20,
+    derandomize=True,  # a fixed seed: the same examples on every run
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
+)
+settings.register_profile("fuzz", parent=settings.get_profile("ci"), max_examples=400, derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+LAYERS = ("unit", "integration", "e2e")
+# The files still at the top of tests/ (the docs helper's), by what they run: the CLI in a subprocess, MkDocs.
+TOP_LEVEL_LAYERS = {"test_cli_help.py": "e2e", "test_readme_examples.py": "e2e", "test_docs.py": "e2e"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with its layer (its folder under tests/), so `-m unit` or `-m "not e2e"` select by layer."""
+    here = Path(__file__).resolve().parent
+    for item in items:
+        try:
+            parts = Path(item.path).resolve().relative_to(here).parts
+        except ValueError:
+            continue
+        layer = parts[0] if parts[0] in LAYERS else TOP_LEVEL_LAYERS.get(parts[0])
+        if layer:
+            item.add_marker(getattr(pytest.mark, layer))
 
 
 @pytest.fixture(scope="session")
@@ -64,12 +105,47 @@ def build_config(**options):
     return BuildConfig().with_values({"build": options, **sections})
 
 
+def build_in_process(paths, store: Path, **options):
+    """The in-process build every fixture here runs: the one line to change when the build's core moves."""
+    from toolkg.flows.build import build_catalog
+
+    return build_catalog(paths=[str(p) for p in paths], store_dir=str(store), config=build_config(**options))
+
+
 @pytest.fixture
 def build(prefect_api: str):
     """Run the build flow in-process against the session's Prefect server."""
-    from toolkg.flows.build import build_catalog
+    return build_in_process
 
-    def run(paths, store: Path, **options):
-        return build_catalog(paths=[str(p) for p in paths], store_dir=str(store), config=build_config(**options))
 
-    return run
+class BuiltStores:
+    """``built_store(catalog, **flags)``: the store a clean build of ``catalog`` (a path or a list of them) with
+    the build's ``flags`` makes, built once per session (per xdist worker) and shared: callers only READ it.
+    A test that changes a store copies one first (``built_store.copy``) or builds its own."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.summaries: dict[Path, object] = {}  # store path -> the BuildSummary that made it
+        self._stores: dict[str, Path] = {}
+
+    def __call__(self, catalog, **flags) -> Path:
+        paths = [catalog] if isinstance(catalog, str | Path) else list(catalog)
+        key = json.dumps([[str(Path(p).resolve()) for p in paths], flags], sort_keys=True, default=str)
+        if key not in self._stores:
+            store = self.root / f"store-{len(self._stores)}"
+            summary = build_in_process(paths, store, **flags)
+            assert summary.exit_code == 0, [str(q) for q in summary.quarantined]
+            self.summaries[store] = summary
+            self._stores[key] = store
+        return self._stores[key]
+
+    def copy(self, catalog, destination: Path, **flags) -> Path:
+        """A private copy of the shared store (the build closed it: the directory is the whole store)."""
+        shutil.copytree(self(catalog, **flags), destination)
+        return destination
+
+
+@pytest.fixture(scope="session")
+def built_store(prefect_api: str, tmp_path_factory) -> BuiltStores:
+    """Stores built in-process once per session, keyed by catalog and flags (see ``BuiltStores``)."""
+    return BuiltStores(tmp_path_factory.mktemp("built-stores"))

@@ -14,7 +14,7 @@ import argparse
 import re
 from pathlib import Path
 
-from toolkg.sync.servers import read_manifest
+from toolkg.flows.sync.servers import read_manifest
 
 
 def show(path: Path, server: str | None, pattern: str | None, width: int) -> None:

@@ -29,10 +29,10 @@ from rapidfuzz import fuzz, process
 
 from toolkg.config import EntityOptions
 from toolkg.ontology import RDF, SKOS, TK, XSD, iris
+from toolkg.ontology.graphs import CANONICAL_GRAPH
+from toolkg.ontology.schema import ENTITY_TYPES
 from toolkg.text.lexicon import GENERIC_NOUNS
 
-CANONICAL_GRAPH = NamedNode(iris.BASE + "graph/canonical-entities")
-ENTITY_TYPES = ("BusinessObject", "Capability", "LineOfBusiness", "Department")
 _DIGITS = re.compile(r"\d+")
 _NEGATIONS = ("un", "de", "dis", "non", "in", "re")
 

@@ -25,6 +25,7 @@ from toolkg.llm.cache import ExtractionCache
 from toolkg.llm.client import LLMClient, LLMFailure
 from toolkg.llm.config import LLMConfig
 from toolkg.models import InferredEdge, Tool
+from toolkg.ontology.vocabulary import Basis
 from toolkg.prompts import PROMPTS_DIR, load_prompt
 
 PROMPT = PROMPTS_DIR / "confirm_dependency.md"
@@ -98,7 +99,7 @@ class DependencyConfirmer:
                 review.edges.append(
                     dataclasses.replace(
                         edge,
-                        basis="llm",
+                        basis=Basis.LLM,
                         confidence=round(verdict.confidence, 2),
                         evidence=f"{edge.evidence}; LLM: {verdict.reason}",
                     )

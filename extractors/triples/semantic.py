@@ -61,7 +61,7 @@ class OfflineBatch(OfflineExtractor):
 
     def __init__(self, cache_path: str | Path | None = None) -> None:
         self.tools = 0
-        self.cached = 0  # results read from the cache
+        self.cache_hits = 0  # results read from the cache
         self._cache = ResultCache(cache_path) if cache_path is not None else None
         self._code = f"{source_fingerprint(OFFLINE_CODE)}/{ontology_version()}"
 
@@ -79,7 +79,7 @@ class OfflineBatch(OfflineExtractor):
             hit = cached.get(keys[position]) if cached else None
             if hit is not None:  # the same document on another server id is the same extraction
                 out.append(ToolExtraction.model_validate_json(hit).model_copy(update={"tool_id": tool.id}))
-                self.cached += 1
+                self.cache_hits += 1
                 continue
             try:
                 result = self.extract(tool, server)
@@ -95,7 +95,7 @@ class OfflineBatch(OfflineExtractor):
         return out
 
     def usage(self) -> dict[str, object]:
-        return {"extractor": self.name, "version": self.version, "tools": self.tools, "cached": self.cached}
+        return {"extractor": self.name, "version": self.version, "tools": self.tools, "cache_hits": self.cache_hits}
 
     def close(self) -> None:
         if self._cache is not None:
@@ -160,10 +160,11 @@ def _key(name: str) -> str:
 
 
 def with_extractions(
-    extracted: ExtractedManifest, results: Sequence[ToolExtraction | ExtractionFailure], run: NamedNode
+    extracted: ExtractedManifest, results: Sequence[ToolExtraction | ExtractionFailure | None], run: NamedNode
 ) -> ExtractedManifest:
     """Add each tool's extraction graph; a failed extraction is quarantined and marked pending
-    (the tool still loads with its structural triples, and the next run retries it)."""
+    (the tool still loads with its structural triples, and the next run retries it). A result of
+    ``None`` is a tool not extracted this time (incremental sync extracts the changed tools only)."""
     manifest = extracted.manifest
     graphs = list(extracted.graphs)
     quarantined = list(extracted.quarantined)
@@ -171,7 +172,7 @@ def with_extractions(
     tools = [(server, tool) for server in manifest.servers for tool in server.tools]
     structured = {tool_id for g in extracted.graphs for tool_id in g.tool_ids}  # a tool structure failed on is out
     for (server, tool), result in zip(tools, results, strict=True):
-        if tool.id not in structured:
+        if tool.id not in structured or result is None:
             continue
         if isinstance(result, ExtractionFailure):
             if result.retry:

@@ -1,15 +1,16 @@
 """Incremental sync on a live store: add, update or remove one server, or update one tool.
 
 A full build re-reads every manifest and re-infers over the whole catalog. ``CatalogSync`` keeps
-what the catalog-wide stages need in memory (every tool, the inferred edges, the structural
-links, the tool vectors) and applies one change by touching only:
+what the catalog-wide stages need warm (every tool, and each stage's own state: the inferred edges,
+the structural links and the tool vectors) and applies one change with the build's own steps,
+narrowed to what the change implies:
 
-- the server's named graph (the triple difference, not a rewrite) and the extraction graphs of the
-  tools whose text changed (a removed tool's extraction graph is dropped);
-- the dependency edges in the changed tools' neighbourhood: consumers of a changed tool's old
-  edges, consumers any changed tool is now a candidate producer for, and the changed tools
-  themselves are re-inferred against the whole catalog; no other consumer is looked at;
-- the structural links whose value changed (recomputed from cached vectors, written as a diff).
+- the server's manifest goes through the build's transform step (flows/steps.py), extracting the
+  tools whose text changed and validating the tools whose triples differ; the server's named graph
+  is patched by the triple difference, not rewritten, and a removed tool's extraction graph dropped;
+- the inference and link stages bring their graphs up to date for the changed tools'
+  neighbourhood (``Infer.update``, ``Link.update`` in flows/stages/), proven equal to a rebuild by
+  tests/integration/test_sync.py.
 
 Everything one operation writes goes in one SPARQL update, so one transaction: a failure leaves
 the store as it was. The manifest that owns a synced server is marked stale (its fingerprint
@@ -28,34 +29,26 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-import numpy as np
 from pyoxigraph import Literal, NamedNode, Triple
 
-from toolkg.canonicalize.inference.infer import infer_dependencies
-from toolkg.canonicalize.links.incremental import IncrementalLinks
-from toolkg.canonicalize.links.structural import LinkIndex, tool_text
-from toolkg.config import InferenceOptions
 from toolkg.embeddings.encoder import Embedder
-from toolkg.errors import NotFoundError
-from toolkg.extractors.triples.models import ExtractionFailure
-from toolkg.extractors.triples.semantic import extraction_triples, make_extractor
-from toolkg.extractors.triples.structural import NameIndex, extract_structure
-from toolkg.models import InferredEdge, Manifest, QuarantinedItem, Server, Tool, ToolLink
+from toolkg.errors import NotFoundError, ToolkgError
+from toolkg.extractors.triples.semantic import make_extractor
+from toolkg.extractors.triples.structural import NameIndex
+from toolkg.flows.stages.base import Change
+from toolkg.flows.stages.infer import Infer
+from toolkg.flows.stages.link import Link, LinkState
+from toolkg.flows.steps import transform_manifests
+from toolkg.flows.sync.result import SyncResult
+from toolkg.models import ExtractedManifest, Manifest, Server, Tool
 from toolkg.ontology import TK, iris
-from toolkg.store.catalog_reads import manifests_defining, server_catalogs, stored_tools
-from toolkg.store.dependencies import (
-    INFERRED_GRAPH,
-    LINKS_GRAPH,
-    declared_pairs,
-    dependency_rows,
-    edge_triples,
-    link_rows,
-    link_triples,
-)
+from toolkg.store.catalog_reads import manifests_defining
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.records import read_tools
 from toolkg.store.validation import Validator, tool_key
-from toolkg.sync.result import SyncResult
 from toolkg.text.words import lemma
+
+INFER, LINK = Infer(), Link()
 
 
 def _signature(tool: Tool) -> tuple:
@@ -68,10 +61,6 @@ def _signature(tool: Tool) -> tuple:
     )
 
 
-def _edge_key(e: InferredEdge) -> tuple[str, str, str | None]:
-    return (e.consumer, e.producer, e.parameter)
-
-
 class CatalogSync:
     """A warm view of one store for incremental changes. Use one writer per store."""
 
@@ -82,41 +71,14 @@ class CatalogSync:
         session wants; a one-shot CLI sync leaves them to the first operation that needs them."""
         started = time.perf_counter()
         self.store = store
-        self.tools: dict[str, Tool] = {t.id: t for t in stored_tools(store)}
-        self.declared = declared_pairs(store)
-        self.catalogs = server_catalogs(store)  # inference keeps unrelated catalogs apart
-        self.edges: dict[tuple, InferredEdge] = {
-            (r["consumer"], r["producer"], r["parameter"]): InferredEdge(
-                consumer=r["consumer"],
-                producer=r["producer"],
-                kind=r["kind"],
-                parameter=r["parameter"],
-                confidence=r["confidence"] or 0.0,
-                rule=r["rule"] or "",
-                evidence=r["evidence"],
-                basis=r["basis"],
-            )
-            for r in dependency_rows(store)
-            if r["basis"] != "declared"
-        }
+        self.tools: dict[str, Tool] = {t.id: t for t in read_tools(store)}
+        self.inferred = INFER.warm(store)
         self.links_on = links
-        self.links: dict[tuple, ToolLink] = {}
-        self.vectors: dict[str, np.ndarray] = {}
         self.embedder = embedder
+        self.linked: LinkState | None = None
         if links:
-            self.links = {
-                (r["source"], r["target"], r["kind"]): ToolLink(
-                    r["source"], r["target"], r["kind"], round(r["score"], 3), r["evidence"]
-                )
-                for r in link_rows(store)
-            }
             self.embedder = embedder or Embedder(store.directory / "cache" / "embeddings.sqlite")
-            ids = sorted(self.tools)
-            matrix = self.embedder.encode([tool_text(self.tools[i]) for i in ids], label="embed tools")
-            self.vectors = dict(zip(ids, matrix, strict=True))
-            self.link_index = LinkIndex(list(self.tools.values()), self.vectors)
-            self.link_state = IncrementalLinks(self.link_index)  # every tool's top lists: computed once
-            self._links_checked = False  # the first operation also writes any stored link that differs
+            self.linked = LINK.warm(store, self.tools, self.embedder)
             if warm:  # the ONNX session now: an operation's few texts never wait for it, nor take the NumPy pass
                 self.embedder.warm()
         self.index = NameIndex()
@@ -127,6 +89,11 @@ class CatalogSync:
             lemma("tools")
             self.validator.violations([])
         self.load_seconds = time.perf_counter() - started
+
+    @property
+    def edges(self) -> dict:
+        """The inferred edges as they stand, by (consumer, producer, parameter)."""
+        return self.inferred.edges
 
     def close(self) -> None:
         self.validator.close()
@@ -177,49 +144,28 @@ class CatalogSync:
         changed = {i for i in new if i not in old or _signature(old[i]) != _signature(new[i])}
         removed = set(old) - set(new)
         result.tools_changed = sorted(changed | removed)
-        run = iris.run_iri(datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-sync-") + uuid.uuid4().hex[:6])
-
-        deletions: dict[NamedNode, set[Triple]] = {}
-        insertions: dict[NamedNode, set[Triple]] = {}
+        change = Change(changed, removed, before=list(self.tools.values()), tools=self.tools)
         drops = [iris.extraction_graph(server_id, old[i].name) for i in removed]
         if server is None:
             drops.append(graph)
         else:
             self.index.add(new, source)
-            self.catalogs[server.id] = str(Path(source).parent)
-            manifest = Manifest(path=source, sha256="", format=format, servers=(server,))
-            extracted = extract_structure(manifest, self.index)
-            current = set(self.store.graph_triples(graph))
-            wanted = {t for g in extracted.graphs if not g.extraction_of for t in g.triples}
-            # SHACL checks the tools whose triples differ (and the server's own), not the unchanged rest.
-            differing = {tool_key(t.subject) or tool_key(t.object) for t in current ^ wanted}
-            touched = {i for i in new if tool_key(iris.tool_iri_from_id(i)) in differing}
-            extracted, rejected = self.validator.validate(extracted, touched)
-            result.quarantined += [*extracted.quarantined, *rejected]
-            if rejected:
-                wanted = {t for g in extracted.graphs if not g.extraction_of for t in g.triples}
-            deletions[graph], insertions[graph] = current - wanted, wanted - current
-            todo = [(t, server) for t in server.tools if t.id in changed]
-            for (tool, _), extraction in zip(todo, self.extractor.extract_many(todo, run.value), strict=True):
-                g = iris.extraction_graph(server_id, tool.name)
-                if isinstance(extraction, ExtractionFailure):
-                    result.quarantined.append(QuarantinedItem(source, tool.id, "extract", extraction.reason))
-                    continue
-                drops.append(g)
-                insertions[g] = set(extraction_triples(extraction, tool, source, run))
+            self.inferred.catalogs[server.id] = str(Path(source).parent)
+            drops += self._transform(server, source, format, graph, changed, change, result)
 
         clock = self._lap(result, "graphs", started)
-        before = list(self.tools.values())  # edge triples being retracted name parameters as they were
         for i in removed:
             del self.tools[i]
-            self.vectors.pop(i, None)
             self.index.discard(i)
         self.tools.update({i: new[i] for i in changed})
-        self._reinfer(changed, removed, before, deletions, insertions, result)
+        result.neighbourhood, result.edges_added, result.edges_removed = INFER.update(self.inferred, change)
         clock = self._lap(result, "infer", clock)
-        if self.links_on:
-            self._relink(changed, removed, before, deletions, insertions, result)
+        if self.linked is not None:
+            result.links_added, result.links_removed, embedding = LINK.update(self.linked, change)
+            if changed:
+                result.stage_seconds["embed"] = round(embedding, 4)  # part of "link"
         clock = self._lap(result, "link", clock)
+        deletions, insertions = change.deletions, change.insertions
         self._mark_owner_stale(server_id, deletions, insertions, graph, server is None)
 
         result.triples_deleted = sum(len(t) for t in deletions.values())
@@ -229,70 +175,58 @@ class CatalogSync:
         result.seconds = round(time.perf_counter() - started, 4)
         return result
 
+    def _transform(
+        self,
+        server: Server,
+        source: str,
+        format: str,
+        graph: NamedNode,
+        changed: set[str],
+        change: Change,
+        result: SyncResult,
+    ) -> list[NamedNode]:
+        """The build's transform step over this server alone: the changed tools extracted, the tools
+        whose triples differ from the stored ones validated. Patches the server's graph into
+        ``change``; returns the extraction graphs it replaces."""
+        manifest = Manifest(path=source, sha256="", format=format, servers=(server,))
+        current = set(self.store.graph_triples(graph))
+
+        def differing(extracted: ExtractedManifest) -> set[str]:
+            # SHACL checks the tools whose triples differ (and the server's own), not the unchanged rest.
+            keys = {tool_key(t.subject) or tool_key(t.object) for t in current ^ _structural(extracted)}
+            return {t.id for t in server.tools if tool_key(iris.tool_iri_from_id(t.id)) in keys}
+
+        info = transform_manifests(
+            [manifest],
+            self.index,
+            self.validator,
+            self.extractor,
+            self.run_id(),
+            extract_only=changed,
+            validate_only=differing,
+        )
+        (extracted,) = info.extracted
+        if extracted is None:  # the server could not be made into triples at all: nothing is written
+            raise ToolkgError(info.quarantined[0].reason)
+        result.quarantined += info.quarantined
+        wanted = _structural(extracted)
+        change.patch(graph, current - wanted, wanted - current)
+        replaced = []
+        for g in extracted.graphs:
+            if g.extraction_of:
+                replaced.append(g.graph)
+                change.patch(g.graph, set(), set(g.triples))
+        return replaced
+
+    @staticmethod
+    def run_id() -> str:
+        return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-sync-") + uuid.uuid4().hex[:6]
+
     @staticmethod
     def _lap(result: SyncResult, stage: str, since: float) -> float:
         now = time.perf_counter()
         result.stage_seconds[stage] = round(now - since, 4)
         return now
-
-    def _reinfer(self, changed: set[str], removed: set[str], before, deletions, insertions, result) -> None:
-        touched = changed | removed
-        catalog = list(self.tools.values())
-        neighbourhood = set(changed)
-        neighbourhood |= {e.consumer for e in self.edges.values() if e.producer in touched}
-        if changed:  # every consumer a changed tool could now feed, before sparsification
-            candidates = infer_dependencies(catalog, producers=changed, sparsify=False, catalogs=self.catalogs)
-            neighbourhood |= {e.consumer for e in candidates}
-        if InferenceOptions().learned:  # a slot's learned producer is judged among its whole server's candidates
-            servers = {i.partition("::")[0] for i in touched}
-            neighbourhood |= {i for i, tool in self.tools.items() if tool.server_id in servers}
-        neighbourhood -= removed
-        result.neighbourhood = len(neighbourhood)
-        fresh = (
-            infer_dependencies(catalog, declared=self.declared, consumers=neighbourhood, catalogs=self.catalogs)
-            if neighbourhood
-            else []
-        )
-        stale = [e for e in self.edges.values() if e.consumer in neighbourhood | removed or e.producer in removed]
-        # Edges sharing a (consumer, producer) pair share triples (tk:dependsOn ...); both sets hold
-        # every edge of such a pair, so a set difference never retracts a triple still wanted.
-        old_triples, new_triples = set(edge_triples(stale, before)), set(edge_triples(fresh, catalog))
-        deletions.setdefault(INFERRED_GRAPH, set()).update(old_triples - new_triples)
-        insertions.setdefault(INFERRED_GRAPH, set()).update(new_triples - old_triples)
-        old, new = {_edge_key(e): e for e in stale}, {_edge_key(e): e for e in fresh}
-        for key in old:
-            self.edges.pop(key, None)
-        self.edges.update(new)
-        result.edges_added = sum(old.get(k) != e for k, e in new.items())
-        result.edges_removed = sum(new.get(k) != e for k, e in old.items())
-
-    def _relink(self, changed: set[str], removed: set[str], before, deletions, insertions, result) -> None:
-        if changed:
-            clock = time.perf_counter()
-            ids = sorted(changed)
-            encoded = self.embedder.encode([tool_text(self.tools[i]) for i in ids], label="embed tools")
-            self.vectors.update(zip(ids, encoded, strict=True))
-            result.stage_seconds["embed"] = round(time.perf_counter() - clock, 4)  # part of "link"
-        for i in removed:
-            self.link_index.discard(i)
-        for i in changed:
-            self.link_index.put(self.tools[i])
-        touched = changed | removed
-        redecided = self.link_state.update(touched, [t for t in before if t.id in touched])
-        if not self._links_checked:  # a store linked by another version of the rules is brought in line once
-            redecided |= self.links.keys() | self.link_state.links.keys()
-            self._links_checked = True
-        # A link's triples are its own (its node is named by source, type and target): diff by link.
-        # Scores are rounded as stored (3 decimals) where links are made, so unchanged ones compare equal.
-        now = self.link_state.links
-        gone = [self.links[k] for k in redecided if k in self.links and now.get(k) != self.links[k]]
-        added = [now[k] for k in redecided if k in now and self.links.get(k) != now[k]]
-        for x in gone:
-            del self.links[x.source, x.target, x.kind]
-        self.links.update(((x.source, x.target, x.kind), x) for x in added)
-        deletions.setdefault(LINKS_GRAPH, set()).update(link_triples(gone))
-        insertions.setdefault(LINKS_GRAPH, set()).update(link_triples(added))
-        result.links_added, result.links_removed = len(added), len(gone)
 
     def _mark_owner_stale(self, server_id: str, deletions, insertions, graph: NamedNode, gone: bool) -> None:
         """The manifest that defined this server no longer matches the store: clear its fingerprint
@@ -302,3 +236,8 @@ class CatalogSync:
             insertions.setdefault(iris.MANIFESTS_GRAPH, set()).add(Triple(record, TK.fingerprint, Literal("")))
             if gone:
                 deletions[iris.MANIFESTS_GRAPH].add(Triple(record, TK.definesGraph, graph))
+
+
+def _structural(extracted: ExtractedManifest) -> set[Triple]:
+    """A manifest's triples for its servers' own graphs (not its tools' extraction graphs)."""
+    return {t for g in extracted.graphs if not g.extraction_of for t in g.triples}

@@ -1,6 +1,6 @@
 """The Prefect flow of ``toolkg build PATH... --only SERVER``: sync just those servers on a built store.
 
-The work is the library's (``toolkg.sync``: ``CatalogSync`` and ``sync_found_servers``); this flow
+The work is the library's (``toolkg.flows.sync``: ``CatalogSync`` and ``sync_found_servers``); this flow
 reads the manifests, opens the store and runs it, so a Prefect server shows the sync as a flow run.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 from prefect import flow
 
 from toolkg.config import LiveOptions
+from toolkg.flows.sync import SyncResult, find_servers, format_result, sync_found_servers
 from toolkg.live import refresh_live
 from toolkg.store.oxigraph_store import ToolStore
-from toolkg.sync import SyncResult, find_servers, format_result, sync_found_servers
 
 __all__ = ["SyncResult", "format_result", "sync_servers"]  # the first two: kept importable here for the CLI
 

@@ -10,13 +10,13 @@ from pathlib import Path
 from toolkg.errors import NotFoundError, RequestError
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import discover, fingerprint_file
+from toolkg.flows.sync.catalog import CatalogSync
+from toolkg.flows.sync.result import SyncResult
 from toolkg.models import Manifest, Server
 from toolkg.store.build_state import clear_pending, mark_pending
 from toolkg.store.catalog_reads import stored_server_ids
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.snapshots import publish_snapshot
-from toolkg.sync.catalog import CatalogSync
-from toolkg.sync.result import SyncResult
 
 
 def read_manifest(path: str | Path, format: str | None = None, server: str | None = None) -> Manifest:

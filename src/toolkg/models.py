@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 from pyoxigraph import NamedNode, Triple
 
-from toolkg.ontology.vocabulary import DEPENDENCY_KINDS, LINK_TYPES
+from toolkg.ontology.vocabulary import DEPENDENCY_KINDS, LINK_TYPES, Basis
 
 ManifestFormat = Literal["mcp", "mcp-catalog", "openai", "openapi", "toollinkos"]
 MANIFEST_FORMATS: tuple[str, ...] = ManifestFormat.__args__  # type: ignore[attr-defined]
@@ -203,7 +203,7 @@ class InferredEdge:
     confidence: float
     rule: str
     evidence: str
-    basis: str = "inferred"  # "llm" once a language model confirmed it
+    basis: str = Basis.INFERRED.value  # a Basis: LLM once a language model confirmed it
 
 
 @dataclass(frozen=True)
@@ -228,6 +228,18 @@ class StageInfo(BaseModel):
     quarantined: tuple[QuarantinedItem, ...] = ()
     notices: tuple[Notice, ...] = ()
 
+    # A catalog-wide stage's info names its stage: the summary keeps its figures (``figures``) and its
+    # printed lines (``lines``) under that name, so a new stage needs no new summary field.
+    stage: ClassVar[str] = ""
+
     def summary_fields(self) -> dict[str, Any]:
         """Run-summary fields this step contributes: numbers add, lists extend, dicts merge."""
         return {}
+
+    def figures(self) -> dict[str, Any]:
+        """The stage's own figures (every field but the shared ones), as the summary keeps them."""
+        return self.model_dump(mode="json", exclude=set(StageInfo.model_fields))
+
+    def lines(self) -> list[str]:
+        """How the stage's figures read in the run summary, one line each."""
+        return []

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from toolkg.display import one_line
 from toolkg.models import Notice, QuarantinedItem, StageInfo
@@ -94,14 +95,38 @@ class BuildSummary(BaseModel):
     stage_peak_mb: dict[str, float] = Field(default_factory=dict)  # peak RSS over all processes, per stage
     pipeline_seconds: float = 0.0  # wall time of the flow body (Prefect start-up excluded)
     extraction: dict[str, object] = Field(default_factory=dict)  # extractor, model, prompt, calls, tokens, cost
-    inferred: dict[str, int] = Field(default_factory=dict)  # inferred dependency edges by kind, and total
-    confirmation: dict[str, object] = Field(default_factory=dict)  # LLM review of inferred edges
-    links: dict[str, int] = Field(default_factory=dict)  # structural links by type, total, texts embedded
-    canonical: dict[str, object] = Field(default_factory=dict)  # entities, fuzzy clusters, largest clusters
+    # Each catalog-wide stage's figures and printed lines, by stage name (StageInfo.figures, .lines).
+    stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    stage_lines: dict[str, list[str]] = Field(default_factory=dict)
     workers: list[str] = Field(default_factory=list)  # Dask worker processes that ran extraction (--dask)
     snapshot: str = ""  # the read-only snapshot published for the endpoint (snapshots/<name>)
     live: list[dict] = Field(default_factory=list)  # live MCP servers listed (toolkg.live.ServerReport)
     orphans_dropped: int = 0  # graphs an interrupted build wrote without their manifest record, dropped
+
+    # The figures readers ask for most, named as the summary's JSON has always named them.
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def inferred(self) -> dict[str, int]:
+        """Inferred dependency edges by kind, and total."""
+        return self.stages.get("infer", {}).get("inferred", {})
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def confirmation(self) -> dict[str, Any]:
+        """The LLM's review of the inferred edges, when one ran."""
+        return self.stages.get("infer", {}).get("confirmation", {})
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def links(self) -> dict[str, int]:
+        """Structural links by type, total, and texts embedded this run."""
+        return self.stages.get("link", {}).get("links", {})
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def canonical(self) -> dict[str, Any]:
+        """Entities, fuzzy clusters, the largest clusters."""
+        return self.stages.get("canonicalize", {}).get("canonical", {})
 
     @property
     def exit_code(self) -> int:
@@ -116,6 +141,9 @@ class BuildSummary(BaseModel):
             self.add_time(stage, seconds)
         self.quarantined += info.quarantined
         self.notices += info.notices
+        if info.stage:
+            self.stages[info.stage] = info.figures()
+            self.stage_lines[info.stage] = info.lines()
         for name, value in info.summary_fields().items():
             current = getattr(self, name)
             if isinstance(current, list):  # e.g. the Dask workers that ran extraction: each once
@@ -155,31 +183,8 @@ class BuildSummary(BaseModel):
                 lines.append(f"{bullet}{label}: {names(paths)}")
         if self.extraction:
             lines.append("extraction: " + _extraction_line(self.extraction))
-        if self.canonical:
-            c = self.canonical
-            largest = "; ".join(f"{one_line(label, 80)} ({size})" for label, size, _ in c.get("largest", [])[:3])  # type: ignore[union-attr]
-            lines.append(
-                f"entities: {c['entities']}, {c['clusters']} fuzzy clusters merging {c['merged']}"
-                + (f" (largest: {largest})" if largest else "")
-            )
-        if self.inferred:
-            kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.inferred.items()) if k != "total")
-            lines.append(f"inferred dependencies: {self.inferred['total']}" + (f" ({kinds})" if kinds else ""))
-        if self.confirmation:
-            c = self.confirmation
-            lines.append(
-                f"LLM review of inferred dependencies ({c['model']}): {c['confirmed']} confirmed, {c['rejected']} "
-                f"rejected, {c['unjudged']} unjudged; {c['cache_hits']} cache hits, {c['http_requests']} HTTP "
-                f"requests ({c['retries']} retries, {c['reasks']} re-asks)"
-                + (f"; cost {c['cost']:.4f}" if "cost" in c else "")
-            )
-        if self.links:
-            kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.links.items()) if k not in ("total", "embedded"))
-            lines.append(
-                f"structural links: {self.links['total']}"
-                + (f" ({kinds})" if kinds else "")
-                + f"; {self.links.get('embedded', 0)} descriptions embedded (rest cached)"
-            )
+        for stage_lines in self.stage_lines.values():
+            lines += stage_lines
         if self.workers:
             lines.append(f"extraction fanned out over {len(self.workers)} Dask worker process(es)")
         if self.snapshot:

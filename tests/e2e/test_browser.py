@@ -7,9 +7,9 @@ import shutil
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser import chromium, resources_loaded, screenshot
 from tests.conftest import CASES
-from tests.endpoint_helpers import serving
+from tests.support.browser import chromium, resources_loaded, screenshot
+from tests.support.endpoint_helpers import serving
 from toolkg.store.saved_queries import saved_queries
 
 

@@ -9,7 +9,6 @@ lands exactly on the boundary every time: a process killed on a progress line wo
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import signal
 from pathlib import Path
@@ -17,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CASES, build_config
+from tests.support.stores import comparable
 from toolkg.ontology import iris
+from toolkg.ontology.graphs import INFERRED_GRAPH
 from toolkg.store.build_state import pending_stages
-from toolkg.store.dependencies import INFERRED_GRAPH
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.snapshots import current_snapshot
 
 POINTS = ("ingest", "load", "loaded", "canonicalize", "infer", "link", "snapshot")
-_RUN = re.compile(re.escape(iris.BASE) + r"run/[^>/\s]+")
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +46,6 @@ def clean(catalog, prefect_api, tmp_path_factory) -> dict[bool, set[str]]:
         assert build_catalog([str(catalog)], str(store), build_config(links=links)).exit_code == 0
         out[links] = comparable(store)
     return out
-
-
-def comparable(store_dir: Path) -> set[str]:
-    """The store's quads as text, run ids blanked and the provenance graph left out (each run's own)."""
-    with ToolStore(store_dir, read_only=True) as store:
-        return {_RUN.sub("RUN", str(q)) for q in store.quads() if q.graph_name != iris.PROVENANCE_GRAPH}
 
 
 @pytest.mark.parametrize("point", POINTS)
@@ -130,7 +123,7 @@ def test_a_manifest_that_fails_unexpectedly_loses_nothing_already_stored(build, 
 def test_graphs_a_killed_bulk_write_left_without_a_record_are_dropped(cli, build, tmp_path):
     catalog = tmp_path / "catalog"
     catalog.mkdir()
-    shutil.copy(Path(__file__).parents[1] / "data" / "livemcpbench" / "tools.json", catalog / "tools.json")
+    shutil.copy(Path(__file__).parents[2] / "data" / "livemcpbench" / "tools.json", catalog / "tools.json")
     store = tmp_path / "store"
     env = {"TOOLKG_FAULT": "kill:before-record"}  # big enough for the bulk loader, killed before its record
     killed = cli("build", str(catalog), "--store", str(store), "--no-links", env=env)
@@ -159,7 +152,7 @@ def _without_fingerprints(quads: set[str]) -> set[str]:
 def test_a_big_file_loads_in_parts_and_equals_one_load(build, tmp_path, monkeypatch):
     catalog = tmp_path / "catalog"
     catalog.mkdir()
-    shutil.copy(Path(__file__).parents[1] / "data" / "livemcpbench" / "tools.json", catalog / "tools.json")
+    shutil.copy(Path(__file__).parents[2] / "data" / "livemcpbench" / "tools.json", catalog / "tools.json")
     whole = build([catalog], tmp_path / "whole", links=False)
     parted = build([catalog], tmp_path / "parted", links=False, limits={"max_tools_per_batch": 100})
     assert whole.exit_code == parted.exit_code == 0 and parted.loaded_tools == whole.loaded_tools == 527

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -18,21 +17,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.conftest import CASES, TOOLKG
-from tests.endpoint_helpers import free_port, get, request, serve_process, serving, sparql
+from tests.support.endpoint_helpers import free_port, get, request, serve_process, serving, sparql
 
 COUNT_TOOLS = "SELECT (COUNT(DISTINCT ?t) AS ?n) WHERE { ?t a tk:Tool }"  # no PREFIX: the endpoint knows tk:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("catalog")
-    shutil.copy(CASES / "inference" / "shop.json", folder / "shop.json")
-    store = folder.parent / "hardening-store"
-    built = subprocess.run(
-        [str(TOOLKG), "build", str(folder), "--store", str(store), "--no-links"], capture_output=True, text=True
-    )
-    assert built.returncode == 0, built.stderr
-    return store
+def store(built_store):
+    """The shop catalog's store (the session's shared build: the endpoint only reads it)."""
+    return built_store(CASES / "inference" / "shop.json", links=False)
 
 
 def _raw(base: str, data: bytes, timeout: float = 10) -> str:
@@ -63,7 +56,7 @@ class _Recorder(BaseHTTPRequestHandler):
         pass
 
 
-def test_service_is_refused_unless_allowed(store):
+def test_service_is_refused_unless_allowed(store, cli):
     """SERVICE would make the backend fetch any URL (server-side request forgery): here a listener on
     127.0.0.1 records whether anything came."""
     listener = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
@@ -82,7 +75,7 @@ def test_service_is_refused_unless_allowed(store):
             assert _Recorder.hits, "with --allow-federation the query reaches the named endpoint"
     finally:
         listener.shutdown()
-    refused = subprocess.run([str(TOOLKG), "query", "--store", str(store), query], capture_output=True, text=True)
+    refused = cli("query", "--store", str(store), query)
     assert refused.returncode == 2 and "SERVICE" in refused.stderr and refused.stderr.count("\n") == 1
 
 
@@ -185,12 +178,11 @@ def test_twenty_concurrent_clients_are_all_answered(store):
             assert [n for answers in pool.map(client, range(20)) for n in answers] == [1] * 200
 
 
-def test_non_loopback_binds_need_allow_remote(store):
+def test_non_loopback_binds_need_allow_remote(store, cli):
     port = free_port()
-    refused = subprocess.run(
-        [str(TOOLKG), "serve", "--store", str(store), "--bind", f"0.0.0.0:{port}"], capture_output=True, text=True
-    )
+    refused = cli("serve", "--store", str(store), "--bind", f"0.0.0.0:{port}")
     assert refused.returncode == 2 and "--allow-remote" in refused.stderr and refused.stderr.count("\n") == 1
+    # A server that keeps running while the test talks to it: Popen, not the cli fixture (which waits for the end).
     process = subprocess.Popen(
         [str(TOOLKG), "serve", "--store", str(store), "--bind", f"0.0.0.0:{port}", "--allow-remote"],
         stderr=subprocess.PIPE,

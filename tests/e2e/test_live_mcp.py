@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from tests.conftest import _PREFECT_HOME
-from tests.live_helpers import TOY_TOOLS, files_containing, real_servers, start_toy_http, toy_stdio
+from tests.support.live_helpers import TOY_TOOLS, files_containing, real_servers, start_toy_http, toy_stdio
 
 pytestmark = pytest.mark.slow
 
@@ -49,7 +49,7 @@ def _stored_tools(store: Path) -> dict:
 
 
 def test_a_configuration_of_six_real_servers_builds_their_own_tool_lists(cli, tmp_path: Path) -> None:
-    servers = real_servers(Path(__file__).resolve().parents[1], tmp_path)
+    servers = real_servers(Path(__file__).resolve().parents[2], tmp_path)
     # Half in Claude Desktop's format, half in VS Code's: both read in one build.
     claude = tmp_path / "claude_desktop_config.json"
     claude.write_text(json.dumps({"mcpServers": {k: servers[k] for k in ("time", "git", "fetch")}}))

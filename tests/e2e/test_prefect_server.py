@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CASES, TOOLKG
-from tests.endpoint_helpers import free_port
-from tests.live_helpers import TOY_TOOLS, files_containing, toy_stdio
+from tests.support.endpoint_helpers import free_port
+from tests.support.live_helpers import TOY_TOOLS, files_containing, toy_stdio
 
 PREFECT = Path(sys.executable).with_name("prefect")
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CASES
-from toolkg.retrieval import load_queries
 
 GOOD = {"id": "w", "query": "weather in Paris", "steps": [], "gold_tools": ["get_weather"]}
 MALFORMED = {  # what each case's one line must say
@@ -34,18 +33,8 @@ MALFORMED = {  # what each case's one line must say
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory, prefect_api) -> Path:
-    import os
-    import subprocess
-
-    from tests.conftest import TOOLKG
-
-    directory = tmp_path_factory.mktemp("queries") / "store"
-    env = {**os.environ, "PREFECT_API_URL": prefect_api}
-    args = [str(TOOLKG), "build", str(CASES / "openai_tools.json"), "--store", str(directory), "--no-links", "-q"]
-    result = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
-    assert result.returncode == 0, result.stderr
-    return directory
+def store(built_store) -> Path:
+    return built_store(CASES / "openai_tools.json", links=False)  # shared: these tests only read it
 
 
 def queries_file(folder: Path, *bad: bytes, good: int = 2) -> Path:
@@ -59,21 +48,6 @@ def queries_file(folder: Path, *bad: bytes, good: int = 2) -> Path:
 
 def problem_lines(stderr: str, path: Path) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith(f"{path}:")]
-
-
-def test_each_malformed_line_is_one_problem_naming_file_and_line(tmp_path):
-    path = queries_file(tmp_path, *MALFORMED)
-    rows, problems = load_queries(path)
-    assert [r["id"] for r in rows] == ["w0", "w1", "last"]
-    assert [(p.line, p.message) for p in problems] == [(n, m) for n, m in enumerate(MALFORMED.values(), start=3)]
-    assert str(problems[0]) == f"{path}:3: steps: expected a list of strings, got a number"
-    _, problems = load_queries(
-        queries_file(tmp_path, b'{"query": "no gold"}', b'{"query": "q", "gold_tools": []}'), True
-    )
-    assert [p.message for p in problems] == [
-        "gold_tools: missing (eval needs the gold tools of every query)",
-        "gold_tools: empty (eval needs at least one gold tool per query)",
-    ]
 
 
 @pytest.mark.parametrize("bad", list(MALFORMED), ids=[m.split(":")[0].split(" (")[0] for m in MALFORMED.values()])

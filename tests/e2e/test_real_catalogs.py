@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-REAL = Path(__file__).resolve().parent / "cases" / "real"
+REAL = Path(__file__).resolve().parents[1] / "cases" / "real"
 MCP_DIR = REAL / "mcp-servers"
 OPENAI_DIR = REAL / "openai" / "bfcl-multi-turn"
 GITHUB = REAL / "openapi" / "api.github.com.json"

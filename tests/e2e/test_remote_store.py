@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CASES
-from tests.endpoint_helpers import free_port, sparql
+from tests.support.endpoint_helpers import free_port, sparql
 
 OXIGRAPH = Path(sys.executable).with_name("oxigraph")
 TK = "PREFIX tk: <https://w3id.org/toolkg/ontology#>\n"

@@ -10,16 +10,15 @@ import os
 import re
 import shutil
 import subprocess
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
 
-from tests.browser import chromium, resources_loaded, screenshot
-from tests.conftest import CASES, TOOLKG
+from tests.conftest import CASES
+from tests.support.browser import chromium, resources_loaded, screenshot
 from toolkg.serve import graph_dot
-from toolkg.serve.graph_dot import CAP, pick
+from toolkg.serve.graph_dot import CAP
 
 HUBS = 8
 BIG = 150  # one server well past the picture's cap, as ToolLinkOS's 523-tool server is
@@ -139,26 +138,17 @@ def _catalog(folder: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def big_store(prefect_api, tmp_path_factory) -> Path:
-    """A store built from ``_catalog`` (once for the module: the build takes ~10 s)."""
+def big_store(built_store, tmp_path_factory) -> Path:
+    """A store built from ``_catalog`` (once for the module: the build takes ~10 s); the tests only read it."""
     root = tmp_path_factory.mktemp("big-report")
     (root / "catalog").mkdir()
     _catalog(root / "catalog")
-    env = {**os.environ, "PREFECT_API_URL": prefect_api}
-    built = subprocess.run(
-        [str(TOOLKG), "build", str(root / "catalog"), "--store", str(root / "store"), "--no-links"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr
-    return root / "store"
+    return built_store(root / "catalog", links=False)
 
 
-def test_a_big_graph_fits_its_section_and_names_other_servers(big_store):
+def test_a_big_graph_fits_its_section_and_names_other_servers(big_store, cli):
     page = big_store / "report.html"
-    made = subprocess.run([str(TOOLKG), "report", "--store", str(big_store), "-o", str(page)], capture_output=True)
+    made = cli("report", "--store", str(big_store), "-o", str(page))
     assert made.returncode == 0, made.stderr
     assert_self_contained(page.read_text())
     browser = chromium()
@@ -232,33 +222,3 @@ def test_without_graphviz_the_simple_layout_draws_and_says_so(big_store, monkeyp
     assert_self_contained(html)
     big = html[html.index('id="server-big"') : html.index('id="server-cn"')]
     assert big.count("<rect") <= CAP and "hub · hub_tool_0" in big and 'width="100%"' in big
-
-
-def test_pick_keeps_the_busiest_connected_tools_within_the_cap():
-    edges = [(f"c{i}", f"h{i % 5}", "declared") for i in range(200)] + [("x", "x", "declared"), ("y", "z", "inferred")]
-    drawn, rest = pick(edges, 40)
-    nodes = {n for e in drawn for n in e[:2]}
-    assert len(nodes) == 40 and {f"h{h}" for h in range(5)} <= nodes  # the hubs first
-    assert sorted(drawn + rest) == sorted(edges) and ("x", "x", "declared") in rest
-    assert pick(edges, 40) == (drawn, rest)  # the same store, the same picture
-    small = [("a", "b", "declared"), ("b", "b", "inferred")]
-    assert pick(small) == ([("a", "b", "declared")], [("b", "b", "inferred")])
-
-
-@pytest.mark.skipif(not shutil.which("dot"), reason="needs Graphviz (apt-get install graphviz)")
-def test_dot_labels_are_text_never_markup():
-    names = ["s::<b>bold</b>", "s::back\\N\\l", 's::"quoted" & <script>x</script>', "other::東京\u202eevil"]
-    edges = [(names[0], n, "declared") for n in names[1:]]
-    svg = graph_dot.dot_svg(edges, {n for n in names if n.startswith("s::")}, lambda n: n.replace("::", " · "))
-    tree = ET.fromstring(svg)  # well-formed XML
-    ns = "{http://www.w3.org/2000/svg}"
-    texts = {t.text for t in tree.iter(f"{ns}text")}
-    assert texts == {
-        "s · <b>bold</b>",
-        "s · back\\N\\l",
-        's · "quoted" & <script>x</script>',
-        "other · 東京\\u202eevil",
-    }
-    assert not list(tree.iter(f"{ns}script")) and not list(tree.iter(f"{ns}b"))
-    titles = {t.text for t in tree.iter(f"{ns}title")}
-    assert names[0] in titles and f"{names[0]} depends on {names[1]} (declared)" in titles

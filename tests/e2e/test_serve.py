@@ -11,7 +11,7 @@ import urllib.parse
 import pytest
 
 from tests.conftest import CASES
-from tests.endpoint_helpers import get, request, serving, sparql
+from tests.support.endpoint_helpers import get, request, serving, sparql
 from toolkg.store.saved_queries import saved_queries
 
 TK = "PREFIX tk: <https://w3id.org/toolkg/ontology#>\n"

@@ -15,8 +15,8 @@ import anyio
 import pytest
 
 from tests.conftest import TOOLKG
-from tests.endpoint_helpers import free_port, request, serving
-from tests.live_helpers import TOY_TOOLS, wait_listening
+from tests.support.endpoint_helpers import free_port, request, serving
+from tests.support.live_helpers import TOY_TOOLS, wait_listening
 
 pytestmark = pytest.mark.slow
 
@@ -33,12 +33,11 @@ def _build(manifest: Path, store: Path, prefect_api: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def catalog(tmp_path_factory, prefect_api: str) -> tuple[Path, Path]:
+def catalog(tmp_path_factory, built_store) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("bookings")
     manifest = folder / "bookings.json"
     manifest.write_text(json.dumps({"server": "bookings", "tools": json.loads(TOY_TOOLS.read_text())}))
-    _build(manifest, folder / "store", prefect_api)
-    return manifest, folder / "store"
+    return manifest, built_store(manifest)  # this module's alone: one test rebuilds it beside a running server
 
 
 def _session(server, calls):

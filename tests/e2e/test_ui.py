@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import shutil
-import subprocess
 
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser import chromium, resources_loaded, screenshot
-from tests.conftest import CASES, TOOLKG
-from tests.endpoint_helpers import serving
+from tests.conftest import CASES
+from tests.support.browser import chromium, resources_loaded, screenshot
+from tests.support.endpoint_helpers import serving
 
 ROWS = ".tabPanel.active .yasr table tbody tr"
 TK = "https://w3id.org/toolkg/ontology#"
@@ -40,19 +37,9 @@ return [...row.querySelectorAll('td')].map(cell => {
 
 
 @pytest.fixture(scope="module")
-def endpoint(tmp_path_factory, prefect_api):
+def endpoint(built_store):
     """`toolkg serve` over a store built from the inference case's shop catalog (20 tools, one server)."""
-    folder = tmp_path_factory.mktemp("catalog")
-    shutil.copy(CASES / "inference" / "shop.json", folder / "shop.json")
-    store = tmp_path_factory.mktemp("ui") / "store"
-    built = subprocess.run(
-        [str(TOOLKG), "build", str(folder), "--store", str(store), "--no-links"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PREFECT_API_URL": prefect_api},
-        timeout=300,
-    )
-    assert built.returncode == 0, built.stderr
+    store = built_store(CASES / "inference" / "shop.json", links=False)  # shared: the endpoint only reads it
     with serving(store) as base:
         yield base
 

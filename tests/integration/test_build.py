@@ -13,6 +13,9 @@ from toolkg.extractors.manifests.formats import DEPENDENCE_KINDS
 from toolkg.ontology import iris
 from toolkg.store.oxigraph_store import ToolStore
 
+# The bundled samples (1,100 tools) take ~30 s to build: `make test-fast` leaves these out, `make test` runs them.
+SLOW = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def sample(prefect_api, tmp_path_factory):
@@ -26,12 +29,14 @@ def sample(prefect_api, tmp_path_factory):
     return ToolStore(store), summary
 
 
+@SLOW
 def test_sample_catalogs_build_clean(sample):
     _, summary = sample
     assert summary.quarantined == [] and summary.exit_code == 0
     assert len(summary.new) == 3 and summary.totals["tools"] == 527 + 573
 
 
+@SLOW
 def test_livemcpbench_has_70_servers_and_527_tools(sample):
     store, _ = sample
     (row,) = store.select("""SELECT (COUNT(DISTINCT ?s) AS ?servers) (COUNT(DISTINCT ?t) AS ?tools)
@@ -39,6 +44,7 @@ def test_livemcpbench_has_70_servers_and_527_tools(sample):
     assert (int(row["servers"].value), int(row["tools"].value)) == (70, 527)
 
 
+@SLOW
 def test_toollinkos_has_573_tools_and_every_declared_dependency(sample):
     store, _ = sample
     expected = set()
@@ -78,6 +84,7 @@ def test_toollinkos_has_573_tools_and_every_declared_dependency(sample):
     assert int(linked["n"].value) > 500
 
 
+@SLOW
 def test_dependency_paths_cross_files(sample):
     store, _ = sample
     rows = store.select("""SELECT DISTINCT ?name WHERE {
@@ -86,6 +93,7 @@ def test_dependency_paths_cross_files(sample):
     assert {"get_current_location", "get_location_service_status"} <= names
 
 
+@SLOW
 def test_shacl_passes_on_both_sample_catalogs(sample):
     from toolkg.store.validation import Validator
 
@@ -97,6 +105,7 @@ def test_shacl_passes_on_both_sample_catalogs(sample):
         assert validator.violations(triples) == []
 
 
+@SLOW
 def test_provenance_records_the_run(sample):
     store, summary = sample
     rows = store.select(
@@ -144,14 +153,11 @@ def test_rerun_without_changes_reprocesses_nothing(build, catalog, store_dir):
 
 
 def test_a_store_built_by_other_rules_is_brought_up_to_date(build, catalog, store_dir, monkeypatch):
-    from toolkg.flows import catalog_stages
+    from toolkg.flows.stages.infer import Infer
 
     build([catalog], store_dir)
     # as if toolkg's inference rules changed after the store was built: only that stage runs again
-    original = catalog_stages.code_fingerprint
-    monkeypatch.setattr(
-        catalog_stages, "code_fingerprint", lambda stage: "new rules" if stage == "infer" else original(stage)
-    )
+    monkeypatch.setattr(Infer, "fingerprint", lambda self: "new rules")
     again = build([catalog], store_dir)
     assert "infer" in again.stage_seconds and not {"canonicalize", "link"} & again.stage_seconds.keys()
 

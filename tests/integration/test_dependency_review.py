@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from tests.conftest import CASES
-from tests.fake_openai import FakeOpenAI, Reply, completion
+from tests.support.fake_openai import FakeOpenAI, Reply, completion
 from toolkg.store.dependencies import dependency_rows
 from toolkg.store.oxigraph_store import ToolStore
 
@@ -62,11 +62,3 @@ def test_llm_confirms_rejects_and_caches_per_pair(build, store_dir, monkeypatch)
     assert len(fake.requests) - first_requests == review["unjudged"] * 2  # one ask + one re-ask each
     assert again.inferred == summary.inferred
     store.close()
-
-
-def test_confirm_deps_without_an_endpoint_is_a_one_line_usage_error(cli, tmp_path, monkeypatch):
-    for name in ("TOOLKG_LLM_BASE_URL", "OPENAI_BASE_URL", "TOOLKG_LLM_MODEL", "TOOLKG_LLM_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    result = cli("build", str(SHOP), "--store", str(tmp_path / "s"), "--confirm-deps")
-    assert result.returncode == 2
-    assert result.stderr.strip().count("\n") == 0 and "TOOLKG_LLM_BASE_URL" in result.stderr

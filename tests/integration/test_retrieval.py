@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import CASES
 from toolkg.retrieval import Index, Query, make_retriever
-from toolkg.retrieval.metrics import (
-    Gold,
-    average_precision_at,
-    complete_at,
-    gold_tools,
-    ndcg_at,
-    recall_at,
-    server_recall_at,
-)
 
 CATALOG = CASES / "retrieval" / "catalog.json"
 QUERIES = CASES / "retrieval" / "queries.jsonl"
@@ -29,12 +18,10 @@ BOOK = Query("book", "Reserve a table for four at Luigi's restaurant")
 
 
 @pytest.fixture(scope="module")
-def store(prefect_api, tmp_path_factory) -> Path:
-    from toolkg.flows.build import build_catalog
-
-    directory = tmp_path_factory.mktemp("retrieval") / "store"
-    summary = build_catalog(paths=[str(CATALOG)], store_dir=str(directory))
-    assert summary.exit_code == 0 and summary.inferred["total"] >= 1
+def store(built_store) -> Path:
+    """The retrieval test catalog's store, shared with the other retrieval tests (read only)."""
+    directory = built_store(CATALOG)
+    assert built_store.summaries[directory].inferred["total"] >= 1
     return directory
 
 
@@ -126,9 +113,10 @@ def test_fused_first_stage_is_hybrid_under_rrf_weights_and_learned_otherwise(ind
     shipped = load_calibration()
     assert len(shipped.fusion) == len(FUSION_FEATURES) + 1 and any(shipped.fusion[:-2])
     index.begin_query([BOOK.text])
-    assert ranking(candidates(index, BOOK.text), shipped.fusion)[0][0] == index.catalog.tool_at[
-        next(t.iri for t in index.catalog.tools if t.name == "tablefinder_book_table")
-    ]
+    assert (
+        ranking(candidates(index, BOOK.text), shipped.fusion)[0][0]
+        == index.catalog.tool_at[next(t.iri for t in index.catalog.tools if t.name == "tablefinder_book_table")]
+    )
 
 
 def test_auto_rejects_malformed_calibration(index):
@@ -194,89 +182,10 @@ def test_step_wise_query_gives_every_step_its_tool(index):
         assert {"create_document", "convert_to_pdf"} <= set(names), (method, names)
 
 
-def test_metrics_against_hand_computed_values():
-    gold = gold_tools({"gold_tools": ["a", "s::b", "c"], "gold_tool_alternatives": {"c": ["t::c2"]}})
-    ranked = ["x::a", "s::z", "t::c2", "s::b", "q::b"]
-    assert recall_at(ranked, gold, 3) == pytest.approx(2 / 3)
-    assert average_precision_at(ranked, gold, 5) == pytest.approx((1 / 1 + 2 / 3 + 3 / 4) / 3)
-    ideal = 1 + 1 / 1.584962500721156 + 1 / 2
-    assert ndcg_at(ranked, gold, 5) == pytest.approx((1 + 1 / 2 + 1 / 2.321928094887362) / ideal)
-    assert (complete_at(ranked, gold, 3), complete_at(ranked, gold, 4)) == (0.0, 1.0)
-    assert average_precision_at(["s::b"], [Gold("s::b", ("s::b",))], 10) == 1.0  # normalised by min(|gold|, K)
-    assert recall_at(["other::b"], gold_tools({"gold_tools": ["s::b"]}), 1) == 0.0  # server-qualified gold
-    assert server_recall_at(["s", "t", "u"], ["t", "v"], 2) == 0.5
-
-
-def test_cli_retrieve_contract(cli, store, tmp_path):
-    out = tmp_path / "ranked.jsonl"
-    result = cli(
-        "retrieve", "--store", str(store), "--method", "grtf", "-k", "3", "--queries", str(QUERIES), "--out", str(out)
-    )
-    assert result.returncode == 0, result.stderr
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [line["id"] for line in lines] == ["book", "rain", "pdf"]
-    for line in lines:
-        assert set(line) == {"id", "tools", "servers"} and 0 < len(line["tools"]) <= 3
-        assert all(set(t) == {"server", "tool", "score"} for t in line["tools"])
-        scores = [t["score"] for t in line["tools"]]
-        assert scores == sorted(scores, reverse=True)
-    assert {"server": "tablefinder", "tool": "tablefinder_login", "score": 0.5} in lines[0]["tools"]
-    one = cli("retrieve", "--store", str(store), "--method", "agent", "-k", "2", "Will it rain in Paris?")
-    assert one.returncode == 0 and "servers: skycast" in one.stdout
-    bad = cli("retrieve", "--store", str(store), "--method", "nope", "x")
-    assert bad.returncode == 2 and bad.stderr.startswith("toolkg: error: unknown method 'nope'")
-    # method options from the command line: one seed, tool-level edges only -> no login
-    narrow = cli(
-        "retrieve",
-        "--store",
-        str(store),
-        "-k",
-        "3",
-        "--json",
-        "--method",  # the default is auto; these options are grtf's
-        "grtf",
-        "-o",
-        "grtf.seeds=1",
-        "-o",
-        "grtf.kinds=toolDirectlyDependsOn",
-        "Reserve a table for four at Luigi's restaurant",
-    )
-    assert narrow.returncode == 0, narrow.stderr
-    assert "tablefinder_login" not in [t["tool"] for t in json.loads(narrow.stdout)["tools"]]
-    wrong = cli("retrieve", "--store", str(store), "--method", "grtf", "-o", "grtf.nonsense=1", "x")
-    assert wrong.returncode == 2 and "nonsense" in wrong.stderr and wrong.stderr.count("\n") == 1
-
-
-def test_cli_eval_prints_table_and_writes_json_and_plot(cli, store, tmp_path):
-    result = cli(
-        "eval",
-        "--store",
-        str(store),
-        "--queries",
-        str(QUERIES),
-        "--methods",
-        "bm25,grtf",
-        "--k",
-        "1,3",
-        "--out",
-        str(tmp_path),
-    )
-    assert result.returncode == 0, result.stderr
-    # a row per metric and method, a column per K
-    assert re.search(r"^metric +method +@1 +@3$", result.stdout, re.M)
-    assert re.search(r"^map +grtf +\d\.\d{3} +\d\.\d{3}$", result.stdout, re.M)
-    report = json.loads((tmp_path / "eval.json").read_text())
-    assert set(report["methods"]) == {"bm25", "grtf"} and report["queries"] == 3
-    grtf = report["methods"]["grtf"]["metrics"]
-    assert grtf["recall"]["3"] >= report["methods"]["bm25"]["metrics"]["recall"]["3"]
-    assert set(grtf) == {"recall", "map", "ndcg", "complete_recall", "server_recall"}
-    assert (tmp_path / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
 def test_dense_through_an_embeddings_endpoint_is_cached(store, monkeypatch, tmp_path):
     import shutil
 
-    from tests.fake_openai import FakeOpenAI
+    from tests.support.fake_openai import FakeOpenAI
 
     copy = tmp_path / "store"
     shutil.copytree(store, copy)
@@ -294,39 +203,6 @@ def test_dense_through_an_embeddings_endpoint_is_cached(store, monkeypatch, tmp_
         again.close()
         # the catalog's vectors came from the cache: only the new query went to the endpoint
         assert [r["input"] for r in fake.embedding_requests[1 + 1 :]] == [["reserve a table"]]
-
-
-@given(
-    text=st.lists(st.floats(0.0, 1.0), min_size=0, max_size=12),
-    graph=st.dictionaries(st.integers(0, 20), st.tuples(st.floats(0.0, 1.0), st.integers(0, 20)), max_size=10),
-    k=st.integers(1, 10),
-)
-# found by Hypothesis: an addition likelier than the addition it depends on was placed before it
-@example(text=[0.0, 0.0], graph={0: (0.0, 0), 1: (0.0, 0), 12: (0.0, 0), 2: (1.0, 12)}, k=4)
-def test_merge_evicts_a_first_stage_hit_only_for_a_likelier_addition(text, graph, k):
-    from toolkg.retrieval.auto import Evidence, merge
-
-    first = [(i, Evidence(p, i, "text")) for i, p in enumerate(text)]
-    additions = {i: Evidence(p, n, "graph", parent=parent) for n, (i, (p, parent)) in enumerate(graph.items())}
-    out = merge(first, additions, k)
-    tools = [t for t, _ in out]
-    assert len(tools) == len(set(tools)) <= k
-    if len(first) >= k:
-        assert len(out) == k
-    # first-stage hits that stayed on their text evidence keep their order
-    kept = [t for t, e in out if e.why == "text"]
-    assert kept == sorted(kept)
-    # a first-stage hit of the top k that is gone was evicted by a likelier addition
-    own = dict(first)
-    for tool, evidence in first[:k]:
-        if tool not in tools:
-            assert any(e.why == "graph" and e.probability > evidence.probability for _, e in out)
-    # an addition hangs right after the tool it depends on, or after that tool's earlier additions
-    for n, (tool, evidence) in enumerate(out):
-        if evidence.why == "graph" and evidence.parent in tools[:n]:
-            between = out[tools.index(evidence.parent) + 1 : n]
-            assert all(e.why == "graph" for _, e in between), (out, tool)
-    assert all(own[t].probability >= 0 for t in kept)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 def chromium():

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.endpoint_helpers import free_port
+from tests.support.endpoint_helpers import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SERVERS = Path(os.environ.get("TOOLKG_TEST_MCP_SERVERS", ROOT / ".mcp-servers"))
 TOY = ROOT / "tests" / "mcp_servers" / "toy_server.py"
 TOY_TOOLS = ROOT / "tests" / "mcp_servers" / "toy_tools.json"

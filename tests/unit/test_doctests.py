@@ -10,7 +10,7 @@ import pytest
 
 def _modules_with_examples() -> list[str]:
     """Every toolkg module whose source holds a ``>>>`` example (found, not listed by hand)."""
-    from tests.test_layering import _modules
+    from tests.unit.test_layering import _modules
 
     return sorted(name for name, path in _modules().items() if ">>> " in path.read_text(encoding="utf-8"))
 

@@ -12,7 +12,7 @@ import tomllib
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Packages of the core: any package may import them, and they import no stage.
 CORE = ("toolkg", "toolkg.text", "toolkg.llm", "toolkg.embeddings", "toolkg.ontology", "toolkg.prompts")
@@ -22,7 +22,6 @@ STAGES = (
     "toolkg.canonicalize",
     "toolkg.store",
     "toolkg.retrieval",
-    "toolkg.sync",
     "toolkg.live",
     "toolkg.flows",
     "toolkg.toolsearch",
@@ -30,6 +29,10 @@ STAGES = (
     "toolkg.cli",
 )
 ISOLATED = {"toolkg.store"}  # imports the core only, whatever comes before it
+# The pipeline's core: build (flows/pipeline.py) and incremental sync (flows/sync/) run the same steps and
+# stages without Prefect; only the wrappers (flows/build.py, flows/sync/flow.py, flows/scale.py) import it.
+PIPELINE_CORE = ("toolkg.flows.pipeline", "toolkg.flows.sync.catalog", "toolkg.flows.sync.servers")
+PREFECT = ("prefect", "prefect_dask", "dask", "distributed")
 
 
 def _modules() -> dict[str, Path]:
@@ -169,3 +172,53 @@ def test_the_checker_sees_violations(tmp_path):
         assert ["toolkg.store.loop_a", "toolkg.store.loop_b"] in _cycles()
     finally:
         globals_["_modules"] = original
+
+
+def _third_party(modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Module -> the top-level names of everything outside toolkg it imports anywhere in its body."""
+    out: dict[str, set[str]] = defaultdict(set)
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                out[name] |= {alias.name.partition(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                out[name].add(node.module.partition(".")[0])
+    return out
+
+
+def _reached(start: tuple[str, ...], modules: dict[str, Path]) -> set[str]:
+    """Every toolkg module ``start`` imports, directly or through others (and the packages on the way,
+    whose ``__init__`` Python runs first)."""
+    edges = _imports(modules)
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        parts = module.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts)) if ".".join(parts[:i]) in modules]
+        todo += edges.get(module, ())
+    return seen
+
+
+def _prefect_in_core(modules: dict[str, Path]) -> list[str]:
+    external = _third_party(modules)
+    return sorted(f"{m} imports {x}" for m in _reached(PIPELINE_CORE, modules) for x in external[m] & set(PREFECT))
+
+
+def test_the_pipeline_core_imports_no_prefect():
+    modules = _modules()
+    assert set(PIPELINE_CORE) <= modules.keys()
+    assert _prefect_in_core(modules) == []
+
+
+def test_the_prefect_check_sees_a_core_module_that_imports_prefect(tmp_path):
+    modules = _modules()
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text("def f():\n    from prefect import task\n")
+    core = tmp_path / "core.py"
+    core.write_text("from toolkg.flows.sneaky import f\n")
+    fake = modules | {"toolkg.flows.pipeline": core, "toolkg.flows.sneaky": sneaky}
+    assert _prefect_in_core(fake) == ["toolkg.flows.sneaky imports prefect"]

@@ -173,7 +173,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def _build_only(args: argparse.Namespace, config: BuildConfig, started: float) -> int:
     """`toolkg build PATH... --only SERVER`: incremental sync of those servers (flows/sync.py)."""
     from toolkg.errors import StoreError
-    from toolkg.flows.sync import SyncResult, format_result, sync_servers
+    from toolkg.flows.sync.flow import SyncResult, format_result, sync_servers
     from toolkg.store.oxigraph_store import ToolStore
 
     offline_only = {

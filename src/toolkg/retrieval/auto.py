@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from toolkg.ontology.vocabulary import DEPENDENCY_KINDS
+from toolkg.ontology.vocabulary import DEPENDENCY_KINDS, Basis
 from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, interleave, servers_of
 from toolkg.retrieval.calibration import load_calibration
 from toolkg.retrieval.fusion import DEPTH as TEXT_DEPTH
@@ -205,7 +205,7 @@ class AutoRetriever(Retriever):
             chained = probability * self.calibration.edge_probability(confidence, declared, level + 1)
             if position in found and found[position].probability >= chained:
                 continue
-            basis = "declared" if declared else f"inferred {confidence:.2f}"
+            basis = Basis.DECLARED.value if declared else f"{Basis.INFERRED.value} {confidence:.2f}"
             why = f"{kind} of {catalog.tools[node].name} ({basis}; p {chained:.2f})"
             found[position] = Evidence(chained, len(found), why, parent=node)
             self._follow(seed, position, chained, level + 1, found)

@@ -1,7 +1,9 @@
 """What retrievers search: the store's tools, servers and entity/parameter nodes, read once by SPARQL.
 
 A ``Catalog`` is a read-only snapshot taken when a retriever opens the store; graph walks
-(dependencies, ego graphs, ownership) go back to the store with SPARQL at query time.
+(dependencies, ego graphs, ownership) go back to the store with SPARQL at query time. Its tools come
+from the one typed read every reader shares (``store/records.read_tools``); a ``ToolDoc`` is that
+``ToolRecord`` as the retrievers index it (parameter names, the embedded text).
 """
 
 from __future__ import annotations
@@ -12,14 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from toolkg.embeddings.encoder import tool_text
-from toolkg.ontology import iris
-from toolkg.store.catalog_reads import stored_tools
+from toolkg.ontology.schema import ENTITY_TYPES
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.records import ToolRecord, read_tools
 from toolkg.text.words import split_identifier
 
 
 @dataclass(frozen=True)
 class ToolDoc:
+    """A tool as the retrievers search it: built from its ``ToolRecord`` (``from_record``)."""
+
     iri: str
     id: str  # server::tool
     server: str
@@ -28,6 +32,19 @@ class ToolDoc:
     parameters: tuple[str, ...]  # names
     parameter_descriptions: tuple[str, ...] = ()  # in the order of ``parameters``
     text: str = ""  # what every method searches (toolkg.embeddings.encoder.tool_text: the text the build embedded)
+
+    @classmethod
+    def from_record(cls, tool: ToolRecord) -> ToolDoc:
+        return cls(
+            iri=tool.iri,
+            id=tool.id,
+            server=tool.server_id,
+            name=tool.name,
+            description=tool.description,
+            parameters=tuple(p.name for p in tool.parameters),
+            parameter_descriptions=tuple(p.description for p in tool.parameters),
+            text=tool_text(tool),
+        )
 
 
 @dataclass(frozen=True)
@@ -47,11 +64,8 @@ class NodeDoc:
     """An entity or parameter node the ego-graph retriever can enter the graph by."""
 
     iri: str
-    kind: str  # BusinessObject, Capability, LineOfBusiness, Department, Parameter
+    kind: str  # one of ENTITY_TYPES, or Parameter
     label: str
-
-
-NODE_TYPES = ("BusinessObject", "Capability", "LineOfBusiness", "Department")  # entity nodes, by class
 
 
 class Catalog:
@@ -84,21 +98,9 @@ class Catalog:
 
     @classmethod
     def load(cls, store: ToolStore, *, with_nodes: bool = True) -> Catalog:
-        """The store's tools (``stored_tools``) and servers; with ``with_nodes`` the entity and
+        """The store's tools (``read_tools``) and servers; with ``with_nodes`` the entity and
         parameter nodes too, read from ``store`` on first use (keep it open until then)."""
-        docs = [
-            ToolDoc(
-                iri=iris.tool_iri_from_id(tool.id).value,
-                id=tool.id,
-                server=tool.server_id,
-                name=tool.name,
-                description=tool.description,
-                parameters=tuple(p.name for p in tool.parameters),
-                parameter_descriptions=tuple(p.description for p in tool.parameters),
-                text=tool_text(tool),
-            )
-            for tool in stored_tools(store)
-        ]
+        docs = [ToolDoc.from_record(tool) for tool in read_tools(store)]
         servers = [
             ServerDoc(
                 iri=r["s"].value,
@@ -117,9 +119,9 @@ def load_nodes(store: ToolStore) -> list[NodeDoc]:
     """Entity nodes (by IRI), then parameter nodes (by IRI, labelled by their split name)."""
     # One query per class, sorted here: one query over all four (VALUES ?type, ORDER BY ?n) took 20
     # times as long on Oxigraph (7.3 s against 0.36 s for 1,100 tools). The sort is stable, so a node
-    # of two classes or labels keeps the class order above, then the store's order.
+    # of two classes or labels keeps the ontology's class order, then the store's order.
     entities: list[NodeDoc] = []
-    for kind in NODE_TYPES:
+    for kind in ENTITY_TYPES:
         rows = store.select(f"SELECT DISTINCT ?n ?label WHERE {{ ?n a tk:{kind} . ?n rdfs:label ?label }}")
         entities += (NodeDoc(r["n"].value, kind, r["label"].value) for r in rows)
     nodes = sorted(entities, key=lambda n: n.iri)

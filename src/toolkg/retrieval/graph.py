@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 from pyoxigraph import NamedNode
 
-from toolkg.ontology.vocabulary import DEPENDENCY_KINDS
+from toolkg.ontology.vocabulary import DEPENDENCY_KINDS, Basis
 from toolkg.retrieval.base import RRF_K, Hit, Index, Ranking, Retriever, rrf, servers_of, top
 from toolkg.retrieval.baselines import first_stage as first_stage_retriever
 from toolkg.retrieval.baselines import fuse
@@ -47,7 +47,7 @@ def dependency_edges(store, tool_iri: str, kinds) -> list[tuple[str, str, float,
             continue
         confidence = float(r["confidence"].value) if r.get("confidence") else 1.0
         position = int(r["position"].value) if r.get("position") else 1_000_000
-        declared = bool(r.get("basis")) and r["basis"].value == "declared"
+        declared = bool(r.get("basis")) and r["basis"].value == Basis.DECLARED
         candidate = (confidence, -position, r["kind"].value, declared)
         if producer not in best or best[producer][:2] < candidate[:2]:
             best[producer] = candidate

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from html import escape
 
 from toolkg.display import one_line
+from toolkg.ontology.vocabulary import Basis
 from toolkg.serve.graph_svg import dependency_svg
 
 # At most this many tools per picture. Laid out left to right, dot stacks a rank's tools in a column,
@@ -89,7 +90,7 @@ def dot_svg(edges: list[Edge], own: set[str], label: Callable[[str], str], rankd
         graph.node(key[node], graphviz.escape(_short(label(node))), fillcolor=fill, color=colour.get(node, line))
     for consumer, producer, basis in edges:
         if consumer != producer:  # producer -> consumer: arrows run the way data flows
-            style = "solid" if basis == "declared" else "dashed"
+            style = "solid" if basis == Basis.DECLARED else "dashed"
             graph.edge(key[producer], key[consumer], style=style, color=colour[producer])
     svg = graph.pipe(format="svg", encoding="utf-8")
     titles = {key[n]: one_line(n) for n in nodes}

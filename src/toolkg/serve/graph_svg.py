@@ -22,6 +22,7 @@ from collections import defaultdict
 from html import escape
 
 from toolkg.display import one_line
+from toolkg.ontology.vocabulary import Basis
 
 NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 230, 26, 70, 14, 12  # 34 characters of 11px text fit a box
 
@@ -79,7 +80,7 @@ def dependency_svg(edges: list[tuple[str, str, str]], own: set[str], label=lambd
             continue
         x1, y1 = x[producer] + NODE_W, y[producer] + NODE_H / 2
         x2, y2 = x[consumer], y[consumer] + NODE_H / 2
-        dash = "" if basis == "declared" else ' stroke-dasharray="5 3"'
+        dash = "" if basis == Basis.DECLARED else ' stroke-dasharray="5 3"'
         parts.append(
             f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#555"{dash} marker-end="url(#{arrow})">'
             f"<title>{escape(one_line(consumer))} depends on {escape(one_line(producer))} ({escape(basis)})"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from toolkg.display import one_line
 from toolkg.errors import NotFoundError, StoreError
-from toolkg.ontology.iris import SERVER_GRAPH_PREFIX
+from toolkg.ontology.graphs import SERVER_GRAPH_PREFIX
 from toolkg.serve.report_servers import servers_html, table
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.remote import CONFIG_FILE

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from toolkg.display import one_line
+from toolkg.ontology.vocabulary import Basis
 from toolkg.serve.graph_dot import dependency_picture, pick
 from toolkg.store.dependencies import dependency_rows
 from toolkg.store.oxigraph_store import ToolStore
@@ -111,7 +112,7 @@ def _pairs(server: Server) -> list[tuple[str, str, str]]:
     basis: dict[tuple[str, str], str] = {}
     for r in server.edges:
         pair = (r["consumer"], r["producer"])
-        if basis.get(pair) != "declared":
+        if basis.get(pair) != Basis.DECLARED:
             basis[pair] = r["basis"]
     return sorted((c, p, b) for (c, p), b in basis.items())
 

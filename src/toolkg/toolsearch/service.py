@@ -21,8 +21,9 @@ from toolkg.errors import NotFoundError, RequestError
 from toolkg.retrieval import Index, Query, make_retriever
 from toolkg.store.dependencies import dependency_rows
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.records import read_tool, read_tool_records
 from toolkg.store.snapshots import current_snapshot, ensure_snapshot
-from toolkg.store.tool_details import resolve_tool, tool_details
+from toolkg.store.tool_details import resolve_tool, tool_json
 from toolkg.toolsearch.sparql_worker import SparqlWorker
 
 MAX_K = 50
@@ -96,10 +97,12 @@ class ToolSearch:
         with self._lock:
             opened = self._current()
             ranking = opened.retriever.retrieve(Query("q", query, tuple(steps)), k)
-            details = tool_details(opened.store, [h.tool.id for h in ranking.tools])
+            records = read_tool_records(opened.store, [h.tool.id for h in ranking.tools])
             out = []
             for hit in ranking.tools:
-                tool = details.get(hit.tool.id) or {"id": hit.tool.id, "server": hit.tool.server, "name": hit.tool.name}
+                record = records.get(hit.tool.id)
+                fallback = {"id": hit.tool.id, "server": hit.tool.server, "name": hit.tool.name}
+                tool = tool_json(record) if record else fallback
                 out.append(
                     {
                         **tool,
@@ -116,7 +119,10 @@ class ToolSearch:
         with self._lock:
             opened = self._current()
             tool_id = self._resolve(opened, tool)
-            found = tool_details(opened.store, [tool_id])[tool_id]
+            record = read_tool(opened.store, tool_id)
+            if record is None:  # resolved a moment ago in the same snapshot: only a broken store lands here
+                raise NotFoundError(f"no tool {tool_id!r} in the catalog")
+            found = tool_json(record)
             users = sorted({r["consumer"] for rows in opened.edges.values() for r in rows if r["producer"] == tool_id})
             return {**found, "call_first": self._direct(opened, tool_id), "needed_by": users}
 

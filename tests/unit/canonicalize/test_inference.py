@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +10,6 @@ from toolkg.canonicalize.inference.infer import InferenceOptions, infer_dependen
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import fingerprint_file
 from toolkg.models import Parameter, Tool
-from toolkg.store.oxigraph_store import ToolStore
 
 SHOP = CASES / "inference" / "shop.json"
 
@@ -112,56 +109,6 @@ def test_declared_pairs_are_not_inferred_again():
     pair = ("shop::acme_place_order", "shop::get_product_code")
     edges = infer_dependencies(tools, declared=[pair])
     assert pair not in {(e.consumer, e.producer) for e in edges}
-
-
-def test_build_keeps_declared_edges_and_adds_inferred_ones(build, store_dir, tmp_path):
-    catalog = tmp_path / "catalog"
-    catalog.mkdir()
-    tools = json.loads(SHOP.read_text())
-    tools[1]["depends_on"] = [  # acme_place_order declares its login dependency itself
-        {
-            "name": "acme_user_login",
-            "dependence_type": "PARAMETER_DIRECTLY_DEPENDS_ON",
-            "parameter_name": "session_id",
-            "reason": "needs a session",
-        }
-    ]
-    (catalog / "shop.json").write_text(json.dumps(tools))
-    summary = build([catalog], store_dir)
-    assert summary.inferred["total"] > 5
-    store = ToolStore(store_dir)
-    bases = store.select("""SELECT ?producer ?basis WHERE { ?c tk:name "acme_place_order" ; tk:qualifiedDependency ?d .
-        ?d tk:onTool/tk:name ?producer ; tk:basis ?basis }""")
-    by_producer = {r["producer"].value: r["basis"].value.rsplit("#")[1] for r in bases}
-    assert by_producer["acme_user_login"] == "Declared"  # never replaced by the inferred twin
-    assert by_producer["get_product_code"] == "Inferred"
-    store.close()
-
-    # --hide-declared: the manifest's own edges are ignored and the login edge is inferred instead
-    hidden = build([catalog], store_dir, hide_declared=True)
-    assert hidden.changed
-    rows = ToolStore(store_dir).select("""SELECT ?basis WHERE { ?c tk:name "acme_place_order" ;
-        tk:qualifiedDependency [ tk:onTool/tk:name "acme_user_login" ; tk:basis ?basis ] }""")
-    assert [r["basis"].value.rsplit("#")[1] for r in rows] == ["Inferred"]
-
-
-def test_cli_deps_lists_edges_and_the_closure(cli, tmp_path):
-    store = tmp_path / "store"
-    assert cli("build", str(SHOP), "--store", str(store), "-q").returncode == 0
-    out = cli("deps", "--store", str(store), "--tool", "acme_place_order")
-    assert out.returncode == 0, out.stderr
-    assert (
-        "shop::acme_place_order -> shop::get_product_code  parameterDirectlyDependsOn via product_code  [inferred 1.00]"
-        in out.stdout
-    )
-    assert "shop::acme_place_order depends transitively on" in out.stdout
-    assert "shop::validate_email" in out.stdout.splitlines()[-1]  # through the login
-    data = json.loads(cli("deps", "--store", str(store), "--json").stdout)
-    assert {"consumer", "producer", "kind", "parameter", "confidence", "basis", "rule", "evidence"} <= set(
-        data["edges"][0]
-    )
-    missing = cli("deps", "--store", str(store), "--tool", "nope")
-    assert missing.returncode == 2 and "must name exactly one tool (found: none)" in missing.stderr
 
 
 def test_explicit_mentions_name_the_producer():

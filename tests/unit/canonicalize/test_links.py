@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
-from tests.conftest import CASES
 from toolkg.canonicalize.links.structural import (
     CO_INVOKED,
     SCHEMA_COMPATIBLE,
@@ -76,18 +73,6 @@ def test_shared_parameter_links_are_mutual_and_capped():
         per_source[x.source] = per_source.get(x.source, 0) + 1
         assert x.kind == SHARES_PARAMETERS and (x.target, x.source) in {(y.source, y.target) for y in links}
     assert links and max(per_source.values()) <= 3
-
-
-def test_build_stores_links_and_deps_lists_them(cli, tmp_path):
-    store = tmp_path / "store"
-    built = cli("build", str(CASES / "inference" / "shop.json"), "--store", str(store), "-q")
-    assert built.returncode == 0, built.stderr
-    assert "structural links:" in built.stdout
-    listed = cli("deps", "--store", str(store), "--links", "--json")
-    links = json.loads(listed.stdout)["links"]
-    assert links and {x["kind"] for x in links} <= {CO_INVOKED, SCHEMA_COMPATIBLE, SHARES_PARAMETERS}
-    again = cli("build", str(CASES / "inference" / "shop.json"), "--store", str(store), "-q", "--force")
-    assert "0 descriptions embedded" in again.stdout  # vectors come from the store's cache
 
 
 @pytest.mark.parametrize("seed", range(4))

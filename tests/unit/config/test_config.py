@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import CASES
 from toolkg.config import BuildConfig, InferenceOptions
 from toolkg.errors import ConfigError
 
@@ -53,15 +52,3 @@ def test_config_is_frozen_and_round_trips_as_json():
     with pytest.raises(ValueError):
         config.infer = False  # type: ignore[misc]
     assert BuildConfig.model_validate(config.model_dump(mode="json")) == config  # a deployment's parameter
-
-
-@pytest.mark.slow
-def test_changed_options_rerun_only_the_stage_they_belong_to(build, tmp_path):
-    """An unchanged catalog rebuilt with other inference options re-infers; nothing else reruns."""
-    catalog, store = CASES / "openai_tools.json", tmp_path / "store"
-    first = build([catalog], store, links=False)
-    assert first.exit_code == 0 and "infer" in first.stage_seconds
-    same = build([catalog], store, links=False)
-    assert "infer" not in same.stage_seconds
-    other = build([catalog], store, links=False, inference={"min_confidence": 0.9})
-    assert "infer" in other.stage_seconds and "canonicalize" not in other.stage_seconds

@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from toolkg.embeddings.encoder import BATCH, MAX_TOKENS, MODEL_SHA256, _load_model, _numpy_model, _weights, tool_text
 from toolkg.embeddings.onnx import OnnxMiniLM, model_file
 from toolkg.models import Parameter, Tool
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _real_texts() -> list[str]:
@@ -26,8 +27,16 @@ def _real_texts() -> list[str]:
             for tool in tools.get("tools", [])[:2]:
                 params = list((tool.get("inputSchema") or {}).get("properties") or {})
                 parameters = tuple(Parameter(name=p) for p in params)
-                texts.append(tool_text(Tool(server_id="s", name=tool["name"], description=tool.get("description") or "",
-                                            parameters=parameters)))
+                texts.append(
+                    tool_text(
+                        Tool(
+                            server_id="s",
+                            name=tool["name"],
+                            description=tool.get("description") or "",
+                            parameters=parameters,
+                        )
+                    )
+                )
     texts = texts[:60] + ["", "x", "天气预报 weather " * 100]  # empty, one letter, past MAX_TOKENS, CJK
     assert len(texts) > 40
     return texts
@@ -41,6 +50,7 @@ def _sentence_transformers(texts: list[str]) -> np.ndarray:
     return model.encode(texts, batch_size=16, normalize_embeddings=True, convert_to_numpy=True)
 
 
+@pytest.mark.slow  # loads torch and sentence-transformers: ~15 s
 def test_both_engines_equal_sentence_transformers_on_real_tool_texts():
     texts = _real_texts()
     theirs = _sentence_transformers(texts)

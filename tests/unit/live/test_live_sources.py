@@ -193,12 +193,6 @@ def test_only_live_sources_are_sniffed_as_such(tmp_path: Path) -> None:
     assert {s.name for s in sources.servers} >= {"filesystem", "github"}
 
 
-def test_cli_refuses_credentials_in_an_address_in_one_line(cli, tmp_path: Path) -> None:
-    done = cli("build", "https://user:hunter2hunter2@example.com/mcp", "--store", str(tmp_path / "s"))
-    assert done.returncode == 2 and "put them in a configuration file's headers" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and "hunter2" not in done.stderr
-
-
 def test_summary_names_what_changed_per_server() -> None:
     lines = _live_lines(
         [

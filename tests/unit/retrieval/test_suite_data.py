@@ -13,7 +13,7 @@ from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import discover_all, fingerprint_file
 from toolkg.retrieval.metrics import gold_tools, matches
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SETS = {
     "bfcl": (1287, 2351),
     "azure-mcp": (235, 464),

@@ -1,0 +1,401 @@
+"""The pipeline, without Prefect: ingest -> extract -> validate -> load -> canonicalize -> infer -> link -> publish.
+
+``run_pipeline`` builds (or incrementally updates) the knowledge graph in a store from manifest
+paths. Every stage runs in the run's ``StageContext`` (timing, memory, progress, quarantine: one
+place, ``toolkg.stages``); per-manifest work goes in batches (flows/steps.py); the catalog-wide
+stages run once per build over the whole stored catalog, when the catalog changed, an earlier build
+owes them, or their options changed (flows/stages/).
+
+How each step runs is the caller's: ``runner`` runs a step's function in this process by default;
+the build flow (flows/build.py) passes one that runs it as a Prefect task, and ``fan_out`` sends the
+extraction batches to a Dask cluster. The layering test checks this module imports no Prefect.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from toolkg import progress
+from toolkg.canonicalize.links.structural import tool_text
+from toolkg.config import BuildConfig
+from toolkg.embeddings.ahead import EmbedAhead
+from toolkg.errors import ConfigError, NotFoundError
+from toolkg.extractors.manifests.ingest import IngestResult
+from toolkg.extractors.manifests.reading import Discovered, discover_all
+from toolkg.extractors.triples.semantic import SemanticExtractor, make_extractor
+from toolkg.extractors.triples.structural import NameIndex
+from toolkg.failures import fault_point, quarantine
+from toolkg.flows.stages import (
+    CatalogRun,
+    Runner,
+    in_process,
+    make_confirmer,
+    publish_if_due,
+    run_catalog_stages,
+)
+from toolkg.flows.steps import TransformInfo, batches, ingest_batch, load_step, tool_batches, transform_manifests
+from toolkg.live import refresh_live
+from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem
+from toolkg.stages import CATALOG_WIDE, StageContext, StageName
+from toolkg.store.build_state import mark_pending, pending_stages
+from toolkg.store.loading import BuildOptions, ManifestParts, record_run
+from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
+from toolkg.store.stats import totals
+from toolkg.store.validation import Validator
+from toolkg.summary import BuildSummary
+
+DEFAULT_WORKERS = 2  # Dask worker processes of ``--dask local``
+
+# Extraction batches sent elsewhere (a Dask cluster): yields (batch, info) in order.
+FanOut = Callable[[list, NameIndex, str], Iterator[tuple[list[IngestResult], TransformInfo]]]
+
+
+def new_summary(store_dir: str) -> BuildSummary:
+    started_at = datetime.now(UTC)
+    run_id = started_at.strftime("%Y%m%dT%H%M%SZ-") + uuid.uuid4().hex[:6]
+    return BuildSummary(run_id=run_id, store=str(Path(store_dir).resolve()), started=started_at.isoformat())
+
+
+def run_pipeline(
+    paths: list[str],
+    store_dir: str,
+    config: BuildConfig | dict | None = None,
+    *,
+    runner: Runner = in_process,
+    fan_out: FanOut | None = None,
+    summary: BuildSummary | None = None,
+) -> BuildSummary:
+    """Build (or incrementally update) the knowledge graph in ``store_dir`` from manifest ``paths``.
+
+    ``config`` (``toolkg.config.BuildConfig``) says which extractor runs (``offline`` rules by default,
+    or ``llm``: an OpenAI-compatible endpoint configured by environment or the TOML file
+    ``llm_config``), which catalog-wide stages run and with which options, and the input limits.
+    The summary is saved under the store's ``runs/`` and returned.
+    """
+    config = config if isinstance(config, BuildConfig) else BuildConfig.model_validate(config or {})
+    summary = summary or new_summary(store_dir)
+    if config.dask and fan_out is None:
+        raise ConfigError("--dask needs the build flow's Dask task runner (toolkg build --dask)")
+    semantic = make_extractor(config.extractor, store_dir, config.llm_config)  # fails fast on a missing endpoint
+    if config.dask and semantic.name != "offline":
+        semantic.close()
+        raise ConfigError("--dask fans out the offline extractor; the LLM extractor is concurrent in-process")
+    confirmer = make_confirmer(store_dir, config.llm_config) if config.confirm_deps and config.infer else None
+    store = ToolStore(store_dir)
+    ctx = StageContext(summary)
+    ctx.sampler.start()
+    clock = time.perf_counter()
+    try:
+        catalog = CatalogRun(store, ctx, config, confirmer, runner=runner)
+        run = BuildRun(store, config, _load_options(config, semantic), semantic, ctx, catalog, fan_out)
+        _pipeline(run, paths)
+    finally:
+        summary.extraction = semantic.usage()
+        semantic.close()
+        if confirmer is not None:
+            confirmer.close()
+        summary.pipeline_seconds = round(time.perf_counter() - clock, 3)
+        summary.stage_peak_mb = ctx.sampler.stop()
+        summary.ended = datetime.now(UTC).isoformat()
+        summary.save(store.runs_dir)
+        store.close()  # Prefect keeps task states (and their tracebacks) alive: release the lock explicitly
+    return summary
+
+
+def _load_options(config: BuildConfig, semantic: SemanticExtractor) -> BuildOptions:
+    """The options that change what a manifest yields: part of every manifest's fingerprint."""
+    return BuildOptions(
+        format=config.format,
+        server=config.server,
+        extractor=semantic.name,
+        extractor_version=semantic.key(),
+        hide_declared=config.hide_declared,
+        limits=config.limits,
+    )
+
+
+@dataclass
+class BuildRun:
+    """What every step of one build shares: the store, the options, the run's context, the
+    catalog-wide stages, and what the store held when the run began."""
+
+    store: ToolStore
+    config: BuildConfig
+    options: BuildOptions
+    extractor: SemanticExtractor
+    ctx: StageContext
+    catalog: CatalogRun
+    fan_out: FanOut | None = None
+    records: dict[str, ManifestRecord] = field(default_factory=dict)  # manifest path -> its record
+    owed: set[str] = field(default_factory=set)  # catalog-wide stages pending from an earlier build
+    marked: bool = False
+
+    @property
+    def summary(self) -> BuildSummary:
+        return self.ctx.summary
+
+    def step(self, name: StageName, work, *args):
+        """Run one step's function the way this run runs steps (in-process, or as a Prefect task)."""
+        return self.catalog.runner(name, work, *args)
+
+    def before_write(self) -> None:
+        """Before the run's first write: the catalog-wide stages are owed until each is redone."""
+        if not self.marked:
+            stages = [s for s in CATALOG_WIDE if not (s == StageName.SNAPSHOT and self.store.remote)]
+            mark_pending(self.store, stages, self.summary.run_id)
+            self.owed.update(stages)
+            self.marked = True
+
+
+def _pipeline(run: BuildRun, paths: list[str]) -> None:
+    store, summary = run.store, run.summary
+    paths, configurations = _list_live(run, paths)
+    files = _discover(paths, summary, exclude=configurations, live=bool(summary.live))
+    run.records = store.manifest_records()
+    run.owed = pending_stages(store)
+    _drop_orphans(run)
+    parsed = _ingest(run, files)
+    fault_point("ingest")
+    present = set(files)
+    gone = [rec for path, rec in run.records.items() if path not in present] if run.config.prune else []
+    manifests = [r for r in parsed if r.manifest is not None]
+    del parsed
+    owners = {g: rec.path for rec in run.records.values() if rec not in gone for g in rec.graphs}
+    index = _name_index(run, manifests, owners)
+    used = [r.file for r in manifests]
+    if run.config.link:
+        run.catalog.ahead = EmbedAhead.start(store.directory / "cache" / "embeddings.sqlite", _tool_texts(manifests))
+    try:
+        loaded = _extract_validate_load(run, manifests, index, owners)
+        _remove(run, gone)
+        fault_point("loaded")
+        changed = bool(loaded or summary.removed)
+        wrote = run_catalog_stages(run.catalog, changed, run.owed)
+    finally:
+        run.catalog.finish_ahead()
+    _record(run, used, changed)
+    publish_if_due(run.catalog, changed or wrote, run.owed)
+
+
+def _tool_texts(manifests: list[IngestResult]) -> list[str]:
+    """The texts the link stage will embed for the tools being (re)loaded (toolkg.embeddings.ahead)."""
+    return [tool_text(t) for r in manifests for s in r.manifest.servers for t in s.tools]
+
+
+def _drop_orphans(run: BuildRun) -> None:
+    """Graphs an interrupted build wrote in bulk but never recorded: dropped before anything reads them."""
+    orphans = run.store.drop_orphans(run.records.values())
+    if orphans:
+        run.before_write()  # the catalog-wide graphs may have counted them: redo those stages
+        run.summary.orphans_dropped = len(orphans)
+
+
+def _list_live(run: BuildRun, paths: list[str]) -> tuple[list[str], set[str]]:
+    """List the live MCP servers among ``paths`` (toolkg.live): their snapshots replace them as inputs."""
+    with run.ctx.stage(StageName.LIST, unit="servers", show=False):
+        try:
+            live = refresh_live(
+                paths,
+                run.store.directory,
+                timeout=run.config.live.timeout,
+                concurrency=run.config.live.concurrency,
+                on_listed=lambda done, total: progress.report("list live MCP servers", done, total, "servers"),
+            )
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    if live.servers:
+        run.summary.live = [asdict(report) for report in live.servers]
+        run.summary.quarantined += live.quarantined
+    else:  # nothing live among the paths: no time to show for a stage that did not run
+        run.summary.stage_seconds.pop(StageName.LIST, None)
+    return live.paths, live.configurations
+
+
+def _discover(paths: list[str], summary: BuildSummary, exclude: set[str], live: bool) -> list[str]:
+    found = discover_all(paths) if paths else Discovered()
+    files = [str(p) for p in found.files if str(p) not in exclude]
+    for path, why in found.skipped:
+        summary.quarantined.append(QuarantinedItem(source=path, item=path, stage=StageName.READ, reason=why))
+    if not files and not live:
+        raise NotFoundError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(paths)}")
+    summary.manifests_seen = len(files)
+    return files
+
+
+def _ingest(run: BuildRun, files: list[str]) -> list[IngestResult]:
+    """Parse the manifests whose fingerprint changed, and the unchanged ones owed a rebuild: a tool
+    they name but could not resolve has now appeared, or some of their tools' extraction failed last
+    time (the extraction cache makes the rest free)."""
+    with run.ctx.stage(StageName.INGEST, unit="manifests", show=False):
+        return _ingest_files(run, files)
+
+
+def _ingest_files(run: BuildRun, files: list[str]) -> list[IngestResult]:
+    summary, size = run.summary, run.config.batch_size
+    parsed: list[IngestResult] = []
+    skipped: list[ManifestFile] = []
+    for done, batch in enumerate(batches(files, size), start=1):
+        info = run.step(StageName.INGEST, ingest_batch, batch, run.records, run.options, run.config.force)
+        summary.fold(info)
+        parsed += info.parsed
+        skipped += info.skipped
+        progress.report("ingest", min(done * size, len(files)), len(files))
+    new_names = {t.name for r in parsed if r.manifest for s in r.manifest.servers for t in s.tools}
+    records = run.records
+    waiting = [f.path for f in skipped if set(records[f.path].unresolved) & new_names or records[f.path].pending]
+    if waiting:
+        again = run.step(StageName.INGEST, ingest_batch, waiting, {}, run.options, True)
+        summary.fold(again)
+        parsed += again.parsed
+        summary.reprocessed = waiting
+        skipped = [f for f in skipped if f.path not in set(waiting)]
+    summary.skipped = [f.path for f in skipped]
+    for r in parsed:
+        summary.fold(r)
+    return parsed
+
+
+def _name_index(run: BuildRun, manifests: list[IngestResult], owners: dict[str, str]) -> NameIndex:
+    """Tool names for resolving declared dependencies: this run's tools and the store's others."""
+    index = NameIndex()
+    replacing = {g for r in manifests if r.file.path in run.records for g in run.records[r.file.path].graphs}
+    if manifests:  # resolving names needs every stored tool: skip that scan when nothing is extracted
+        for graph, tool_ids in run.store.tools_by_graph().items():
+            if graph not in replacing and graph in owners:
+                index.add(tool_ids, owners[graph])
+    for r in manifests:
+        index.add((t.id for s in r.manifest.servers for t in s.tools), r.file.path)
+    return index
+
+
+def _transformed(
+    run: BuildRun, work: list[list[IngestResult]], index: NameIndex
+) -> Iterator[tuple[list[IngestResult], TransformInfo]]:
+    """Each batch with its extraction and validation, in order: on the Dask cluster with --dask
+    (each loads here as it comes back), else in this process."""
+    if run.fan_out is not None:
+        for batch, info in run.fan_out(work, index, run.summary.run_id):
+            run.extractor.tools += info.tools  # type: ignore[attr-defined]  # the run's usage line counts them
+            yield batch, info
+        return
+    with Validator(cache_path=run.store.directory / "cache" / "validation.sqlite") as validator:
+        while work:
+            batch = work.pop(0)
+            manifests = [r.manifest for r in batch]
+            info = run.step(
+                StageName.EXTRACT,
+                transform_manifests,
+                manifests,
+                index,
+                validator,
+                run.extractor,
+                run.summary.run_id,
+                run.ctx,
+            )
+            yield batch, info
+
+
+def _extract_validate_load(
+    run: BuildRun, manifests: list[IngestResult], index: NameIndex, owners: dict[str, str]
+) -> int:
+    """Extract, validate and load batch by batch (a batch's models are released once it is loaded);
+    returns how many manifests (or parts) loaded."""
+    size = run.options.limits.max_tools_per_batch
+    total_tools = sum(r.manifest.tool_count for r in manifests)
+    if run.config.dask:  # smaller batches, so that every worker gets some (at least four when possible)
+        size = max(1, min(size, total_tools // (2 * DEFAULT_WORKERS)))
+    work = [list(b) for b in tool_batches(manifests, size)]
+    part_count = Counter(r.file.path for batch in work for r in batch)
+    manifests.clear()
+    loaded = tools_done = 0
+    parts: dict[str, ManifestParts] = {}  # manifests loaded in several parts, until their last part
+    for batch, info in _transformed(run, work, index):
+        run.summary.fold(info)
+        for r, extracted in zip(batch, info.extracted, strict=True):
+            tools_done += r.manifest.tool_count
+            count = part_count.get(r.file.path, 1)
+            mine = parts.setdefault(r.file.path, ManifestParts()) if count > 1 else None
+            final = mine is None or len(mine.seen) + 1 == count
+            if mine is not None:
+                mine.seen.append(r.manifest.tool_count)
+            if extracted is None:  # quarantined whole (its reason is among the problems)
+                if mine is None:
+                    continue
+                mine.incomplete = True  # earlier parts stay loaded; the record will say the manifest is owed
+                if not final or not mine.graphs:
+                    continue
+                extracted = ExtractedManifest(
+                    manifest=r.manifest, graphs=()
+                )  # the last part failed: still write the record
+            run.before_write()
+            if _load(run, r, extracted, owners, mine, final):
+                loaded += 1
+                fault_point("load")  # after the first manifest's load: the catalog is half new
+        del info, batch
+        progress.report("extract, validate, load", tools_done, total_tools, "tools")
+    return loaded
+
+
+def _load(
+    run: BuildRun,
+    r: IngestResult,
+    extracted: ExtractedManifest,
+    owners: dict[str, str],
+    parts: ManifestParts | None,
+    final: bool,
+) -> bool:
+    """Load one manifest (or one part of a big one) through the retrying task; a refusal quarantines
+    it. True when loaded."""
+    summary = run.summary
+    try:
+        with run.ctx.stage(StageName.LOAD, show=False):
+            result = run.step(
+                StageName.LOAD,
+                load_step,
+                run.store,
+                extracted,
+                r.file,
+                run.options,
+                run.records.get(r.file.path),
+                owners,
+                summary.run_id,
+                parts,
+                final,
+            )
+    except Exception as exc:  # the store refused this manifest even after retries
+        path = r.file.path
+        entry = quarantine(exc, source=path, item=path, stage=StageName.LOAD, context="store write failed")
+        summary.quarantined.append(entry)
+        if parts is not None:
+            parts.incomplete = True
+        return False
+    summary.fold(result)
+    if final and r.file.path not in summary.reprocessed:
+        (summary.changed if r.file.path in run.records else summary.new).append(r.file.path)
+    return True
+
+
+def _remove(run: BuildRun, gone: Iterable[ManifestRecord]) -> None:
+    """With --prune: drop what manifests no longer under the paths defined."""
+    for rec in gone:
+        with run.ctx.stage(StageName.LOAD, contain=True, item=rec.path, source=rec.path, show=False):
+            run.before_write()
+            run.store.remove_manifest(rec)
+            run.summary.removed.append(rec.path)
+
+
+def _record(run: BuildRun, used: list[ManifestFile], changed: bool) -> None:
+    """The run's provenance record (when it changed anything) and the store's totals."""
+    summary = run.summary
+    with run.ctx.stage(StageName.LOAD, contain=True, show=False):
+        if changed:
+            ended = datetime.now(UTC)
+            started = datetime.fromisoformat(summary.started)
+            record_run(run.store, summary.run_id, started, ended, used, summary.removed, run.options)
+        summary.totals = totals(run.store)

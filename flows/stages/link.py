@@ -1,0 +1,128 @@
+"""Link: structural links between tools (co-invoked, schema compatible, shared parameters), one links graph."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel
+
+from toolkg.canonicalize.links.incremental import IncrementalLinks
+from toolkg.canonicalize.links.structural import LinkIndex, structural_links, tool_text
+from toolkg.embeddings.encoder import Embedder
+from toolkg.embeddings.encoder import model_id as embedding_model_id
+from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change
+from toolkg.models import StageInfo, Tool, ToolLink
+from toolkg.ontology.graphs import LINKS_GRAPH
+from toolkg.stages import StageName
+from toolkg.store.dependencies import link_rows, link_triples
+from toolkg.store.oxigraph_store import ToolStore
+
+LinkKey = tuple[str, str, str]  # source, target, kind
+
+
+@dataclass
+class LinkState:
+    """What incremental linking keeps warm: the stored links, every tool's vector, and each tool's
+    top lists (``IncrementalLinks``), computed once."""
+
+    links: dict[LinkKey, ToolLink]
+    vectors: dict[str, np.ndarray]
+    embedder: Embedder
+    index: LinkIndex
+    tops: IncrementalLinks
+    checked: bool = False  # the first update also rewrites any stored link that differs (older rules)
+
+
+class LinkInfo(StageInfo):
+    stage: ClassVar[str] = StageName.LINK
+    links: dict[str, int] = {}  # by type, total, and how many descriptions were embedded this run
+
+    def lines(self) -> list[str]:
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.links.items()) if k not in ("total", "embedded"))
+        return [
+            f"structural links: {self.links['total']}"
+            + (f" ({kinds})" if kinds else "")
+            + f"; {self.links.get('embedded', 0)} descriptions embedded (rest cached)"
+        ]
+
+
+class Link(CatalogStage):
+    """Structural links (co-invoked, schema compatible, shared parameters); swap their graph."""
+
+    name = StageName.LINK
+    graph = LINKS_GRAPH
+    code = ("toolkg.canonicalize.links", "toolkg.embeddings.encoder", "toolkg.text")
+
+    def wanted(self, run: CatalogRun) -> bool:
+        return run.config.link
+
+    def options(self, run: CatalogRun) -> BaseModel:
+        return run.config.links
+
+    def extra_options(self, run: CatalogRun) -> dict[str, Any]:
+        return {"model": embedding_model_id()}
+
+    def run(self, run: CatalogRun) -> LinkInfo:
+        run.finish_ahead()  # the vectors it embedded are in the cache; the rest are embedded here
+        tools = run.tools()
+        embedder = Embedder(run.store.directory / "cache" / "embeddings.sqlite")
+        try:
+            vectors = embedder.encode([tool_text(t) for t in tools], label="embed tools")
+        finally:
+            embedder.close()
+        links = structural_links(tools, vectors, run.config.links)
+        run.store.replace_graph(LINKS_GRAPH, link_triples(links))
+        by_kind = dict(Counter(x.kind for x in links))
+        return LinkInfo(links=by_kind | {"total": len(links), "embedded": embedder.computed})
+
+    # --- incremental sync ----------------------------------------------------------------------
+
+    def warm(self, store: ToolStore, tools: dict[str, Tool], embedder: Embedder) -> LinkState:
+        """The stored links, and every tool's vector (from the embedding cache) and top lists."""
+        links = {
+            (r["source"], r["target"], r["kind"]): ToolLink(
+                r["source"], r["target"], r["kind"], round(r["score"], 3), r["evidence"]
+            )
+            for r in link_rows(store)
+        }
+        ids = sorted(tools)
+        matrix = embedder.encode([tool_text(tools[i]) for i in ids], label="embed tools")
+        vectors = dict(zip(ids, matrix, strict=True))
+        index = LinkIndex(list(tools.values()), vectors)
+        return LinkState(links, vectors, embedder, index, IncrementalLinks(index))
+
+    def update(self, state: LinkState, change: Change) -> tuple[int, int, float]:
+        """Embed the changed tools, redecide the links whose value may have changed, and patch the
+        links graph by link. Returns (links added, links removed, seconds spent embedding)."""
+        changed, removed, touched = change.changed, change.removed, change.touched
+        embedding = 0.0
+        for i in removed:
+            state.vectors.pop(i, None)
+        if changed:
+            clock = time.perf_counter()
+            ids = sorted(changed)
+            encoded = state.embedder.encode([tool_text(change.tools[i]) for i in ids], label="embed tools")
+            state.vectors.update(zip(ids, encoded, strict=True))
+            embedding = time.perf_counter() - clock
+        for i in removed:
+            state.index.discard(i)
+        for i in changed:
+            state.index.put(change.tools[i])
+        redecided = state.tops.update(touched, [t for t in change.before if t.id in touched])
+        if not state.checked:  # a store linked by another version of the rules is brought in line once
+            redecided |= state.links.keys() | state.tops.links.keys()
+            state.checked = True
+        # A link's triples are its own (its node is named by source, type and target): diff by link.
+        # Scores are rounded as stored (3 decimals) where links are made, so unchanged ones compare equal.
+        now = state.tops.links
+        gone = [state.links[k] for k in redecided if k in state.links and now.get(k) != state.links[k]]
+        added = [now[k] for k in redecided if k in now and state.links.get(k) != now[k]]
+        for x in gone:
+            del state.links[x.source, x.target, x.kind]
+        state.links.update(((x.source, x.target, x.kind), x) for x in added)
+        change.patch(LINKS_GRAPH, set(link_triples(gone)), set(link_triples(added)))
+        return len(added), len(gone), embedding

@@ -1,0 +1,48 @@
+"""`toolkg build --extractor llm` in a subprocess: the API key is written nowhere, a missing endpoint fails fast."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import _PREFECT_HOME, CASES
+from tests.support.fake_openai import FakeOpenAI
+
+SECRET = "sk-toolkg-test-SECRET-4f9c2e"
+
+
+CATALOG = [CASES / "openai_tools.json", CASES / "mcp_bing.json"]  # 2 manifests, 4 tools (2 described in Chinese)
+
+
+def test_cli_llm_build_never_writes_the_api_key(cli, tmp_path):
+    store = tmp_path / "store"
+    with FakeOpenAI() as fake:
+        config = tmp_path / "llm.toml"
+        config.write_text(f'[llm]\nbase_url = "{fake.base_url}"\nmodel = "fake-model"\napi_key = "{SECRET}"\n')
+        args = ("--store", str(store), "--extractor", "llm", "--llm-config", str(config))
+        result = cli("build", *map(str, CATALOG), *args)
+    assert result.returncode == 0, result.stderr
+    assert "extraction: llm (fake-model, prompt tool-triples@1#" in result.stdout
+    assert "4 tools extracted, 0 cache hits, 0 failed; 4 HTTP requests" in result.stdout
+    assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in fake.requests)  # it was used...
+    config.unlink()
+    leaks = [
+        str(path)
+        for root in (store, Path(_PREFECT_HOME), tmp_path)
+        for path in root.rglob("*")
+        if path.is_file() and SECRET.encode() in path.read_bytes()
+    ]
+    assert leaks == []  # ...and written nowhere: store, cache, run summaries, Prefect's database
+    assert SECRET not in result.stdout + result.stderr
+
+
+def test_cli_llm_without_an_endpoint_fails_fast(cli, tmp_path, monkeypatch):
+    for name in ("TOOLKG_LLM_BASE_URL", "OPENAI_BASE_URL", "TOOLKG_LLM_MODEL", "TOOLKG_LLM_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    result = cli("build", *map(str, CATALOG), "--store", str(tmp_path / "s"), "--extractor", "llm")
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "toolkg: error: --extractor llm and --confirm-deps need an OpenAI-compatible endpoint: "
+        "set TOOLKG_LLM_BASE_URL and TOOLKG_LLM_MODEL "
+        "(or base_url, model under [llm] in a file given with --llm-config)"
+    )
+    assert not (tmp_path / "s").exists()

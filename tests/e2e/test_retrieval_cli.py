@@ -1,0 +1,90 @@
+"""`toolkg retrieve` and `toolkg eval` over the retrieval test catalog's store."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CASES
+
+CATALOG = CASES / "retrieval" / "catalog.json"
+
+
+QUERIES = CASES / "retrieval" / "queries.jsonl"
+
+
+@pytest.fixture(scope="module")
+def store(built_store) -> Path:
+    """The retrieval test catalog's store, shared with the other retrieval tests (read only)."""
+    directory = built_store(CATALOG)
+    assert built_store.summaries[directory].inferred["total"] >= 1
+    return directory
+
+
+def test_cli_retrieve_contract(cli, store, tmp_path):
+    out = tmp_path / "ranked.jsonl"
+    result = cli(
+        "retrieve", "--store", str(store), "--method", "grtf", "-k", "3", "--queries", str(QUERIES), "--out", str(out)
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["id"] for line in lines] == ["book", "rain", "pdf"]
+    for line in lines:
+        assert set(line) == {"id", "tools", "servers"} and 0 < len(line["tools"]) <= 3
+        assert all(set(t) == {"server", "tool", "score"} for t in line["tools"])
+        scores = [t["score"] for t in line["tools"]]
+        assert scores == sorted(scores, reverse=True)
+    assert {"server": "tablefinder", "tool": "tablefinder_login", "score": 0.5} in lines[0]["tools"]
+    one = cli("retrieve", "--store", str(store), "--method", "agent", "-k", "2", "Will it rain in Paris?")
+    assert one.returncode == 0 and "servers: skycast" in one.stdout
+    bad = cli("retrieve", "--store", str(store), "--method", "nope", "x")
+    assert bad.returncode == 2 and bad.stderr.startswith("toolkg: error: unknown method 'nope'")
+    # method options from the command line: one seed, tool-level edges only -> no login
+    narrow = cli(
+        "retrieve",
+        "--store",
+        str(store),
+        "-k",
+        "3",
+        "--json",
+        "--method",  # the default is auto; these options are grtf's
+        "grtf",
+        "-o",
+        "grtf.seeds=1",
+        "-o",
+        "grtf.kinds=toolDirectlyDependsOn",
+        "Reserve a table for four at Luigi's restaurant",
+    )
+    assert narrow.returncode == 0, narrow.stderr
+    assert "tablefinder_login" not in [t["tool"] for t in json.loads(narrow.stdout)["tools"]]
+    wrong = cli("retrieve", "--store", str(store), "--method", "grtf", "-o", "grtf.nonsense=1", "x")
+    assert wrong.returncode == 2 and "nonsense" in wrong.stderr and wrong.stderr.count("\n") == 1
+
+
+def test_cli_eval_prints_table_and_writes_json_and_plot(cli, store, tmp_path):
+    result = cli(
+        "eval",
+        "--store",
+        str(store),
+        "--queries",
+        str(QUERIES),
+        "--methods",
+        "bm25,grtf",
+        "--k",
+        "1,3",
+        "--out",
+        str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    # a row per metric and method, a column per K
+    assert re.search(r"^metric +method +@1 +@3$", result.stdout, re.M)
+    assert re.search(r"^map +grtf +\d\.\d{3} +\d\.\d{3}$", result.stdout, re.M)
+    report = json.loads((tmp_path / "eval.json").read_text())
+    assert set(report["methods"]) == {"bm25", "grtf"} and report["queries"] == 3
+    grtf = report["methods"]["grtf"]["metrics"]
+    assert grtf["recall"]["3"] >= report["methods"]["bm25"]["metrics"]["recall"]["3"]
+    assert set(grtf) == {"recall", "map", "ndcg", "complete_recall", "server_recall"}
+    assert (tmp_path / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

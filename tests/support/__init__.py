@@ -1,0 +1,1 @@
+"""What the tests share besides conftest: catalog generators, fake servers, the browser, endpoint helpers."""

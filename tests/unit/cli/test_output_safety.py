@@ -1,0 +1,79 @@
+"""Printed names stay on their line: one_line, the printed models, tables (no build; the CLI's output is checked in
+tests/e2e/test_output_safety.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from toolkg.cli.render import table
+from toolkg.display import one_line, pad, width
+from toolkg.models import QuarantinedItem
+from toolkg.summary import BuildSummary
+
+ESC, RLO = "\x1b[2J", "\u202e"
+
+
+FORGED = "quarantined: none"
+
+
+# Raw control characters a terminal acts on (the newline ending each line is the only one allowed),
+# line separators, and the bidirectional controls that reorder what follows.
+RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def assert_one_line_each(text: str, what: str, genuine: int = 0) -> None:
+    """No raw control character on any line; ``genuine`` lines saying 'quarantined: none' (the summary's own)."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        assert not RAW.search(line), f"{what} line {number} holds a raw control character: {line!r}"
+    claims = [line for line in text.split("\n") if line.strip().lstrip("- ").startswith(FORGED)]
+    assert len(claims) == genuine, f"{what}: forged lines {claims}"
+
+
+def test_one_line_escapes_every_line_breaking_or_reordering_character():
+    text = f"a\nb\rc\td{ESC}\x00\x7f\x85\u2028{RLO}\u2066\ud800 東京"
+    shown = one_line(text)
+    assert shown == "a\\nb\\rc\\td\\x1b[2J\\x00\\x7f\\u0085\\u2028\\u202e\\u2066\\ud800 東京"
+    assert not RAW.search(shown) and shown.encode("utf-8")  # a lone surrogate no longer breaks the encoder
+    assert one_line("plain text, 東京, ✓") == "plain text, 東京, ✓"
+    cut = one_line("x" * 1000, limit=50)
+    assert cut == "x" * 49 + "… (1000 chars)"
+
+
+def test_quarantined_item_prints_as_one_line_and_saves_exactly(tmp_path):
+    item = QuarantinedItem(source=f"/c/broken\n{FORGED}.json", item=f"s::x\n{FORGED}{ESC}", stage="parse", reason="r")
+    assert str(item) == f"/c/broken\\n{FORGED}.json: s::x\\n{FORGED}\\x1b[2J: [parse] r"
+    summary = BuildSummary(run_id="r1", store="s", started="now", quarantined=[item])
+    assert_one_line_each(str(summary), "summary")
+    assert len(str(summary).splitlines()) == 1 + len(summary._lines("  - "))
+    folder = summary.save(tmp_path)
+    saved = json.loads((folder / "quarantine.jsonl").read_text(encoding="utf-8"))
+    assert saved["source"] == item.source and saved["item"] == item.item  # JSON keeps the exact names
+
+
+def test_summary_names_entities_and_paths_on_one_line():
+    summary = BuildSummary(
+        run_id="r1",
+        store="s",
+        started="now",
+        new=[f"/c/a\n{FORGED}.json"],
+        canonical={"entities": 2, "clusters": 1, "merged": 1, "largest": [[f"order\n{FORGED}{ESC}", 2, []]]},
+    )
+    text = str(summary)
+    assert_one_line_each(text, "summary", genuine=1)  # nothing was quarantined: the last line says so
+    assert text.split("\n")[-1] == "  quarantined: none"
+    assert "new: a\\nquarantined: none.json" in text and "largest: order\\nquarantined: none\\x1b[2J (2)" in text
+
+
+def test_tables_align_wide_characters_and_escape_cells():
+    text = table(["tool", "server"], [["東京_weather", "s"], ["get_order", f"x\n{FORGED}"]])
+    lines = text.split("\n")
+    assert len(lines) == 4
+    assert_one_line_each(text, "table")
+
+    def second_column(line: str) -> int:  # where the second cell starts, in terminal columns
+        first = line[: line.index("  ")]
+        return width(first) + len(line[len(first) :]) - len(line[len(first) :].lstrip(" "))
+
+    assert {second_column(line) for line in lines} == {width("東京_weather") + 2} == {width(pad("東京", 12)) + 2}
+    assert lines[3].endswith("x\\nquarantined: none")

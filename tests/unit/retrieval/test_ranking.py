@@ -1,0 +1,63 @@
+"""Ranking arithmetic without a store: the metrics against hand-computed values, the merge of graph additions."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from toolkg.retrieval.metrics import (
+    Gold,
+    average_precision_at,
+    complete_at,
+    gold_tools,
+    ndcg_at,
+    recall_at,
+    server_recall_at,
+)
+
+
+def test_metrics_against_hand_computed_values():
+    gold = gold_tools({"gold_tools": ["a", "s::b", "c"], "gold_tool_alternatives": {"c": ["t::c2"]}})
+    ranked = ["x::a", "s::z", "t::c2", "s::b", "q::b"]
+    assert recall_at(ranked, gold, 3) == pytest.approx(2 / 3)
+    assert average_precision_at(ranked, gold, 5) == pytest.approx((1 / 1 + 2 / 3 + 3 / 4) / 3)
+    ideal = 1 + 1 / 1.584962500721156 + 1 / 2
+    assert ndcg_at(ranked, gold, 5) == pytest.approx((1 + 1 / 2 + 1 / 2.321928094887362) / ideal)
+    assert (complete_at(ranked, gold, 3), complete_at(ranked, gold, 4)) == (0.0, 1.0)
+    assert average_precision_at(["s::b"], [Gold("s::b", ("s::b",))], 10) == 1.0  # normalised by min(|gold|, K)
+    assert recall_at(["other::b"], gold_tools({"gold_tools": ["s::b"]}), 1) == 0.0  # server-qualified gold
+    assert server_recall_at(["s", "t", "u"], ["t", "v"], 2) == 0.5
+
+
+@given(
+    text=st.lists(st.floats(0.0, 1.0), min_size=0, max_size=12),
+    graph=st.dictionaries(st.integers(0, 20), st.tuples(st.floats(0.0, 1.0), st.integers(0, 20)), max_size=10),
+    k=st.integers(1, 10),
+)
+# found by Hypothesis: an addition likelier than the addition it depends on was placed before it
+@example(text=[0.0, 0.0], graph={0: (0.0, 0), 1: (0.0, 0), 12: (0.0, 0), 2: (1.0, 12)}, k=4)
+def test_merge_evicts_a_first_stage_hit_only_for_a_likelier_addition(text, graph, k):
+    from toolkg.retrieval.auto import Evidence, merge
+
+    first = [(i, Evidence(p, i, "text")) for i, p in enumerate(text)]
+    additions = {i: Evidence(p, n, "graph", parent=parent) for n, (i, (p, parent)) in enumerate(graph.items())}
+    out = merge(first, additions, k)
+    tools = [t for t, _ in out]
+    assert len(tools) == len(set(tools)) <= k
+    if len(first) >= k:
+        assert len(out) == k
+    # first-stage hits that stayed on their text evidence keep their order
+    kept = [t for t, e in out if e.why == "text"]
+    assert kept == sorted(kept)
+    # a first-stage hit of the top k that is gone was evicted by a likelier addition
+    own = dict(first)
+    for tool, evidence in first[:k]:
+        if tool not in tools:
+            assert any(e.why == "graph" and e.probability > evidence.probability for _, e in out)
+    # an addition hangs right after the tool it depends on, or after that tool's earlier additions
+    for n, (tool, evidence) in enumerate(out):
+        if evidence.why == "graph" and evidence.parent in tools[:n]:
+            between = out[tools.index(evidence.parent) + 1 : n]
+            assert all(e.why == "graph" for _, e in between), (out, tool)
+    assert all(own[t].probability >= 0 for t in kept)
