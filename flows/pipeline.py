@@ -147,7 +147,7 @@ class BuildRun:
     def before_write(self) -> None:
         """Before the run's first write: the catalog-wide stages are owed until each is redone."""
         if not self.marked:
-            stages = [s for s in CATALOG_WIDE if not (s == StageName.SNAPSHOT and self.store.remote)]
+            stages = [s for s in CATALOG_WIDE if not (s == StageName.SNAPSHOT and not self.store.publishes_snapshots)]
             mark_pending(self.store, stages, self.summary.run_id)
             self.owed.update(stages)
             self.marked = True

@@ -1,4 +1,5 @@
-"""The on-disk Oxigraph store: one named graph per server, replaced atomically.
+"""The toolkg store: one named graph per server, replaced atomically, over a backend (store/backends.py:
+the on-disk Oxigraph database by default, or a SPARQL server).
 
 Layout of a store directory::
 
@@ -22,28 +23,22 @@ names, which the next build drops (``drop_orphans``) or replaces.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
-from pyoxigraph import Literal, NamedNode, Quad, QuerySolutions, RdfFormat, Store, Triple, Variable, serialize
+from pyoxigraph import Literal, NamedNode, Quad, QuerySolutions, RdfFormat, Triple, Variable, serialize
 
 from toolkg import PIPELINE_VERSION
-from toolkg.errors import StoreError, StoreLockedError
 from toolkg.failures import fault_point
 from toolkg.ontology import PREFIXES, PROV, RDF, SPARQL_PREFIXES, TK, iris, ontology_version
 from toolkg.ontology.graphs import EXTRACTION_GRAPH_PREFIX, MANIFESTS_GRAPH, SERVER_GRAPH_PREFIX
 from toolkg.store import export
+from toolkg.store.backends import Backend, LocalBackend, missing_store
 from toolkg.store.remote import CONFIG_FILE, RemoteBackend, remote_config
 
 # Prefixes for output meant for people (exports, tables): the vocabularies plus toolkg's own ids.
 DISPLAY_PREFIXES = {**PREFIXES, "id": iris.BASE}
-
-
-# Below this many quads a write goes through a transaction: each bulk load writes its own table
-# files, and many tiny ones cost more than the write-ahead log they save.
-BULK_MIN_QUADS = 2_000
 
 
 class ManifestRecord(BaseModel):
@@ -69,27 +64,19 @@ class ToolStore:
         self.database = self.directory / "oxigraph"
         self.read_only = read_only
         config = remote_config(self.directory)
-        self.remote = config is not None
+        self._store: Backend
         if config is not None:  # the graph lives on a SPARQL server (store/remote.py)
             self._store = RemoteBackend(config)
-            return
-        if read_only:
-            if not self.database.exists():
-                raise StoreError(f"no toolkg store at {self.directory} (run 'toolkg build' first)")
-            self._store = Store.read_only(str(self.database))
-            return
-        self.database.mkdir(parents=True, exist_ok=True)
-        self._store = self._open_writable()
+        elif read_only and not self.database.exists():
+            raise missing_store(self.directory)
+        else:
+            self._store = LocalBackend(self.database, read_only=read_only, directory=self.directory)
 
-    def _open_writable(self) -> Store:
-        try:
-            return Store(str(self.database))
-        except OSError as exc:
-            if "lock" in str(exc).lower():
-                raise StoreLockedError(
-                    f"store {self.directory} is in use by another process (a running build?); try again when it ends"
-                ) from None
-            raise
+    @property
+    def publishes_snapshots(self) -> bool:
+        """Whether builds publish read-only snapshots of this store for the endpoint (an on-disk store),
+        or readers query the live graph (a SPARQL server isolates its own readers)."""
+        return self._store.publishes_snapshots
 
     @staticmethod
     def exists(directory: str | Path) -> bool:
@@ -100,8 +87,8 @@ class ToolStore:
     def open_snapshot(cls, snapshot: Path) -> ToolStore:
         """A published snapshot (store/snapshots.py), read-only: safe beside a running build."""
         store = cls.__new__(cls)
-        store.directory, store.database, store.read_only, store.remote = snapshot.parent.parent, snapshot, True, False
-        store._store = Store.read_only(str(snapshot))
+        store.directory, store.database, store.read_only = snapshot.parent.parent, snapshot, True
+        store._store = LocalBackend(snapshot, read_only=True)
         return store
 
     def close(self) -> None:
@@ -109,8 +96,9 @@ class ToolStore:
 
         No flush first: every committed transaction is already in RocksDB's write-ahead log (replayed
         on the next open), and a manual flush can wait forever (see ``backup``)."""
-        store = self.__dict__.pop("_store", None)
-        del store
+        backend = self.__dict__.pop("_store", None)
+        if backend is not None:
+            backend.close()
 
     def __enter__(self) -> ToolStore:
         return self
@@ -218,7 +206,7 @@ class ToolStore:
         existing = {g for g in names if self._store.contains_named_graph(NamedNode(g))}
         if not existing and not (manifest and self._has_subject(MANIFESTS_GRAPH, manifest)):
             # Nothing to replace: the graphs first, the record that names them last.
-            self._write_new(
+            self._store.write_new(
                 (Quad(t.subject, t.predicate, t.object, graph) for graph, triples in graphs for t in triples),
                 sum(len(triples) for _, triples in graphs),
             )
@@ -248,13 +236,6 @@ class ToolStore:
         if parts:
             self.update(" ;\n".join(parts))
 
-    def _write_new(self, quads: Iterable[Quad], count: int) -> None:
-        """Add ``count`` quads to graphs nothing else is writing: in bulk when there are many (see the module doc)."""
-        if self.remote or count < BULK_MIN_QUADS:
-            self._store.extend(quads)
-        else:
-            self._store.bulk_extend(quads)
-
     def drop_orphans(self, records: Iterable[ManifestRecord]) -> list[str]:
         """Drop server and extraction graphs none of the manifest ``records`` names: what a build killed
         between a bulk write and its record left behind. Returns their IRIs."""
@@ -282,25 +263,12 @@ class ToolStore:
         return self._store.contains_named_graph(graph)
 
     def replace_graph(self, graph: NamedNode, triples: Sequence[Triple]) -> None:
-        """Swap a whole named graph (the catalog-wide graphs rebuilt on every run).
-
-        Locally: drop it, then add the new triples with ``Store.extend``, each one transaction.
-        One SPARQL update holding both parses the triples as text and costs twice the time and
-        memory (measured: 1M triples, INSERT DATA 154 s / +2.9 GB, extend 57 s / +1.5 GB), which is
-        what a 100k-tool catalog's links graph needs; the bulk loader (``_write_new``) is three times
-        faster again. A crash before the end leaves the graph absent or part-written, and the stage
-        still marked pending (flows/stages/), so the next build recomputes it. The graph
-        exists afterwards even when empty, so a rerun knows the stage ran. Remote stores get one
-        Graph Store PUT, or one update."""
-        if self.remote:
-            body = "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in triples)
-            if not self._store.replace_graph(graph, body):  # Graph Store protocol PUT when configured
-                self.update(f"DROP SILENT GRAPH {graph} ; INSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
-            return
-        self.update(f"DROP SILENT GRAPH {graph}")
-        # Streamed: 100k tools' links are 2M quads, a list of which would cost a gigabyte for nothing.
-        self._write_new((Quad(t.subject, t.predicate, t.object, graph) for t in triples), len(triples))
-        self._store.add_graph(graph)
+        """Swap a whole named graph (the catalog-wide graphs rebuilt on every run), as the backend does
+        it fastest: locally a drop and a bulk load, remotely one Graph Store PUT or one update. A crash
+        before the end leaves the graph absent or part-written, and the stage still marked pending
+        (flows/stages/), so the next build recomputes it. The graph exists afterwards even when
+        empty, so a rerun knows the stage ran."""
+        self._store.replace_graph(graph, triples)
 
     def patch(
         self,
@@ -330,17 +298,7 @@ class ToolStore:
         self._store.update(sparql_update)
 
     def backup(self, target: Path) -> None:
-        """A consistent copy in ``target`` (a RocksDB checkpoint: hard links where possible).
-
-        RocksDB flushes its memtables before a checkpoint, and with the write buffers Oxigraph sets up
-        (``optimize_level_style_compaction``: at least two memtables merged per flush) a manual flush can
-        wait forever for a second memtable that never comes (RocksDB issue #13280; seen here at the end of
-        a 10k-tool build, all threads idle, three runs in four). So the database is closed and opened again
-        first: opening replays the write-ahead log into table files, which leaves nothing to flush."""
-        if not self.read_only and not self.remote:
-            self.__dict__.pop("_store", None)
-            gc.collect()  # a query result still holding the database would keep it, and its lock, open
-            self._store = self._open_writable()
+        """A consistent copy in ``target`` (a snapshot; local stores only)."""
         self._store.backup(str(target))
 
     # --- export -----------------------------------------------------------------------------
@@ -362,9 +320,7 @@ class ToolStore:
             data = self._store.query(union, use_default_graph_as_union=True)
         else:
             data = self._store.quads_for_pattern(None, None, None, None)
-        if self.remote:  # a SPARQL server returns them in no particular order: grouped, the output is shorter
-            data = sorted(data, key=lambda q: (str(getattr(q, "graph_name", "")), str(q.subject), str(q.predicate)))
-        export.write(data, output, format, remote_context=remote_context)
+        export.write(self._store.export_order(data), output, format, remote_context=remote_context)
 
 
 def _delete_subject(graph: NamedNode, subject: NamedNode) -> str:

@@ -31,14 +31,16 @@ import tomllib
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from pyoxigraph import (
     NamedNode,
     Quad,
     QueryResultsFormat,
     RdfFormat,
+    Triple,
     Variable,
     parse,
     parse_query_results,
@@ -99,7 +101,9 @@ def bind(query: str, substitutions: dict[Variable, object] | None) -> str:
 
 
 class RemoteBackend:
-    """SPARQL 1.1 protocol client with the pyoxigraph.Store methods ToolStore calls."""
+    """SPARQL 1.1 protocol client: the ``Backend`` protocol (store/backends.py) over HTTP."""
+
+    publishes_snapshots = False  # the server isolates its own readers
 
     def __init__(self, config: dict[str, object]) -> None:
         self.query_url = str(config["query"])
@@ -186,15 +190,23 @@ class RemoteBackend:
     def dump(self, output, format: RdfFormat) -> None:
         serialize(list(self), output, format=format)
 
-    def replace_graph(self, graph: NamedNode, ntriples: str) -> bool:
-        """Graph Store protocol PUT (one request replaces the graph); False when not configured."""
-        if not self.graph_store_url:
-            return False
-        url = f"{self.graph_store_url}?{urllib.parse.urlencode({'graph': graph.value})}"
-        self._send(url, ntriples.encode(), {"Content-Type": "application/n-triples"}, method="PUT")
-        return True
+    def write_new(self, quads: Iterable[Quad], count: int) -> None:
+        self.extend(quads)
 
-    def flush(self) -> None:  # the server persists each request
+    def replace_graph(self, graph: NamedNode, triples: Sequence[Triple]) -> None:
+        """One Graph Store protocol PUT when configured (one request replaces the graph), else one update."""
+        body = "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in triples)
+        if not self.graph_store_url:
+            self.update(f"DROP SILENT GRAPH {graph} ; INSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
+            return
+        url = f"{self.graph_store_url}?{urllib.parse.urlencode({'graph': graph.value})}"
+        self._send(url, body.encode(), {"Content-Type": "application/n-triples"}, method="PUT")
+
+    def export_order(self, data: Iterable[Any]) -> list[Any]:
+        """A SPARQL server returns them in no particular order: grouped, the output is shorter."""
+        return sorted(data, key=lambda q: (str(getattr(q, "graph_name", "")), str(q.subject), str(q.predicate)))
+
+    def close(self) -> None:  # each request is its own connection
         pass
 
     def backup(self, target: str) -> None:

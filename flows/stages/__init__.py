@@ -72,7 +72,7 @@ def publish_if_due(run: CatalogRun, changed: bool, pending: set[str]) -> None:
     """The endpoint serves snapshots, never the live database: publish one when the graph changed,
     when an earlier build owes one, or when there is none yet."""
     store, summary = run.store, run.ctx.summary
-    if store.remote:
+    if not store.publishes_snapshots:
         return
     if changed or StageName.SNAPSHOT in pending or current_snapshot(store.directory) is None:
         with run.ctx.stage(StageName.SNAPSHOT, contain=True):

@@ -58,7 +58,7 @@ def sync_found_servers(
     if unknown := [s for s in wanted if s not in found and s not in stored]:
         raise NotFoundError(f"--only {', '.join(unknown)}: no manifest under the paths defines it, nor the store")
     run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ-sync-") + uuid.uuid4().hex[:6]
-    if not store.remote:  # a sync killed before it publishes leaves the snapshot owed to the next build
+    if store.publishes_snapshots:  # a sync killed before it publishes leaves the snapshot owed to the next build
         mark_pending(store, ["snapshot"], run_id)
     results = []
     with CatalogSync(store, links=links, warm=False) as sync:
@@ -68,7 +68,7 @@ def sync_found_servers(
                 results.append(sync.upsert_server(server, manifest.path, manifest.format))
             else:
                 results.append(sync.remove_server(server_id))
-    if not store.remote:
+    if store.publishes_snapshots:
         publish_snapshot(store, run_id)
         clear_pending(store, "snapshot")
     return results
