@@ -32,6 +32,7 @@ from toolkg.extractors.triples.semantic import SemanticExtractor, make_extractor
 from toolkg.extractors.triples.structural import NameIndex
 from toolkg.failures import fault_point, quarantine
 from toolkg.flows.stages import (
+    CATALOG_STAGES,
     CatalogRun,
     Runner,
     in_process,
@@ -42,7 +43,7 @@ from toolkg.flows.stages import (
 from toolkg.flows.steps import TransformInfo, batches, ingest_batch, load_step, tool_batches, transform_manifests
 from toolkg.live import refresh_live
 from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem
-from toolkg.stages import CATALOG_WIDE, StageContext, StageName
+from toolkg.stages import StageContext, StageName
 from toolkg.store.build_state import mark_pending, pending_stages
 from toolkg.store.loading import BuildOptions, ManifestParts, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
@@ -147,7 +148,9 @@ class BuildRun:
     def before_write(self) -> None:
         """Before the run's first write: the catalog-wide stages are owed until each is redone."""
         if not self.marked:
-            stages = [s for s in CATALOG_WIDE if not (s == StageName.SNAPSHOT and not self.store.publishes_snapshots)]
+            stages = [s.name for s in CATALOG_STAGES]
+            if self.store.publishes_snapshots:
+                stages.append(StageName.SNAPSHOT)
             mark_pending(self.store, stages, self.summary.run_id)
             self.owed.update(stages)
             self.marked = True

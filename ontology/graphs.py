@@ -19,7 +19,8 @@ Per manifest (written when a manifest is loaded: ``store/loading.py``, ``ToolSto
   invalidated, versions); appended by ``store/loading.py`` at the end of each run, never replaced.
 
 Over the whole catalog (each swapped in whole by its catalog stage, after the manifests are loaded;
-``toolkg.sync`` patches them in place instead):
+``toolkg.flows.sync`` patches them in place instead). A catalog stage added later names its graph
+after itself: :func:`stage_graph`.
 
 * :data:`CANONICAL_GRAPH` -- entity merges (``tk:canonicalEntity``, ``tk:EntityMerge``); the
   canonicalize stage (``canonicalize/entities/clustering.py``). Dropping it undoes every merge.
@@ -53,6 +54,11 @@ CANONICAL_GRAPH = NamedNode(GRAPH_BASE + "canonical-entities")
 INFERRED_GRAPH = NamedNode(GRAPH_BASE + "inferred-dependencies")
 LINKS_GRAPH = NamedNode(GRAPH_BASE + "structural-links")
 STATE_GRAPH = NamedNode(GRAPH_BASE + "build-state")
+
+
+def stage_graph(stage: str) -> NamedNode:
+    """The named graph of a catalog-wide stage that has no name of its own above: ``…/graph/<stage>``."""
+    return NamedNode(GRAPH_BASE + quote_segment(stage))
 
 
 def server_graph(server_id: str) -> NamedNode:

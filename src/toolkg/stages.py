@@ -55,9 +55,6 @@ class StageName(StrEnum):
     SNAPSHOT = "snapshot"  # the read-only copy the endpoint serves
 
 
-# The stages that read the whole stored catalog after loading. Each swaps one graph, is marked owed
-# before the run's first write and clears its mark last (store/build_state.py).
-CATALOG_WIDE = (StageName.CANONICALIZE, StageName.INFER, StageName.LINK, StageName.SNAPSHOT)
 CATALOG = "catalog"  # the item a catalog-wide stage's quarantine entry names
 
 
