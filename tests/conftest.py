@@ -106,15 +106,16 @@ def build_config(**options):
 
 
 def build_in_process(paths, store: Path, **options):
-    """The in-process build every fixture here runs: the one line to change when the build's core moves."""
-    from toolkg.flows.build import build_catalog
+    """The in-process build every fixture here runs: the pipeline's Prefect-free core, which writes what the
+    Prefect build flow writes (tests/integration/test_pipeline_core.py); the CLI tests run the flow itself."""
+    from toolkg.flows.pipeline import run_pipeline
 
-    return build_catalog(paths=[str(p) for p in paths], store_dir=str(store), config=build_config(**options))
+    return run_pipeline([str(p) for p in paths], str(store), build_config(**options))
 
 
 @pytest.fixture
-def build(prefect_api: str):
-    """Run the build flow in-process against the session's Prefect server."""
+def build():
+    """Build in-process with the pipeline's core: no Prefect server to start."""
     return build_in_process
 
 
@@ -146,6 +147,6 @@ class BuiltStores:
 
 
 @pytest.fixture(scope="session")
-def built_store(prefect_api: str, tmp_path_factory) -> BuiltStores:
+def built_store(tmp_path_factory) -> BuiltStores:
     """Stores built in-process once per session, keyed by catalog and flags (see ``BuiltStores``)."""
     return BuiltStores(tmp_path_factory.mktemp("built-stores"))

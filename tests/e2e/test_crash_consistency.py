@@ -19,11 +19,15 @@ from tests.conftest import CASES, build_config
 from tests.support.stores import comparable
 from toolkg.ontology import iris
 from toolkg.ontology.graphs import INFERRED_GRAPH
+from toolkg.stages import StageName
 from toolkg.store.build_state import pending_stages
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.snapshots import current_snapshot
 
-POINTS = ("ingest", "load", "loaded", "canonicalize", "infer", "link", "snapshot")
+# A kill at each stage boundary: the stages by name, and "loaded" (every manifest in, no catalog stage yet).
+S = StageName
+POINTS = (S.INGEST, S.LOAD, "loaded", S.CANONICALIZE, S.INFER, S.LINK, S.SNAPSHOT)
+CATALOG_WIDE = {S.CANONICALIZE, S.INFER, S.LINK, S.SNAPSHOT}
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +63,7 @@ def test_a_build_killed_at_a_boundary_is_repaired_by_the_next(cli, build, catalo
     stats = cli("stats", "--store", str(store), "--json")  # the store opens and answers SPARQL
     assert stats.returncode == 0, stats.stderr
     assert (json.loads(stats.stdout)["totals"]["tools"] > 0) == (point != "ingest")
-    if point in ("canonicalize", "infer", "link", "snapshot"):
+    if point in CATALOG_WIDE:
         with ToolStore(store, read_only=True) as opened:
             assert point in pending_stages(opened)  # the stage's mark outlived the kill
 
@@ -72,7 +76,7 @@ def test_a_build_killed_at_a_boundary_is_repaired_by_the_next(cli, build, catalo
 
     if point == "infer":  # and then it is quiet: nothing owed, nothing redone
         again = build([catalog], store, links=links)
-        assert not {"canonicalize", "infer", "link", "snapshot"} & again.stage_seconds.keys()
+        assert not CATALOG_WIDE & again.stage_seconds.keys()
 
 
 def test_a_failing_catalog_stage_keeps_its_graph_and_is_redone(build, catalog, tmp_path, monkeypatch):

@@ -47,6 +47,7 @@ def store(built_store) -> Path:
 
 
 def _toolkg(prefect_api: str, *args: str) -> subprocess.CompletedProcess:
+    """The cli fixture's launch, for module-scoped use (the cli fixture is per test)."""
     env = {**os.environ, "PREFECT_API_URL": prefect_api}
     return subprocess.run([str(TOOLKG), *args], capture_output=True, text=True, env=env, timeout=300)
 

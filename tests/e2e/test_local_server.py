@@ -66,6 +66,8 @@ def home(tmp_path: Path, database: Path):
     _kill_servers(path)
 
 
+# Direct launches, not the cli fixture: these builds must run without the session's PREFECT_API_URL (and with a
+# fresh PREFECT_HOME), so that the build starts the shared local Prefect server this module tests.
 def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "TOOLKG_PREFECT_"))}
     return {**env, "PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false", **extra}

@@ -89,6 +89,7 @@ def evil_store(tmp_path_factory, prefect_api):
 
     root = tmp_path_factory.mktemp("evil")
     write_catalog(root / "catalog")
+    # The cli fixture's launch, by hand: it is per test and this build is made once for the module.
     env = {**os.environ, "PREFECT_API_URL": prefect_api}
     result = subprocess.run(
         [str(TOOLKG), "build", str(root / "catalog"), "--store", str(root / "store")],

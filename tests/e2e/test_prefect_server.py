@@ -3,6 +3,7 @@ builds the catalog; `toolkg build --dask` fans extraction out over Dask worker p
 
 The server is the real one users run (`prefect server start`), on a free loopback port with its own
 PREFECT_HOME, started once for this module (about 15 s).
+Its `toolkg` launches are direct, not the cli fixture's: they talk to this server, not the session's.
 """
 
 from __future__ import annotations

@@ -51,6 +51,7 @@ def test_build_on_a_terminal_redraws_one_bar_per_stage(prefect_api, catalog, tmp
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     env = {**os.environ, "PREFECT_API_URL": prefect_api}
     env.pop("COLUMNS", None)
+    # Direct, not the cli fixture: stderr must be a pseudo-terminal, read while the build runs.
     process = subprocess.Popen(
         [str(TOOLKG), "build", str(catalog), "--store", str(tmp_path / "s"), "--no-links"],
         stdin=subprocess.DEVNULL,

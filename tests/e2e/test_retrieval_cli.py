@@ -11,8 +11,6 @@ import pytest
 from tests.conftest import CASES
 
 CATALOG = CASES / "retrieval" / "catalog.json"
-
-
 QUERIES = CASES / "retrieval" / "queries.jsonl"
 
 

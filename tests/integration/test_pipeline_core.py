@@ -26,7 +26,9 @@ def _graphs(store_dir) -> list[str]:
         )
 
 
-def test_the_core_builds_without_prefect_the_graphs_the_flow_builds(build, tmp_path):
+def test_the_core_builds_without_prefect_the_graphs_the_flow_builds(prefect_api, tmp_path):
+    from toolkg.flows.build import build_catalog
+
     script = (
         "import sys\n"
         "from toolkg.flows.pipeline import run_pipeline\n"
@@ -38,7 +40,7 @@ def test_the_core_builds_without_prefect_the_graphs_the_flow_builds(build, tmp_p
     exit_code, tools, prefect_loaded = done.stdout.split()
     assert (exit_code, prefect_loaded) == ("0", "False") and int(tools) > 10
 
-    flow = build([CATALOG], tmp_path / "flow")
+    flow = build_catalog([str(CATALOG)], str(tmp_path / "flow"))
     assert flow.exit_code == 0
     core, wrapped = _graphs(tmp_path / "core"), _graphs(tmp_path / "flow")
     assert len(core) > 500 and core == wrapped

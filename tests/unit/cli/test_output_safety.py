@@ -52,13 +52,11 @@ def test_quarantined_item_prints_as_one_line_and_saves_exactly(tmp_path):
 
 
 def test_summary_names_entities_and_paths_on_one_line():
-    summary = BuildSummary(
-        run_id="r1",
-        store="s",
-        started="now",
-        new=[f"/c/a\n{FORGED}.json"],
-        canonical={"entities": 2, "clusters": 1, "merged": 1, "largest": [[f"order\n{FORGED}{ESC}", 2, []]]},
-    )
+    from toolkg.flows.stages.canonicalize import CanonicalInfo
+
+    summary = BuildSummary(run_id="r1", store="s", started="now", new=[f"/c/a\n{FORGED}.json"])
+    largest = [[f"order\n{FORGED}{ESC}", 2, []]]
+    summary.fold(CanonicalInfo(canonical={"entities": 2, "clusters": 1, "merged": 1, "largest": largest}))
     text = str(summary)
     assert_one_line_each(text, "summary", genuine=1)  # nothing was quarantined: the last line says so
     assert text.split("\n")[-1] == "  quarantined: none"
