@@ -14,7 +14,7 @@ recomputes just the lists that can differ:
   stops counting for all of them).
 
 Links are then re-decided only for the pairs those lists held or hold, and their mirrors, so the
-result is exactly what a full pass over the new catalog gives (tests/test_links.py checks it).
+result is exactly what a full pass over the new catalog gives (tests/unit/canonicalize/test_links.py checks it).
 """
 
 from __future__ import annotations

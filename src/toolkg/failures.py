@@ -139,7 +139,7 @@ def fault_point(name: str) -> None:
     ``TOOLKG_FAULT=raise:<name>`` raises an unexpected error here. The build passes a point at every
     stage boundary (ingest, load, loaded, canonicalize, infer, link, snapshot, and before-<stage> ahead
     of each catalog-wide stage) and one per manifest it transforms (transform). Used by
-    tests/test_crash_consistency.py and tests/test_hostile_manifests.py; unset, it costs one lookup."""
+    tests/e2e/test_crash_consistency.py and tests/integration/test_hostile_manifests.py; unset, it costs one lookup."""
     import os
 
     fault = os.environ.get(FAULT_ENV)

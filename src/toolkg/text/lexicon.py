@@ -146,7 +146,7 @@ KEEP_AS_IS = frozenset("data media lyrics news analytics series species physics 
 
 # English stop words, copied from spaCy 3.8's spacy/lang/en/stop_words.py (MIT License, (C) ExplosionAI
 # GmbH): importing that module imports spaCy, thinc and torch (about 2 s), which a command that never
-# tokenises text should not pay. tests/test_offline_extractor.py checks the copy still equals spaCy's.
+# tokenises text should not pay. tests/unit/extractors/test_offline_extractor.py checks the copy still equals spaCy's.
 STOP_WORDS: frozenset[str] = frozenset(
     """
 'd 'll 'm 're 's 've a about above across after afterwards again against all almost alone along already also
