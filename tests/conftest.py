@@ -29,6 +29,9 @@ os.environ.pop("TOOLKG_STORE", None)
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
+# The helpers in tests/support/ assert too: rewrite them as pytest rewrites test modules, for the same failure detail.
+pytest.register_assert_rewrite("tests.support")
+
 ROOT = Path(__file__).resolve().parents[1]
 CASES = Path(__file__).resolve().parent / "cases"
 DATA = ROOT / "data"

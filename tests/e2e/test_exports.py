@@ -17,10 +17,10 @@ import threading
 from pathlib import Path
 
 import pytest
-import rdflib
-from pyoxigraph import CanonicalizationAlgorithm, Dataset, Quad, RdfFormat, parse
+from pyoxigraph import RdfFormat, parse
 
 from tests.conftest import CASES, TOOLKG
+from tests.support.rdf_datasets import _canonical, _merged, _via_rdflib
 from toolkg.ontology import TK_NS
 from toolkg.ontology.docs import CONTEXT_IRI, jsonld_context, ontology_html
 
@@ -30,9 +30,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*is deprecated, use Dataset:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:Parsing weird boolean:UserWarning"),
 ]
-
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
 @pytest.fixture(scope="module")
@@ -56,31 +53,6 @@ def _export(prefect_api, store: Path, fmt: str, *extra: str) -> str:
     result = _toolkg(prefect_api, "export", "--store", str(store), "--format", fmt, *extra)
     assert result.returncode == 0, result.stderr
     return result.stdout
-
-
-def _canonical(quads) -> Dataset:
-    dataset = Dataset(quads)
-    dataset.canonicalize(CanonicalizationAlgorithm.UNSTABLE)  # blank nodes named by what they are
-    return dataset
-
-
-def _via_rdflib(text: str, fmt: str) -> Dataset:
-    """Parse with rdflib, hand its quads to Oxigraph as N-Quads (to compare datasets blank nodes included).
-
-    rdflib rewrites typed literals to their canonical form ("007"^^xsd:integer becomes "7") unless told not
-    to: the exports keep lexical forms as stored, so the comparison does too."""
-    normalize, rdflib.NORMALIZE_LITERALS = rdflib.NORMALIZE_LITERALS, False
-    try:
-        parsed = rdflib.Dataset()
-        parsed.parse(data=text, format=fmt)
-        nquads = parsed.serialize(format="nquads")
-    finally:
-        rdflib.NORMALIZE_LITERALS = normalize
-    return _canonical(parse(nquads.encode(), format=RdfFormat.N_QUADS))
-
-
-def _merged(quads) -> Dataset:
-    return _canonical({Quad(q.subject, q.predicate, q.object) for q in quads})
 
 
 # -- JSON-LD -----------------------------------------------------------------------------------------------

@@ -6,21 +6,9 @@ import json
 import shutil
 
 from tests.conftest import CASES
-from toolkg.ontology import iris
-from toolkg.store.dependencies import dependency_rows, link_rows
+from tests.support.stores import _graph_state
+from toolkg.store.dependencies import dependency_rows
 from toolkg.store.oxigraph_store import ToolStore
-
-
-def _graph_state(store_dir, server_ids):
-    """What sync must reproduce: inferred edges, structural links, each server graph."""
-    with ToolStore(store_dir) as store:
-        edges = sorted(
-            (r["consumer"], r["producer"], r["kind"], r["parameter"] or "", r["rule"] or "", r["basis"])
-            for r in dependency_rows(store)
-        )
-        links = sorted((r["source"], r["target"], r["kind"], round(r["score"], 3)) for r in link_rows(store))
-        graphs = {s: sorted(map(str, store.graph_triples(iris.server_graph(s)))) for s in server_ids}
-        return edges, links, graphs
 
 
 def test_build_only_syncs_one_server_from_the_cli(cli, tmp_path):

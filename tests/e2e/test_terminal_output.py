@@ -14,11 +14,10 @@ import shutil
 import pytest
 
 from tests.conftest import CASES
+from tests.support.terminal import LONG, assert_fits, second_column
 from toolkg.cli.render import MAX_WIDTH
-from toolkg.display import width
 
 QUERIES = CASES / "retrieval" / "queries.jsonl"
-LONG = "Returns the weather forecast for a Japanese city, with rain probability, temperatures and wind " * 3
 CJK_SERVER = {
     "server_name": "tokyo",
     "tools": [
@@ -29,18 +28,6 @@ CJK_SERVER = {
     ],
 }
 TOOLS = "SELECT ?name ?id ?d WHERE { ?t a tk:Tool ; tk:name ?name ; tk:identifier ?id ; dcterms:description ?d }"
-
-
-def second_column(line: str) -> int:
-    """The terminal column where a table line's second cell starts (cells are 2+ spaces apart)."""
-    gap = re.search(r"\S( {2,})\S", line)
-    assert gap, f"no second column in {line!r}"
-    return width(line[: gap.end(1)])
-
-
-def assert_fits(text: str, columns: int, what: str) -> None:
-    for line in text.split("\n"):
-        assert width(line) <= columns, f"{what}: {width(line)} columns: {line!r}"
 
 
 # -- the CLI -------------------------------------------------------------------------------------------

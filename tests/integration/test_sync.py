@@ -6,22 +6,9 @@ import json
 import shutil
 
 from tests.conftest import CASES
+from tests.support.stores import _graph_state
 from toolkg.flows.sync import CatalogSync, read_manifest
-from toolkg.ontology import iris
-from toolkg.store.dependencies import dependency_rows, link_rows
 from toolkg.store.oxigraph_store import ToolStore
-
-
-def _graph_state(store_dir, server_ids):
-    """What sync must reproduce: inferred edges, structural links, each server graph."""
-    with ToolStore(store_dir) as store:
-        edges = sorted(
-            (r["consumer"], r["producer"], r["kind"], r["parameter"] or "", r["rule"] or "", r["basis"])
-            for r in dependency_rows(store)
-        )
-        links = sorted((r["source"], r["target"], r["kind"], round(r["score"], 3)) for r in link_rows(store))
-        graphs = {s: sorted(map(str, store.graph_triples(iris.server_graph(s)))) for s in server_ids}
-        return edges, links, graphs
 
 
 def test_sync_operations_match_a_full_rebuild(build, tmp_path):

@@ -4,30 +4,12 @@ tests/e2e/test_output_safety.py)."""
 from __future__ import annotations
 
 import json
-import re
 
+from tests.support.terminal import ESC, FORGED, RAW, RLO, assert_one_line_each
 from toolkg.cli.render import table
 from toolkg.display import one_line, pad, width
 from toolkg.models import QuarantinedItem
 from toolkg.summary import BuildSummary
-
-ESC, RLO = "\x1b[2J", "\u202e"
-
-
-FORGED = "quarantined: none"
-
-
-# Raw control characters a terminal acts on (the newline ending each line is the only one allowed),
-# line separators, and the bidirectional controls that reorder what follows.
-RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def assert_one_line_each(text: str, what: str, genuine: int = 0) -> None:
-    """No raw control character on any line; ``genuine`` lines saying 'quarantined: none' (the summary's own)."""
-    for number, line in enumerate(text.split("\n"), start=1):
-        assert not RAW.search(line), f"{what} line {number} holds a raw control character: {line!r}"
-    claims = [line for line in text.split("\n") if line.strip().lstrip("- ").startswith(FORGED)]
-    assert len(claims) == genuine, f"{what}: forged lines {claims}"
 
 
 def test_one_line_escapes_every_line_breaking_or_reordering_character():

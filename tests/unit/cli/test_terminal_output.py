@@ -3,24 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
 
+from tests.support.terminal import LONG, assert_fits, second_column
 from toolkg.cli.render import MAX_WIDTH, table, terminal_width
-from toolkg.display import width
-
-LONG = "Returns the weather forecast for a Japanese city, with rain probability, temperatures and wind " * 3
-
-
-def second_column(line: str) -> int:
-    """The terminal column where a table line's second cell starts (cells are 2+ spaces apart)."""
-    gap = re.search(r"\S( {2,})\S", line)
-    assert gap, f"no second column in {line!r}"
-    return width(line[: gap.end(1)])
-
-
-def assert_fits(text: str, columns: int, what: str) -> None:
-    for line in text.split("\n"):
-        assert width(line) <= columns, f"{what}: {width(line)} columns: {line!r}"
 
 
 def test_table_cuts_long_cells_to_the_width_and_keeps_numbers_whole():

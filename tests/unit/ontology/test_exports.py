@@ -14,10 +14,11 @@ import pytest
 import rdflib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pyoxigraph import BlankNode, CanonicalizationAlgorithm, Dataset, Literal, NamedNode, Quad, RdfFormat, parse
+from pyoxigraph import BlankNode, Literal, NamedNode, Quad, RdfFormat, parse
 from rdflib.collection import Collection
 
 from tests.conftest import TOOLKG
+from tests.support.rdf_datasets import RDF_TYPE, XSD, _canonical, _merged, _via_rdflib
 from toolkg.ontology import ONTOLOGY_FILE, TK_NS, iris
 from toolkg.ontology.docs import context_terms, iri_prefixes, jsonld_context, ontology_html
 from toolkg.store import export
@@ -28,37 +29,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*is deprecated, use Dataset:DeprecationWarning"),
     pytest.mark.filterwarnings("ignore:Parsing weird boolean:UserWarning"),
 ]
-
-
-RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
-
-
-XSD = "http://www.w3.org/2001/XMLSchema#"
-
-
-def _canonical(quads) -> Dataset:
-    dataset = Dataset(quads)
-    dataset.canonicalize(CanonicalizationAlgorithm.UNSTABLE)  # blank nodes named by what they are
-    return dataset
-
-
-def _via_rdflib(text: str, fmt: str) -> Dataset:
-    """Parse with rdflib, hand its quads to Oxigraph as N-Quads (to compare datasets blank nodes included).
-
-    rdflib rewrites typed literals to their canonical form ("007"^^xsd:integer becomes "7") unless told not
-    to: the exports keep lexical forms as stored, so the comparison does too."""
-    normalize, rdflib.NORMALIZE_LITERALS = rdflib.NORMALIZE_LITERALS, False
-    try:
-        parsed = rdflib.Dataset()
-        parsed.parse(data=text, format=fmt)
-        nquads = parsed.serialize(format="nquads")
-    finally:
-        rdflib.NORMALIZE_LITERALS = normalize
-    return _canonical(parse(nquads.encode(), format=RdfFormat.N_QUADS))
-
-
-def _merged(quads) -> Dataset:
-    return _canonical({Quad(q.subject, q.predicate, q.object) for q in quads})
 
 
 def test_the_context_has_a_term_for_every_ontology_term_with_its_coercion():
