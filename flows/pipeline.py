@@ -159,7 +159,8 @@ class BuildRun:
 def _pipeline(run: BuildRun, paths: list[str]) -> None:
     store, summary = run.store, run.summary
     paths, configurations = _list_live(run, paths)
-    files = _discover(paths, summary, exclude=configurations, live=bool(summary.live))
+    with run.ctx.stage(StageName.READ, unit="files", show=False):
+        files = _discover(paths, summary, exclude=configurations, live=bool(summary.live))
     run.records = store.manifest_records()
     run.owed = pending_stages(store)
     _drop_orphans(run)
@@ -170,7 +171,8 @@ def _pipeline(run: BuildRun, paths: list[str]) -> None:
     manifests = [r for r in parsed if r.manifest is not None]
     del parsed
     owners = {g: rec.path for rec in run.records.values() if rec not in gone for g in rec.graphs}
-    index = _name_index(run, manifests, owners)
+    with run.ctx.stage(StageName.EXTRACT, show=False):  # the names declared dependencies resolve against
+        index = _name_index(run, manifests, owners)
     used = [r.file for r in manifests]
     if run.config.link:
         run.catalog.ahead = EmbedAhead.start(store.directory / "cache" / "embeddings.sqlite", _tool_texts(manifests))

@@ -66,7 +66,7 @@ class MemorySampler:
 
     def __init__(self, interval: float = 0.1) -> None:
         self.interval = interval
-        self.current = "setup"  # before the first stage: start-up, reading the store's records
+        self.current = "other"  # outside every stage: opening the store, reading its records, the summary
         self.peaks: dict[str, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="toolkg-memory", daemon=True)
@@ -90,11 +90,11 @@ class MemorySampler:
         return self
 
     def stop(self) -> dict[str, float]:
-        """End sampling; the peak per stage in MiB."""
+        """End sampling; the peak per stage in MiB. No last sample: taken after every stage, it would
+        credit the run's high-water mark (nothing is freed yet) to "other"."""
         if self._thread.is_alive():
             self._stop.set()
             self._thread.join()
-            self._sample()
         return {name: round(rss / 2**20, 1) for name, rss in self.peaks.items()}
 
 
