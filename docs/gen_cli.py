@@ -1,6 +1,6 @@
 """Write docs/cli.md, the command reference, from the CLI's own parsers (``toolkg.cli.build_parser()``): every
 sub-command in the order ``toolkg --help`` lists them, each with exactly what ``toolkg COMMAND --help`` prints
-(usage, description, every option with its help). So --help and the docs cannot drift; tests/test_docs.py
+(usage, description, every option with its help). So --help and the docs cannot drift; tests/e2e/test_docs.py
 checks the committed file equals what this script makes now.
 
     .venv/bin/python docs/gen_cli.py           # rewrite docs/cli.md

@@ -2,8 +2,8 @@
 built once per session (``built_store``); each test's layer marker, taken from its folder.
 
 The layers: tests/unit/<package>/ (no Prefect, no subprocess of toolkg: seconds), tests/integration/ (stores
-built in-process, under Prefect's local test harness), tests/e2e/ (the CLI, the browser, live MCP servers,
-`toolkg serve` over HTTP, a Prefect server). `make test-fast` runs the first two without the tests marked slow;
+built in-process by the pipeline's Prefect-free core), tests/e2e/ (the CLI, the docs, the browser, live MCP
+servers, `toolkg serve` over HTTP, a Prefect server). `make test-fast` runs the first two without the tests marked slow;
 `make test` runs everything.
 """
 
@@ -51,8 +51,6 @@ settings.register_profile("fuzz", parent=settings.get_profile("ci"), max_example
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 LAYERS = ("unit", "integration", "e2e")
-# The files still at the top of tests/ (the docs helper's), by what they run: the CLI in a subprocess, MkDocs.
-TOP_LEVEL_LAYERS = {"test_cli_help.py": "e2e", "test_readme_examples.py": "e2e", "test_docs.py": "e2e"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -63,9 +61,8 @@ def pytest_collection_modifyitems(config, items):
             parts = Path(item.path).resolve().relative_to(here).parts
         except ValueError:
             continue
-        layer = parts[0] if parts[0] in LAYERS else TOP_LEVEL_LAYERS.get(parts[0])
-        if layer:
-            item.add_marker(getattr(pytest.mark, layer))
+        if parts[0] in LAYERS:
+            item.add_marker(getattr(pytest.mark, parts[0]))
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """The CLI documents itself (the sqlite-utils way): `toolkg --help` and `toolkg COMMAND --help` in a subprocess,
 each command with a description and help for every option, and docs/cli.md's command reference naming every
-command and, under it, each of its options (tests/test_docs.py checks that file is what docs/gen_cli.py makes
+command and, under it, each of its options (tests/e2e/test_docs.py checks that file is what docs/gen_cli.py makes
 from the parsers now). No Prefect server: --help starts nothing."""
 
 from __future__ import annotations
