@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from toolkg.errors import ToolkgError
 from toolkg.extractors.manifests.ingest import IngestResult, ingest_manifest
 from toolkg.extractors.manifests.reading import fingerprint_file
-from toolkg.extractors.triples.models import ExtractionFailure
+from toolkg.extractors.triples.models import ExtractionFailure, ToolExtraction
 from toolkg.extractors.triples.semantic import SemanticExtractor, with_extractions
 from toolkg.extractors.triples.structural import NameIndex, extract_structure
 from toolkg.failures import fault_point, quarantine
@@ -181,8 +181,10 @@ def transform_manifests(
     except Exception as exc:  # the extractor itself broke: every tool loads with its structure only
         reason = quarantine(exc, source="", item="batch", stage=StageName.EXTRACT).reason
         found = [ExtractionFailure(tool_id=tool.id, reason=reason) for tool, _ in items]
-    by_id = {tool.id: result for (tool, _), result in zip(items, found, strict=True)}
-    results = [by_id.get(tool.id) for tool, _ in every]  # None: not extracted this time
+    results: list[ToolExtraction | ExtractionFailure | None] = list(found)
+    if extract_only is not None:  # back in manifest order, None where a tool was not extracted this time
+        chosen = iter(found)
+        results = [next(chosen) if tool.id in extract_only else None for tool, _ in every]
     extracted: list[ExtractedManifest | None] = []
     problems: list[tuple[QuarantinedItem, ...]] = []
     offset = 0

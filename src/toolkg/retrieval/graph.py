@@ -213,7 +213,7 @@ class EgoGraphRetriever(Retriever):
                 support[position] = support.get(position, 0) + 1
         if not support:
             return Ranking()
-        candidates = list(support)
+        candidates = sorted(support)  # catalog order: a set's order changes with each process's string hashing
         dense = self.index.tool_vectors[candidates] @ query
         lexical = self.index.tool_bm25.scores(text)[candidates]
         order = lambda scores: [candidates[i] for i in np.argsort(-scores, kind="stable")]  # noqa: E731
