@@ -159,7 +159,7 @@ class BuildRun:
 def _pipeline(run: BuildRun, paths: list[str]) -> None:
     store, summary = run.store, run.summary
     paths, configurations = _list_live(run, paths)
-    with run.ctx.stage(StageName.READ, unit="files", show=False):
+    with run.ctx.stage(StageName.INGEST, unit="files", show=False):  # finding the files is part of ingesting them
         files = _discover(paths, summary, exclude=configurations, live=bool(summary.live))
     run.records = store.manifest_records()
     run.owed = pending_stages(store)
@@ -171,7 +171,7 @@ def _pipeline(run: BuildRun, paths: list[str]) -> None:
     manifests = [r for r in parsed if r.manifest is not None]
     del parsed
     owners = {g: rec.path for rec in run.records.values() if rec not in gone for g in rec.graphs}
-    with run.ctx.stage(StageName.EXTRACT, show=False):  # the names declared dependencies resolve against
+    with run.ctx.stage(StageName.INGEST, show=False):  # the names declared dependencies resolve against
         index = _name_index(run, manifests, owners)
     used = [r.file for r in manifests]
     if run.config.link:

@@ -42,8 +42,8 @@ class StageName(StrEnum):
     manifest batch, the last five over the whole stored catalog)."""
 
     LIST = "list"  # live MCP servers listed into snapshots (toolkg.live)
-    READ = "read"  # manifest files found, hashed and decoded
-    INGEST = "ingest"  # manifests parsed into typed models
+    READ = "read"  # a manifest file hashed and decoded (its quarantine entries; timed as part of ingest)
+    INGEST = "ingest"  # manifests found and parsed into typed models, the names they may refer to indexed
     EXTRACT = "extract"  # structural triples, with the semantic extractor's results turned into RDF
     EXTRACT_SEMANTIC = "extract-semantic"  # the triple extractor itself (offline rules or an LLM)
     VALIDATE = "validate"  # SHACL over each manifest's graphs
