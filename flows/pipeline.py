@@ -40,12 +40,13 @@ from toolkg.flows.stages import (
     publish_if_due,
     run_catalog_stages,
 )
-from toolkg.flows.steps import TransformInfo, batches, ingest_batch, load_step, tool_batches, transform_manifests
+from toolkg.flows.steps import TransformInfo, batches, ingest_batch, retrying, tool_batches, transform_manifests
 from toolkg.live import refresh_live
 from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem
+from toolkg.ontology import iris
 from toolkg.stages import StageContext, StageName
 from toolkg.store.build_state import mark_pending, pending_stages
-from toolkg.store.loading import BuildOptions, ManifestParts, record_run
+from toolkg.store.loading import BuildOptions, ManifestParts, load_manifest, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.stats import totals
 from toolkg.store.validation import Validator
@@ -360,18 +361,13 @@ def _load(
     summary = run.summary
     try:
         with run.ctx.stage(StageName.LOAD, show=False):
+            previous, run_iri = run.records.get(r.file.path), iris.run_iri(summary.run_id)
             result = run.step(
                 StageName.LOAD,
-                load_step,
-                run.store,
-                extracted,
-                r.file,
-                run.options,
-                run.records.get(r.file.path),
-                owners,
-                summary.run_id,
-                parts,
-                final,
+                retrying,  # one manifest (or part) in one transaction, tried again on a transient failure
+                lambda: load_manifest(
+                    run.store, extracted, r.file, run.options, previous, owners, run_iri, parts=parts, final=final
+                ),
             )
     except Exception as exc:  # the store refused this manifest even after retries
         path = r.file.path

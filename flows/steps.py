@@ -25,8 +25,8 @@ from toolkg.failures import fault_point, quarantine
 from toolkg.models import ExtractedManifest, Manifest, ManifestFile, QuarantinedItem, StageInfo
 from toolkg.ontology import iris
 from toolkg.stages import StageName, Stopwatch, Timer
-from toolkg.store.loading import BuildOptions, LoadResult, ManifestParts, fingerprint, load_manifest
-from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
+from toolkg.store.loading import BuildOptions, fingerprint
+from toolkg.store.oxigraph_store import ManifestRecord
 from toolkg.store.validation import Validator
 
 T = TypeVar("T")
@@ -210,23 +210,4 @@ def transform_manifests(
         problems=tuple(problems),
         quarantined=tuple(q for found in problems for q in found),
         tools=len(items),
-    )
-
-
-def load_step(
-    store: ToolStore,
-    extracted: ExtractedManifest,
-    file: ManifestFile,
-    options: BuildOptions,
-    previous: ManifestRecord | None,
-    graph_owners: dict[str, str],
-    run_id: str,
-    parts: ManifestParts | None = None,
-    final: bool = True,
-) -> LoadResult:
-    """Load one manifest (or one part of a big one), retried on a transient failure."""
-    return retrying(
-        lambda: load_manifest(
-            store, extracted, file, options, previous, graph_owners, iris.run_iri(run_id), parts=parts, final=final
-        )
     )

@@ -73,7 +73,6 @@ class CatalogSync:
         self.store = store
         self.tools: dict[str, Tool] = {t.id: t for t in read_tools(store)}
         self.inferred = INFER.warm(store)
-        self.links_on = links
         self.embedder = embedder
         self.linked: LinkState | None = None
         if links:
