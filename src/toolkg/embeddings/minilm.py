@@ -4,8 +4,9 @@ Loading sentence-transformers costs ~7 s on this machine (torch, transformers, s
 single query is embedded; a cold ``toolkg retrieve`` paid it for one short text. This module runs the
 model's forward pass (6 BERT layers, 384 wide, mean pooling, unit norm) with NumPy on the weights in
 the registry package and its Rust tokenizer, and loads in a fraction of a second. Its vectors agree
-with sentence-transformers' to within float32 rounding (``tests/unit/embeddings/test_minilm.py`` checks cosine >= 0.9999
-on real tool texts), so the vector cache serves both.
+with sentence-transformers' to within float32 rounding (``tests/unit/embeddings/test_minilm.py`` checks cosine
+>= 0.9999 against its vectors of real tool texts, kept in ``tests/fixtures/minilm_reference.npz``), and so with the
+ONNX graph built from the same weights (``toolkg.embeddings.onnx_graph``): the vector cache serves both.
 """
 
 from __future__ import annotations
