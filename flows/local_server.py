@@ -12,19 +12,23 @@ under ``$PREFECT_HOME`` that outlives a single command and stops by itself once 
   (an exclusive ``flock``) makes discovery and start-up one step, so concurrent commands start one server.
 - Every client holds a shared ``flock`` on ``toolkg-local-server.lease`` while it runs; the kernel drops it
   when the client exits, even on ``kill -9``. The server checks the lease every second and stops after
-  ``TOOLKG_PREFECT_IDLE_SECONDS`` (default 600) with nobody holding it. It stops under the lock, after
-  removing the state file, so a client either holds a lease on a live server or starts a new one.
+  ``TOOLKG_PREFECT_IDLE_SECONDS`` (default 600) with nobody holding it, whatever happens to its home
+  meanwhile (``local_server_process``). It stops under the lock, after removing the state file, so a client
+  either holds a lease on a live server or starts a new one.
 - Start-up waits ``TOOLKG_PREFECT_STARTUP_SECONDS`` (default 60), then tries once more for three times as
   long; if that fails too the command ends with one line saying to run ``prefect server start`` and set
   PREFECT_API_URL.
 
 The server is Prefect's API app under uvicorn with the UI and the scheduling services off, as Prefect's
-own temporary server runs it, in this module's process (``python -m toolkg.flows.local_server serve``),
-which also runs the idle watchdog: one process, so stopping it stops everything. ``prefect server start``
-answers no sooner (both about 5 s with an existing database, 10-14 s creating it, on 2 CPUs; see
-benchmarks/startup_bench.py), uses about twice the CPU while idle, runs the scheduler and the other services
-against the user's database (it would fire deployments registered there), and has no idle stop: it would
-need a watchdog process beside it, and a ``kill -9`` of either leaves the other behind.
+own temporary server runs it, in its own process (``python -m toolkg.flows.local_server_process``, this
+module's server side), which also runs the idle watchdog: one process, so stopping it stops everything.
+``prefect server start`` answers no sooner (both about 5 s with an existing database, 10-14 s creating it,
+on 2 CPUs; see benchmarks/startup_bench.py), uses about twice the CPU while idle, runs the scheduler and the
+other services against the user's database (it would fire deployments registered there), and has no idle
+stop: it would need a watchdog process beside it, and a ``kill -9`` of either leaves the other behind.
+
+A client that started the server says how long that took (``SharedServer``): a build shows that one-off cost
+apart from its own.
 
 A configured API (the PREFECT_API_URL variable, or the active Prefect profile) always wins: then nothing
 is started. ``toolkg prefect-server status|stop`` shows and stops the shared server.
@@ -32,7 +36,6 @@ is started. ``toolkg prefect-server status|stop`` shows and stops the shared ser
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import json
@@ -44,6 +47,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -59,7 +63,7 @@ DEFAULT_IDLE = 600.0
 DEFAULT_STARTUP = 60.0
 RETRY_FACTOR = 3  # the second start-up attempt waits this many times longer
 HINT = "start one yourself with 'prefect server start' and set PREFECT_API_URL=http://127.0.0.1:4200/api"
-SERVER_MODULE = "toolkg.flows.local_server"
+SERVER_MODULE = "toolkg.flows.local_server_process"  # the server's own process: serve and the idle watchdog
 
 _lease: int | None = None  # this process's lease on the shared server (a file descriptor, held until exit)
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback never goes via a proxy
@@ -69,10 +73,19 @@ class LocalServerError(ToolkgError):
     """The shared local Prefect server could not be started."""
 
 
-def use_shared_server(say: Callable[[str], None] | None = None) -> str | None:
+@dataclass(frozen=True)
+class SharedServer:
+    """The shared server this process uses, and what starting it cost this process (nothing if it ran)."""
+
+    url: str
+    start_seconds: float = 0.0  # from deciding to start one until it answered, all attempts; 0: it was running
+    created_database: bool = False  # that start created Prefect's database: the first under this PREFECT_HOME
+
+
+def use_shared_server(say: Callable[[str], None] | None = None) -> SharedServer | None:
     """Point this process and its children at the shared local server, starting it when none answers.
 
-    Returns the API URL, or None when an API is configured (then nothing changes). Call it before the
+    Returns the server, or None when an API is configured (then nothing changes). Call it before the
     first flow run; ``say`` gets a line when a server is being started.
     """
     if os.environ.get("PREFECT_API_URL"):
@@ -82,8 +95,8 @@ def use_shared_server(say: Callable[[str], None] | None = None) -> str | None:
     settings = get_current_settings()
     if settings.api.url:  # from the active profile, prefect.toml or .env
         return None
-    url = acquire(Path(settings.home).expanduser(), say=say)
-    os.environ["PREFECT_API_URL"] = url  # children (Dask workers, subprocesses) inherit it
+    server = acquire(Path(settings.home).expanduser(), say=say)
+    os.environ["PREFECT_API_URL"] = server.url  # children (Dask workers, subprocesses) inherit it
     import prefect.context
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY
 
@@ -93,7 +106,7 @@ def use_shared_server(say: Callable[[str], None] | None = None) -> str | None:
     root = prefect.context.GLOBAL_SETTINGS_CONTEXT
     settings = root.settings.copy_with_update(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
     prefect.context.GLOBAL_SETTINGS_CONTEXT = prefect.context.SettingsContext(profile=root.profile, settings=settings)
-    return url
+    return server
 
 
 def prefect_home() -> Path:
@@ -129,8 +142,8 @@ def _seconds(name: str, default: float) -> float:
 # -- the client side -------------------------------------------------------------------------------
 
 
-def acquire(home: Path, say: Callable[[str], None] | None = None) -> str:
-    """Hold a lease on the shared server under ``home`` (starting it if needed); its API URL."""
+def acquire(home: Path, say: Callable[[str], None] | None = None) -> SharedServer:
+    """Hold a lease on the shared server under ``home`` (starting it if needed)."""
     home.mkdir(parents=True, exist_ok=True)
     idle, startup = idle_seconds(), startup_seconds()  # bad values fail before anything starts
     take_lease(home)  # first: a server never stops while a client is looking for it
@@ -141,21 +154,23 @@ def acquire(home: Path, say: Callable[[str], None] | None = None) -> str:
         raise
 
 
-def _find_or_start(home: Path, idle: float, startup: float, say: Callable[[str], None] | None) -> str:
+def _find_or_start(home: Path, idle: float, startup: float, say: Callable[[str], None] | None) -> SharedServer:
     with _locked(home / LOCK_FILE):
         state = read_state(home)
         if state and _reusable(home, state, startup):
-            return state["url"]
+            return SharedServer(state["url"])
         log = home / LOG_FILE
         waits = (startup, startup * RETRY_FACTOR)
+        began = time.perf_counter()
+        creating = not (home / "prefect.db").exists()  # Prefect's default database, where PREFECT_HOME is
         for attempt, wait in enumerate(waits, start=1):
             if say:
-                first = "" if (home / "prefect.db").exists() else ", first start: creating its database"
+                first = ", first start: creating its database" if creating else ""
                 again = f" (attempt {attempt}, waiting up to {wait:g} s)" if attempt > 1 else ""
                 say(f"starting the shared local Prefect server{first}{again}; it stops after {idle:g} s idle")
             state = _start(home, idle, log)
             if _wait_healthy(state["url"], state["pid"], wait):
-                return state["url"]
+                return SharedServer(state["url"], time.perf_counter() - began, creating)
             _kill(state["pid"])
             clear_state(home, state["pid"])
         raise LocalServerError(
@@ -215,7 +230,7 @@ def _start(home: Path, idle: float, log: Path) -> dict:
         PREFECT_LOGGING_LEVEL="WARNING",
         PREFECT_SERVER_LOGGING_LEVEL="WARNING",
     )
-    command = [sys.executable, "-m", SERVER_MODULE, "serve", "--fd", str(sock.fileno())]
+    command = [sys.executable, "-m", SERVER_MODULE, "--fd", str(sock.fileno())]
     command += ["--home", str(home), "--idle", str(idle)]
     with open(log, "wb") as out:
         process = subprocess.Popen(
@@ -309,6 +324,8 @@ def in_use(home: Path, besides_me: bool = False) -> bool:
     try:
         with _locked(home / LEASE_FILE, blocking=False) as free:
             return not free
+    except FileNotFoundError:  # no home: no lease in it
+        return False
     finally:
         if besides_me and held:
             take_lease(home)
@@ -371,6 +388,8 @@ def status(home: Path) -> dict | None:
 
 def stop(home: Path) -> dict | None:
     """Stop the shared server (running commands lose it); its state, or None when there was none."""
+    if not home.is_dir():  # no state file to name one (a server whose home was deleted stops by itself)
+        return None
     with _locked(home / LOCK_FILE):
         state = read_state(home)
         if not state:
@@ -408,94 +427,3 @@ def command(action: str) -> int:
         f"{use}; log {state.get('log')}; stop it with 'toolkg prefect-server stop'"
     )
     return 0
-
-
-# -- the server process ----------------------------------------------------------------------------
-
-
-def serve(fd: int, home: Path, idle: float) -> int:
-    """Prefect's API on the inherited socket ``fd`` until idle for ``idle`` seconds or sent SIGTERM."""
-    server = None
-
-    def on_signal(signum: int, frame) -> None:
-        # Before it serves, SIGTERM/SIGINT end the process at once (a client gave up waiting). While it
-        # serves uvicorn's own handlers take them; it raises them again once it has shut down, and then
-        # this only asks for the shutdown already done, so the cleanup below runs.
-        if server is None:
-            raise SystemExit(128 + signum)
-        server.should_exit = True
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, on_signal)
-    sock = socket.socket(fileno=fd)
-    try:
-        import asyncio
-
-        import uvicorn
-
-        config = uvicorn.Config(
-            "prefect.server.api.server:create_app",
-            factory=True,
-            lifespan="on",
-            log_level="warning",
-            timeout_graceful_shutdown=5,
-        )
-        config.load()  # Prefect's app, imported here rather than in serve(), where uvicorn defers signals
-        server = uvicorn.Server(config)  # from here SIGTERM/SIGINT mean a graceful shutdown
-
-        async def main() -> None:
-            watchdog = asyncio.create_task(_watch_idle(server, home, idle))
-            try:
-                await server.serve(sockets=[sock])
-            finally:
-                watchdog.cancel()
-
-        asyncio.run(main())
-        return 0 if server.started else 3
-    finally:
-        with _locked(home / LOCK_FILE, blocking=False) as mine:
-            if mine:
-                clear_state(home, os.getpid())
-        print(f"{_now()} stopped", flush=True)
-
-
-async def _watch_idle(server, home: Path, idle: float) -> None:
-    """Stop the server once no client has held a lease for ``idle`` seconds."""
-    import asyncio
-
-    while not server.started:
-        await asyncio.sleep(0.1)
-    print(f"{_now()} serving on {server.servers[0].sockets[0].getsockname()}, idle stop after {idle:g} s", flush=True)
-    interval = min(1.0, max(0.1, idle / 10))
-    last_busy = time.monotonic()
-    while not server.should_exit:
-        await asyncio.sleep(interval)
-        if in_use(home):
-            last_busy = time.monotonic()
-            continue
-        if time.monotonic() - last_busy < idle:
-            continue
-        with _locked(home / LOCK_FILE, blocking=False) as mine:  # busy: a client is looking for a server
-            if mine and not in_use(home):
-                clear_state(home, os.getpid())  # from now on clients start a new server
-                print(f"{_now()} idle for {idle:g} s: stopping", flush=True)
-                server.should_exit = True
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m {SERVER_MODULE}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("serve", help="run the server (toolkg starts it; not meant to be run by hand)")
-    run.add_argument("--fd", type=int, required=True, help="a bound loopback socket to listen on")
-    run.add_argument("--home", type=Path, required=True, help="PREFECT_HOME: the state, lock and lease files")
-    run.add_argument("--idle", type=float, default=DEFAULT_IDLE, help="seconds without clients before stopping")
-    args = parser.parse_args(argv)
-    return serve(args.fd, args.home, args.idle)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

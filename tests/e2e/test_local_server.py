@@ -2,7 +2,8 @@
 PREFECT_HOME of its own and no PREFECT_API_URL.
 
 A build starts one server under PREFECT_HOME and later builds reuse it; it stops by itself once no toolkg
-command has used it for TOOLKG_PREFECT_IDLE_SECONDS, also after a build killed with SIGKILL; a server that
+command has used it for TOOLKG_PREFECT_IDLE_SECONDS, also after a build killed with SIGKILL, and whatever happens
+to its home meanwhile (deleted, its files deleted or replaced, its lock held by someone else); a server that
 cannot start ends the build with one line saying what to do; `toolkg prefect-server status|stop`.
 """
 
@@ -11,12 +12,16 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 import urllib.request
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -100,7 +105,8 @@ def _servers(home: Path) -> list[int]:
             stat = (proc / "stat").read_text()
         except OSError:
             continue
-        if b"toolkg.flows.local_server" in argv and os.fsencode(str(home)) in argv:
+        ours = any(arg.startswith(b"toolkg.flows.local_server") for arg in argv)  # the module run with -m
+        if ours and os.fsencode(str(home)) in argv:
             if stat.rpartition(")")[2].split()[0] != "Z":
                 found.append(int(proc.name))
     return found
@@ -147,6 +153,10 @@ def test_builds_share_one_server_until_stopped_and_a_configured_api_wins(first_b
     assert _servers(home) == [state["pid"]]
     assert (home / "toolkg-local-server.log").exists()
     assert not _lease_held(home)  # the build exited: its lease is gone, the server waits for the next one
+    # The server's first start is a one-off, shown apart from what every build pays.
+    once, wall, pipeline, orchestration, start = _timings(first.stdout)
+    assert once == "Prefect server first start (once per PREFECT_HOME, creating its database)"
+    assert start > 1 and abs(wall - (pipeline + orchestration + start)) < 0.05, first.stdout
 
     started = time.monotonic()
     second = _build(env, store)  # an unchanged rerun
@@ -156,6 +166,8 @@ def test_builds_share_one_server_until_stopped_and_a_configured_api_wins(first_b
     assert _state(home)["pid"] == state["pid"] and _servers(home) == [state["pid"]]
     assert second_seconds < 0.6 * first_seconds, (first_seconds, second_seconds)
     assert _errors(second.stderr) == []
+    once, wall, pipeline, orchestration, start = _timings(second.stdout)
+    assert once is None and start is None and abs(wall - (pipeline + orchestration)) < 0.05, second.stdout
 
     # PREFECT_API_URL set by the user wins: nothing is started under that process's PREFECT_HOME.
     other = tmp_path / "other-home"
@@ -180,6 +192,27 @@ def test_builds_share_one_server_until_stopped_and_a_configured_api_wins(first_b
         assert none.returncode == 0 and none.stdout.startswith("no shared local Prefect server running")
 
 
+WALL = re.compile(
+    r"  wall time: ([\d.]+)s \(pipeline ([\d.]+)s, Prefect orchestration ([\d.]+)s"
+    r"(?:, Prefect server start ([\d.]+)s)?\)"
+)
+
+
+def _timings(stdout: str) -> tuple[str | None, float, float, float, float | None]:
+    """From a build's summary: the one-off server start's line (what it says), wall, pipeline, orchestration and
+    server start seconds, as its last lines give them."""
+    lines = stdout.rstrip("\n").splitlines()
+    match = WALL.fullmatch(lines[-1])
+    assert match, lines[-1]
+    wall, pipeline, orchestration, start = (float(g) if g else None for g in match.groups())
+    once = re.fullmatch(r"  (Prefect server .*): ([\d.]+)s", lines[-2])
+    if start is None:
+        assert once is None, lines[-2]
+        return None, wall, pipeline, orchestration, None
+    assert once and float(once[2]) == start, lines[-2]
+    return once[1], wall, pipeline, orchestration, start
+
+
 def _server_command(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(TOOLKG), "prefect-server", *args], env=env, capture_output=True, text=True)
 
@@ -201,6 +234,8 @@ def test_concurrent_builds_start_one_server_which_stops_when_idle(home, tmp_path
     outputs = [b.communicate(timeout=240) for b in builds]
     assert [b.returncode for b in builds] == [0, 0], [err for _, err in outputs]
     assert sum(err.count(STARTING) for _, err in outputs) == 1  # the other one waited for it and reused it
+    onces = sorted(str(_timings(out)[0]) for out, _ in outputs)  # the one that started it says so, with its cost
+    assert onces == ["None", "Prefect server start (none was running; later builds reuse it until it is idle 2 s)"]
     log = (home / "toolkg-local-server.log").read_text()
     assert log.count("serving on") == 1
 
@@ -271,3 +306,103 @@ def test_a_server_that_exits_at_start_fails_fast(home, tmp_path):
     assert error.startswith("toolkg: error: the local Prefect server did not start") and "prefect server start" in error
     assert "unable to open database file" in (home / "toolkg-local-server.log").read_text()
     assert _servers(home) == [] and _state(home) is None
+
+
+# -- whatever happens to its home, the server stops within its idle period ------------------------------------------
+
+IDLE = 3  # seconds: TOOLKG_PREFECT_IDLE_SECONDS for these servers
+MARGIN = 8  # seconds past it: the watchdog's check interval and a graceful shutdown, on a busy 2-core machine
+LOCK_PATIENCE = 5  # seconds a due idle stop waits for the start-up lock before stopping without it
+
+
+def _start_idle_server(home: Path) -> int:
+    """A server started for ``home`` the way a build starts it, by a client that has exited: idle from now on."""
+    code = "import sys, pathlib, toolkg.flows.local_server as server; server.acquire(pathlib.Path(sys.argv[1]))"
+    env = _env(home, TOOLKG_PREFECT_IDLE_SECONDS=str(IDLE))
+    started = subprocess.run([sys.executable, "-c", code, str(home)], env=env, capture_output=True, text=True)
+    assert started.returncode == 0, started.stderr
+    state = _state(home)
+    assert state and _servers(home) == [state["pid"]]
+    return state["pid"]
+
+
+def _flock(stack: ExitStack, path: Path, mode: int) -> None:
+    """Hold a flock on ``path`` until the test ends (what a client or a stuck process would do)."""
+    handle = stack.enter_context(open(path, "a+"))  # noqa: SIM115
+    fcntl.flock(handle, mode)
+
+
+def _delete_home(home: Path, stack: ExitStack) -> None:
+    shutil.rmtree(home)  # a temporary home removed under a running server (tests, CI, benchmarks)
+
+
+def _delete_lease(home: Path, stack: ExitStack) -> None:
+    (home / "toolkg-local-server.lease").unlink()
+
+
+def _delete_state(home: Path, stack: ExitStack) -> None:
+    (home / STATE).unlink()
+
+
+def _delete_database(home: Path, stack: ExitStack) -> None:
+    (home / "prefect.db").unlink()
+
+
+def _replace_state(home: Path, stack: ExitStack) -> None:
+    # Another server's state, and a lease held by that server's client: neither is this server's business.
+    other = {**_state(home), "pid": os.getpid(), "url": "http://127.0.0.1:9/api"}
+    (home / STATE).write_text(json.dumps(other))
+    _flock(stack, home / "toolkg-local-server.lease", fcntl.LOCK_SH)
+
+
+def _hold_lock(home: Path, stack: ExitStack) -> None:
+    _flock(stack, home / "toolkg-local-server.lock", fcntl.LOCK_EX)  # and never let go
+
+
+def _lease_becomes_a_directory(home: Path, stack: ExitStack) -> None:
+    (home / "toolkg-local-server.lease").unlink()
+    (home / "toolkg-local-server.lease").mkdir()  # no lease can be read: the watchdog fails, the server stops
+
+
+@pytest.mark.parametrize(
+    ("happening", "stopped_because", "patience"),
+    [
+        (_delete_home, f"idle for {IDLE} s (no request; its home is gone): stopping", 0),
+        (_delete_lease, f"idle for {IDLE} s: stopping", 0),
+        (_delete_state, f"idle for {IDLE} s (no request; its state file is gone): stopping", 0),
+        (_replace_state, f"idle for {IDLE} s (no request; its state file names another server (pid {os.getpid()}))", 0),
+        (_delete_database, f"idle for {IDLE} s: stopping", 0),
+        (_hold_lock, f"stopping without the start-up lock (held elsewhere for {LOCK_PATIENCE} s)", LOCK_PATIENCE),
+        (_lease_becomes_a_directory, "idle watchdog failed (IsADirectoryError", 0),
+    ],
+    ids=lambda value: value.__name__.strip("_") if callable(value) else None,
+)
+def test_the_server_stops_within_its_idle_period_whatever_happens_to_its_home(
+    home: Path, happening: Callable[[Path, ExitStack], None], stopped_because: str, patience: int
+):
+    pid = _start_idle_server(home)
+    with ExitStack() as stack, open(home / "toolkg-local-server.log", encoding="utf-8") as log:  # readable if deleted
+        happening(home, stack)
+        took = _wait_until(lambda: not _servers(home), IDLE + patience + MARGIN, f"server {pid} stops")
+        lines = log.read()
+    assert took >= IDLE - 1, f"stopped after {took:.1f} s: before its idle period"
+    assert stopped_because in lines and lines.rstrip().endswith("stopped"), lines
+    if happening is _replace_state:  # it cleared no state but its own
+        assert _state(home)["pid"] == os.getpid()
+    if happening is _delete_home:  # and wrote nothing into a home being removed
+        assert not home.exists()
+        for action in ("status", "stop"):  # nor do these
+            none = _server_command(_env(home), action)
+            assert none.returncode == 0 and none.stdout.startswith("no shared local Prefect server running"), none
+        assert not home.exists()
+
+
+def test_a_client_holding_a_deleted_lease_file_keeps_its_server(home: Path):
+    pid = _start_idle_server(home)
+    lease = home / "toolkg-local-server.lease"
+    with ExitStack() as stack:
+        _flock(stack, lease, fcntl.LOCK_SH)  # a build running
+        lease.unlink()
+        time.sleep(IDLE + 2)  # past the idle period: the build still holds its lease, on the file that was there
+        assert _servers(home) == [pid] and not lease.exists()  # serving it, and no lease file made anew
+    _wait_until(lambda: not _servers(home), IDLE + MARGIN, "the server stops once the build is gone")
