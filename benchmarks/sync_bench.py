@@ -5,7 +5,8 @@ For each catalog (LiveMCPBench's 527 tools, a synthetic 10k-tool catalog):
 2. time the full rebuild of the whole catalog into another fresh store (the flow's pipeline time,
    Prefect start-up excluded; the embedding cache is warm for both, as on any rebuild after the first);
 3. open ``CatalogSync`` on the first store (its load time is reported apart: a sync service pays it once)
-   and time each operation: add-server, update-server (3 tools reworded), update-tool, remove-server;
+   and time each operation: add-server, update-server (3 tools reworded), update-tool, remove-tool, add-tool
+   (the removed tool back), remove-server;
 4. compare the synced store's dependency edges and links with a full rebuild of the final catalog.
 
 Prints a table and writes benchmarks/results/sync.json.
@@ -115,6 +116,11 @@ def run_case(name: str, files: list[Path], work: Path) -> dict:
         ops.append(
             sync.update_tool(partial, next(t for t in reworded.tools if t.name == one_tool["name"]), source, fmt)
         )
+        # One tool of the updated server removed, then added back: the final catalog is as before.
+        other = next(t for t in reworded.tools if t.name != one_tool["name"])
+        ops.append(sync.remove_tool(reworded, other.name, source, fmt))
+        rest = reworded.model_copy(update={"tools": tuple(t for t in reworded.tools if t.name != other.name)})
+        ops.append(sync.update_tool(rest, other, source, fmt))
         ops.append(sync.remove_server(removed_key))
     synced, expected = _state(work / "live"), _state(work / "final-store")
     rows = []

@@ -63,7 +63,7 @@ from toolkg.canonicalize.inference.profiles import (
     is_near,
     is_output_location,
     offers,
-    profile,
+    profile_of,
 )
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Tool
@@ -100,7 +100,7 @@ def infer_dependencies(
     """
     options = options or InferenceOptions()
     declared = set(declared)
-    profiles = [profile(t) for t in tools]
+    profiles = [profile_of(t) for t in tools]
     _assign_namespaces(profiles, options)
     edges: list[InferredEdge] = []
     edges += _parameter_edges(profiles, options, consumers, producers)
@@ -151,6 +151,15 @@ def infer_dependencies(
     linked = {(e.consumer, e.producer) for e in kept} | declared
     added = [e for e in learned if (e.consumer, e.producer) not in linked and e.confidence >= options.min_confidence]
     return sorted(kept + added, key=lambda e: (e.consumer, e.producer, e.parameter or ""))
+
+
+def prime(tools: Iterable[Tool]) -> None:
+    """Compute what every inference call reads of each tool (its profile, its offers, its parameters'
+    candidate keys) once, ahead: a sync session's first change then costs what the later ones do."""
+    for tool in tools:
+        offers(profile_of(tool))
+        for parameter in tool.parameters:
+            _candidate_keys(parameter.name)
 
 
 def _near(profiles: list[Profile], producers: set[str]) -> set[str]:

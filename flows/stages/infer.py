@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.canonicalize.inference.infer import infer_dependencies, prime
 from toolkg.config import InferenceOptions
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change
-from toolkg.models import InferredEdge, QuarantinedItem, StageInfo
+from toolkg.models import InferredEdge, QuarantinedItem, StageInfo, Tool
 from toolkg.ontology.graphs import INFERRED_GRAPH
 from toolkg.ontology.vocabulary import Basis
 from toolkg.stages import StageName
@@ -109,8 +110,12 @@ class Infer(CatalogStage):
 
     # --- incremental sync ----------------------------------------------------------------------
 
-    def warm(self, store: ToolStore, options: InferenceOptions | None = None) -> InferState:
-        """The stored inferred edges (declared ones are the manifests', not this stage's)."""
+    def warm(
+        self, store: ToolStore, options: InferenceOptions | None = None, tools: Iterable[Tool] = ()
+    ) -> InferState:
+        """The stored inferred edges (declared ones are the manifests', not this stage's), and what
+        inference reads of each of ``tools`` computed ahead (``prime``)."""
+        prime(tools)
         edges = {
             (r["consumer"], r["producer"], r["parameter"]): InferredEdge(
                 consumer=r["consumer"],

@@ -1,4 +1,4 @@
-"""Incremental sync on a live store: add, update or remove one server, or update one tool.
+"""Incremental sync on a live store: add, update or remove one server or one tool.
 
 A full build re-reads every manifest and re-infers over the whole catalog. ``CatalogSync`` keeps
 what the catalog-wide stages need warm (every tool, and each stage's own state: the inferred edges,
@@ -72,7 +72,7 @@ class CatalogSync:
         started = time.perf_counter()
         self.store = store
         self.tools: dict[str, Tool] = {t.id: t for t in read_tools(store)}
-        self.inferred = INFER.warm(store)
+        self.inferred = INFER.warm(store, tools=self.tools.values() if warm else ())
         self.embedder = embedder
         self.linked: LinkState | None = None
         if links:
@@ -115,8 +115,17 @@ class CatalogSync:
 
     def update_tool(self, server: Server, tool: Tool, source: str = "sync", format: str = "mcp") -> SyncResult:
         """Replace (or add) one tool of ``server``, the rest of which is as stored."""
+        operation = "update-tool" if tool.id in self.tools else "add-tool"
         tools = tuple(t for t in server.tools if t.name != tool.name) + (tool,)
-        return self._apply("update-tool", tool.id, server.model_copy(update={"tools": tools}), source, format)
+        return self._apply(operation, tool.id, server.model_copy(update={"tools": tools}), source, format)
+
+    def remove_tool(self, server: Server, name: str, source: str = "sync", format: str = "mcp") -> SyncResult:
+        """Remove the tool ``name`` of ``server``, the rest of which is as stored."""
+        tool_id = f"{server.id}::{name}"
+        if tool_id not in self.tools:
+            raise NotFoundError(f"no tool {tool_id!r} in the store")
+        tools = tuple(t for t in server.tools if t.name != name)
+        return self._apply("remove-tool", tool_id, server.model_copy(update={"tools": tools}), source, format)
 
     def remove_server(self, server_id: str) -> SyncResult:
         if not any(t.server_id == server_id for t in self.tools.values()):

@@ -62,3 +62,31 @@ def test_sync_operations_match_a_full_rebuild(build, tmp_path):
     assert live_state[1] == fresh_state[1]  # structural links
     # The server graph differs only in where its triples came from (the manifest path).
     assert len(live_state[2]["shop"]) == len(fresh_state[2]["shop"])
+
+
+def test_removing_and_adding_one_tool_match_rebuilds(build, tmp_path):
+    shop = json.loads((CASES / "inference" / "shop.json").read_text())
+    gone = "acme_user_login"  # a producer: its consumers lose edges when it goes and regain them when it returns
+    full, less = tmp_path / "full", tmp_path / "less"
+    full.mkdir()
+    less.mkdir()
+    (full / "shop.json").write_text(json.dumps(shop))
+    (less / "shop.json").write_text(json.dumps([t for t in shop if t["name"] != gone]))
+    build([full], tmp_path / "live-store")
+    build([less], tmp_path / "less-store")
+    manifest = read_manifest(full / "shop.json")
+    server = manifest.servers[0]
+    tool = next(t for t in server.tools if t.name == gone)
+    without = server.model_copy(update={"tools": tuple(t for t in server.tools if t.name != gone)})
+
+    with ToolStore(tmp_path / "live-store") as store, CatalogSync(store) as sync:
+        removed = sync.remove_tool(server, gone, str(full / "shop.json"), manifest.format)
+        assert (removed.operation, removed.tools_changed) == ("remove-tool", [f"shop::{gone}"])
+        assert removed.edges_removed > 0
+    assert _graph_state(tmp_path / "live-store", ["shop"])[:2] == _graph_state(tmp_path / "less-store", ["shop"])[:2]
+
+    build([full], tmp_path / "full-store")
+    with ToolStore(tmp_path / "live-store") as store, CatalogSync(store) as sync:
+        added = sync.update_tool(without, tool, str(full / "shop.json"), manifest.format)
+        assert (added.operation, added.tools_changed) == ("add-tool", [f"shop::{gone}"])
+    assert _graph_state(tmp_path / "live-store", ["shop"])[:2] == _graph_state(tmp_path / "full-store", ["shop"])[:2]
