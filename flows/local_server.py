@@ -40,6 +40,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -162,7 +163,9 @@ def _find_or_start(home: Path, idle: float, startup: float, say: Callable[[str],
         log = home / LOG_FILE
         waits = (startup, startup * RETRY_FACTOR)
         began = time.perf_counter()
-        creating = not (home / "prefect.db").exists()  # Prefect's default database, where PREFECT_HOME is
+        creating = not (home / DATABASE).exists()
+        if creating and _seed_database(home):
+            creating = False  # a copy of the database as Prefect made it: the server starts as on an old home
         for attempt, wait in enumerate(waits, start=1):
             if say:
                 first = ", first start: creating its database" if creating else ""
@@ -170,6 +173,8 @@ def _find_or_start(home: Path, idle: float, startup: float, say: Callable[[str],
                 say(f"starting the shared local Prefect server{first}{again}; it stops after {idle:g} s idle")
             state = _start(home, idle, log)
             if _wait_healthy(state["url"], state["pid"], wait):
+                if creating:
+                    _keep_template(home)
                 return SharedServer(state["url"], time.perf_counter() - began, creating)
             _kill(state["pid"])
             clear_state(home, state["pid"])
@@ -177,6 +182,63 @@ def _find_or_start(home: Path, idle: float, startup: float, say: Callable[[str],
             f"the local Prefect server did not start (waited {waits[0]:g} s, then {waits[1]:g} s; "
             f"its log: {log}); {HINT}"
         )
+
+
+# Prefect creates its database on a server's first start by running its migrations: 10-14 s of the first
+# build on a new PREFECT_HOME (tests, CI and benchmarks each make one), where a server on an existing
+# database answers in about 5 s. The first database this machine's Prefect version made is kept (a
+# consistent copy taken by SQLite's backup once the server answers, before any run is recorded) and a new
+# home starts from a copy of it: the migrations are paid once per machine and Prefect version.
+DATABASE = "prefect.db"  # Prefect's default database, where PREFECT_HOME is
+
+
+def _template() -> Path:
+    import prefect
+
+    from toolkg.paths import cache_dir
+
+    return cache_dir() / "prefect" / prefect.__version__ / DATABASE
+
+
+def _uses_default_database(home: Path) -> bool:
+    """Only Prefect's default SQLite file under PREFECT_HOME is seeded (never a configured database)."""
+    from prefect.settings import Settings
+
+    url = Settings().server.database.connection_url
+    return url is not None and url.get_secret_value() == f"sqlite+aiosqlite:///{home / DATABASE}"
+
+
+def _seed_database(home: Path) -> bool:
+    """Copy the kept database into a new home; False when there is none (or it cannot be copied)."""
+    try:
+        template = _template()
+        if not template.is_file() or not _uses_default_database(home):
+            return False
+        tmp = home / f".{DATABASE}.{os.getpid()}"
+        shutil.copyfile(template, tmp)
+        os.replace(tmp, home / DATABASE)
+        return True
+    except OSError:
+        return False  # the server then creates its database as Prefect does
+
+
+def _keep_template(home: Path) -> None:
+    """Keep the database a server just created, for the next new home (first one wins; failures ignored)."""
+    import sqlite3
+
+    try:
+        template = _template()
+        if template.exists() or not _uses_default_database(home):
+            return
+        template.parent.mkdir(parents=True, exist_ok=True)
+        tmp = template.with_name(f".{DATABASE}.{os.getpid()}")
+        with contextlib.closing(sqlite3.connect(home / DATABASE)) as source, contextlib.closing(
+            sqlite3.connect(tmp)
+        ) as copy:
+            source.backup(copy)
+        os.replace(tmp, template)
+    except (OSError, sqlite3.Error):
+        pass
 
 
 def take_lease(home: Path) -> None:

@@ -41,12 +41,18 @@ def _kill_servers(home: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def first_build(tmp_path_factory):
+def machine_cache(tmp_path_factory) -> Path:
+    """TOOLKG_CACHE_DIR of a machine that never started a server: no database kept to start from."""
+    return tmp_path_factory.mktemp("machine-cache")
+
+
+@pytest.fixture(scope="module")
+def first_build(tmp_path_factory, machine_cache):
     """The first build under a fresh PREFECT_HOME: it starts the server and creates its database."""
     home = tmp_path_factory.mktemp("first-prefect-home")
     store = tmp_path_factory.mktemp("first") / "store"
     started = time.monotonic()
-    result = _build(_env(home), store)
+    result = _build(_env(home, TOOLKG_CACHE_DIR=str(machine_cache)), store)
     yield home, store, result, time.monotonic() - started
     _kill_servers(home)
 
@@ -190,6 +196,24 @@ def test_builds_share_one_server_until_stopped_and_a_configured_api_wins(first_b
     for action in ("status", "stop"):
         none = _server_command(env, action)
         assert none.returncode == 0 and none.stdout.startswith("no shared local Prefect server running")
+
+
+def test_a_new_home_starts_from_the_database_the_machine_kept(first_build, machine_cache, tmp_path):
+    home = first_build[0]
+    kept = list(machine_cache.glob("prefect/*/prefect.db"))
+    assert len(kept) == 1 and kept[0].stat().st_size > 0  # taken once the first server answered
+    fresh = tmp_path / "fresh-home"
+    fresh.mkdir()
+    try:
+        result = _build(_env(fresh, TOOLKG_CACHE_DIR=str(machine_cache)), tmp_path / "store")
+        assert result.returncode == 0, result.stderr
+        assert STARTING in result.stderr and "creating its database" not in result.stderr
+        assert "Prefect server start (none was running" in result.stdout, result.stdout
+        assert (fresh / "prefect.db").stat().st_size > 0 and _servers(fresh) and _servers(home) != _servers(fresh)
+        with sqlite3.connect(fresh / "prefect.db") as db:  # the build's run went into the seeded database
+            assert db.execute("SELECT count(*) FROM flow_run").fetchone()[0] >= 1
+    finally:
+        _kill_servers(fresh)
 
 
 WALL = re.compile(
