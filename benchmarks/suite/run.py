@@ -89,8 +89,11 @@ def rows_of(setting: Setting, half: str) -> list[dict]:
     return rows
 
 
+STORES = RESULTS / "stores"  # --stores: another folder (e.g. stores built with int8 embeddings)
+
+
 def build(setting: Setting) -> Path:
-    store = RESULTS / "stores" / f"suite-{setting.store_name}"
+    store = STORES / f"suite-{setting.store_name}"
     started = time.perf_counter()
     result = subprocess.run(
         [str(TOOLKG), "build", *setting.paths, "--store", str(store), "-q", *setting.flags],
@@ -181,7 +184,10 @@ def main() -> None:
     parser.add_argument("--half", default="report", choices=["report", "tune", "all"])
     parser.add_argument("--no-loco", action="store_true", help="skip the leave-one-catalog-out calibration rows")
     parser.add_argument("--out", type=Path, default=RESULTS / "suite.json")
+    parser.add_argument("--stores", type=Path, default=STORES, help="where the catalogs' stores are built")
     args = parser.parse_args()
+    global STORES
+    STORES = args.stores
     names = [n.strip() for n in args.sets.split(",") if n.strip()]
     unknown = [n for n in names if n not in SETTINGS]
     if unknown:
