@@ -184,10 +184,10 @@ def main() -> None:
     parser.add_argument("--half", default="report", choices=["report", "tune", "all"])
     parser.add_argument("--no-loco", action="store_true", help="skip the leave-one-catalog-out calibration rows")
     parser.add_argument("--out", type=Path, default=RESULTS / "suite.json")
-    parser.add_argument("--stores", type=Path, default=STORES, help="where the catalogs' stores are built")
+    parser.add_argument("--stores", type=Path, help="where the catalogs' stores are built (benchmarks/results/stores)")
     args = parser.parse_args()
     global STORES
-    STORES = args.stores
+    STORES = args.stores or STORES
     names = [n.strip() for n in args.sets.split(",") if n.strip()]
     unknown = [n for n in names if n not in SETTINGS]
     if unknown:
