@@ -7,6 +7,13 @@ benchmarks/results/retrieval.json (+ one PNG per setting).
 
     python benchmarks/retrieval_bench.py                  # the four settings
     python benchmarks/retrieval_bench.py --scale 10000    # also latency on a synthetic 10k-tool store
+    python benchmarks/retrieval_bench.py --cold --scale 10000 100000   # cold start only (issue 31's targets)
+
+``--cold`` times a cold ``toolkg retrieve`` (a fresh process, its first query) on LiveMCPBench's 527 tools and
+on a synthetic store of each ``--scale`` size, alternately with the store's retrieval index and with the index
+moved aside (the path a store without one takes), prints a table with where the indexed start-up spends its
+time, and writes benchmarks/results/retrieval-cold.json. ``--stores DIR`` keeps the synthetic stores there and
+reuses them (a 100k build takes minutes).
 
 Settings:
 - toollinkos-declared: ToolLinkOS with its declared dependencies only (``--no-infer``)
@@ -28,12 +35,16 @@ Only the reporting half of each query set is scored unless ``--half`` says other
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,16 +86,147 @@ def build(store: Path, paths: list[str], flags: list[str]) -> float:
 
 def cold_retrieve(store: Path, query: str, repeat: int = 3) -> list[float]:
     """Seconds from spawning ``toolkg retrieve`` to its exit (the ranking printed), each a fresh process."""
-    times = []
+    return [spawn_retrieve(store, query)["seconds"] for _ in range(repeat)]
+
+
+def spawn_retrieve(store: Path, query: str) -> dict:
+    """One cold ``toolkg retrieve``: seconds from spawn to exit, the processor seconds it used (user + system: on a
+    busy machine the wall time also counts waiting for a core), its peak memory, what it said on stderr."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [str(TOOLKG), "retrieve", query, "--store", str(store), "-k", "10"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stderr = process.stderr.read()
+    process.stderr.close()
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        sys.exit(f"toolkg retrieve on {store} failed:\n{stderr[-2000:]}")
+    return {
+        "seconds": round(seconds, 3),
+        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 3),
+        "peak_mb": round(usage.ru_maxrss / 1024, 1),
+        "stderr": stderr.strip(),
+    }
+
+
+@contextlib.contextmanager
+def index_aside(store: Path) -> Iterator[None]:
+    """The store without its retrieval index (moved aside, put back after): the path a store without one takes."""
+    index, aside = store / "index", store / "index.aside"
+    index.rename(aside)
+    try:
+        yield
+    finally:
+        aside.rename(index)
+
+
+# Where a cold retrieve's time goes, measured in a fresh process step by step (the CLI does the same steps).
+PHASES = r"""
+import json, os, sys, time
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as `toolkg retrieve` sets it
+clock = time.perf_counter()
+out = {}
+def lap(name):
+    global clock
+    now = time.perf_counter()
+    out[name] = round(now - clock, 3)
+    clock = now
+import toolkg.cli
+lap("import the CLI")
+from toolkg.retrieval import Index, Query, make_retriever
+lap("import retrieval")
+index = Index(sys.argv[1])
+lap("open the store and its index")
+from toolkg.embeddings import encoder
+encoder._numpy_model()
+lap("load the query model")
+from toolkg.text.words import _lemma_table
+_lemma_table()
+lap("load the lemma table")
+ranking = make_retriever("auto", index).retrieve(Query("q", sys.argv[2]), 10)
+lap("rank (embed the query, BM25, dense, graph)")
+from toolkg.cli.render import table
+table(["rank", "tool", "why"], [[str(i), h.tool.name, h.why] for i, h in enumerate(ranking.tools)])
+lap("render the table")
+out["indexed"] = index.saved is not None
+print(json.dumps(out))
+"""
+
+
+def phases(store: Path, query: str) -> dict:
+    result = subprocess.run(
+        [sys.executable, "-c", PHASES, str(store), query], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def cold_start(store: Path, query: str, repeat: int = 3) -> dict:
+    """Cold ``toolkg retrieve`` with the index and without it, alternately (A B A B: the machine's load drifts)."""
+    runs: dict[str, list[dict]] = {"index": [], "no_index": []}
     for _ in range(repeat):
-        started = time.perf_counter()
-        result = subprocess.run(
-            [str(TOOLKG), "retrieve", query, "--store", str(store), "-k", "10"], capture_output=True, text=True
+        runs["index"].append(spawn_retrieve(store, query))
+        with index_aside(store):
+            runs["no_index"].append(spawn_retrieve(store, query))
+    if any(r["stderr"] for r in runs["index"]):
+        sys.exit(f"the index of {store} was not used: {runs['index'][0]['stderr']}")
+    out: dict = {"query": query}
+    for name, items in runs.items():
+        out[name] = {
+            "seconds": [r["seconds"] for r in items],
+            "median_seconds": statistics.median(r["seconds"] for r in items),
+            "median_cpu_seconds": statistics.median(r["cpu_seconds"] for r in items),
+            "peak_mb": max(r["peak_mb"] for r in items),
+        }
+    out["speedup"] = round(out["no_index"]["median_seconds"] / out["index"]["median_seconds"], 1)
+    out["phases"] = phases(store, query)
+    return out
+
+
+def cold_report(sizes: list[int], keep: Path | None) -> dict:
+    """``--cold``: LiveMCPBench's store and a synthetic store of each size."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from synthetic import generate
+
+    report: dict = {"stores": {}, "load_average": list(os.getloadavg())}
+    store = STORES / "livemcpbench"
+    build(store, ["data/livemcpbench/tools.json"], [])
+    report["stores"]["livemcpbench"] = {"tools": 527, **cold_start(store, "find a restaurant and book a table")}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = keep or Path(tmp)
+        for size in sizes:
+            folder, store = root / f"synthetic-{size}", root / f"synthetic-{size}-store"
+            if not (folder.exists() and any(folder.iterdir())):
+                generate(size, folder)
+            seconds = build(store, [str(folder)], [])
+            row = {"tools": size, "build_seconds": round(seconds, 1)}
+            report["stores"][f"synthetic-{size}"] = row | cold_start(store, "get the weather forecast for a city")
+    report["load_average_after"] = list(os.getloadavg())
+    print_cold(report)
+    return report
+
+
+def print_cold(report: dict) -> None:
+    print("\n== cold `toolkg retrieve` (spawn to exit, fresh processes, median of alternating runs)")
+    print(f"{'':<30}{'with the index':>24}{'without (store read)':>24}")
+    columns = f"{'wall s':>12}{'cpu s':>8}{'MB':>6}"
+    print(f"{'store':<22}{'tools':>8}{columns}{columns}{'speedup':>9}")
+    for name, row in report["stores"].items():
+        cells = "".join(
+            f"{row[k]['median_seconds']:>12.2f}{row[k]['median_cpu_seconds']:>8.2f}{row[k]['peak_mb']:>6.0f}"
+            for k in ("index", "no_index")
         )
-        times.append(round(time.perf_counter() - started, 3))
-        if result.returncode != 0:
-            sys.exit(f"toolkg retrieve on {store} failed:\n{result.stderr[-2000:]}")
-    return times
+        print(f"{name:<22}{row['tools']:>8}{cells}{row['speedup']:>8.1f}x")
+    print("\nwhere the indexed start-up spends its time (s, one fresh process):")
+    names = [k for k in next(iter(report["stores"].values()))["phases"] if k != "indexed"]
+    print(f"{'step':<44}" + "".join(f"{n[:18]:>20}" for n in report["stores"]))
+    for step in names:
+        print(f"{step:<44}" + "".join(f"{row['phases'][step]:>20.3f}" for row in report["stores"].values()))
+    print(f"load average before / after: {report['load_average']} / {report['load_average_after']}")
 
 
 def scale_latency(size: int) -> dict:
@@ -111,7 +253,7 @@ def scale_latency(size: int) -> dict:
         out["build_pipeline_seconds"] = summary["pipeline_seconds"]
         out["build_stage_seconds"] = summary["stage_seconds"]
         out["build_peak_mb"] = summary["stage_peak_mb"]
-        out["cold_retrieve_seconds"] = cold_retrieve(store, texts[0])
+        out["cold_retrieve"] = cold_start(store, texts[0])
         for method in ("auto", "bm25", "dense", "grtf"):
             retriever = make_retriever(method, index)
             retriever.retrieve(Query("warm", texts[0]), 10)
@@ -134,7 +276,15 @@ def main() -> None:
     parser.add_argument(
         "--half", choices=("report", "tune", "all"), default="report", help="which half of the queries (data/SPLITS.md)"
     )
+    parser.add_argument("--cold", action="store_true", help="only the cold start: 527 tools and each --scale size")
+    parser.add_argument("--stores", type=Path, help="with --cold: keep (and reuse) the synthetic stores here")
     args = parser.parse_args()
+    if args.cold:
+        report = cold_report(args.scale, args.stores)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "retrieval-cold.json").write_text(json.dumps(report, indent=2) + "\n")
+        print(f"\nwrote {RESULTS / 'retrieval-cold.json'}")
+        return
 
     from toolkg import progress
     from toolkg.cli.render import format_eval

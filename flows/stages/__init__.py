@@ -1,4 +1,4 @@
-"""The catalog-wide stages after loading: canonicalize, infer, link, then the snapshot.
+"""The catalog-wide stages after loading: canonicalize, infer, link, the retrieval index, then the snapshot.
 
 Each stage is one class (``base.CatalogStage``) in its own module that states, once: its name, the
 graph it writes, its options (a section of ``BuildConfig``), the modules whose code decides its
@@ -24,6 +24,7 @@ from toolkg.flows.stages.base import CatalogRun, CatalogStage, Runner, in_proces
 from toolkg.flows.stages.canonicalize import Canonicalize
 from toolkg.flows.stages.infer import Infer
 from toolkg.flows.stages.link import Link
+from toolkg.flows.stages.retrieval_index import RetrievalIndex
 from toolkg.stages import StageName
 from toolkg.store.build_state import clear_pending, options_digests
 from toolkg.store.snapshots import current_snapshot, publish_snapshot
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CATALOG_STAGES", "CatalogRun", "CatalogStage", "Runner", "in_process", "run_catalog_stages"]
 
-CATALOG_STAGES: tuple[CatalogStage, ...] = (Canonicalize(), Infer(), Link())
+CATALOG_STAGES: tuple[CatalogStage, ...] = (Canonicalize(), Infer(), Link(), RetrievalIndex())
 
 
 def run_catalog_stages(run: CatalogRun, changed: bool, pending: set[str]) -> bool:

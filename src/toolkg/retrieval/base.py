@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -9,9 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
+from toolkg.embeddings.encoder import Embedder, model_id
 from toolkg.errors import NotFoundError
 from toolkg.retrieval.catalog import Catalog, ToolDoc
 from toolkg.retrieval.dense import make_embedder
+from toolkg.retrieval.index_files import IndexUnusable, SavedIndex, open_index
 from toolkg.retrieval.lexical import BM25
 from toolkg.retrieval.queries import read_queries  # noqa: F401  (re-exported: the evaluation format)
 from toolkg.store.oxigraph_store import ToolStore
@@ -53,13 +56,19 @@ def as_query(row: dict) -> Query:
 
 
 class Index:
-    """A store opened for retrieval: catalog snapshot, BM25 and (lazily) embedding matrices."""
+    """A store opened for retrieval: catalog snapshot, BM25 and (lazily) embedding matrices.
 
-    def __init__(self, store_dir: str | Path, *, store: ToolStore | None = None) -> None:
+    When the store's retrieval index matches it (``index_files``: written by the build), the catalog's
+    documents, BM25 and the vectors are mapped from it; otherwise they are read from the store and the
+    vector cache, and why is said on stderr (once per process and reason). Both give the same rankings."""
+
+    def __init__(self, store_dir: str | Path, *, store: ToolStore | None = None, use_index: bool = True) -> None:
         """``store``: an already opened store (a published snapshot) instead of ``store_dir``'s database;
-        ``store_dir`` still holds the embedding cache."""
+        ``store_dir`` still holds the embedding cache and the retrieval index. ``use_index=False`` reads
+        the store even when an index matches it."""
         self.store = store or ToolStore(store_dir, read_only=True)
-        self.catalog = Catalog.load(self.store)
+        self.saved: SavedIndex | None = _saved_index(self.store, store_dir) if use_index else None
+        self.catalog = self.saved.catalog(self.store) if self.saved else Catalog.load(self.store)
         if not self.catalog.tools:
             raise NotFoundError(f"store {store_dir} has no tools: build it first")
         self._embedder = make_embedder(Path(store_dir) / "cache" / "embeddings.sqlite")
@@ -70,18 +79,32 @@ class Index:
 
     @cached_property
     def tool_bm25(self) -> BM25:
-        return BM25([t.text for t in self.catalog.tools])
+        if self.saved:
+            return self.saved.tool_bm25
+        return BM25.from_texts([t.text for t in self.catalog.tools])
 
     @cached_property
     def server_bm25(self) -> BM25:
-        return BM25([s.text for s in self.catalog.servers])
+        if self.saved:
+            return self.saved.server_bm25
+        return BM25.from_texts([s.text for s in self.catalog.servers])
+
+    def _saved_vectors(self) -> bool:
+        """Whether the index's vectors are the ones this process would look up (same model, offline)."""
+        return bool(self.saved and self.saved.model) and isinstance(self._embedder, Embedder) and (
+            self.saved.model == model_id()
+        )
 
     @cached_property
     def tool_vectors(self) -> np.ndarray:
+        if self._saved_vectors():
+            return self.saved.tool_vectors
         return self._embedder.encode([t.text for t in self.catalog.tools], label="embed tools")
 
     @cached_property
     def server_vectors(self) -> np.ndarray:
+        if self._saved_vectors():
+            return self.saved.server_vectors
         return self._embedder.encode([s.text for s in self.catalog.servers], label="embed servers")
 
     @cached_property
@@ -101,6 +124,21 @@ class Index:
             vectors[text] = self._embedder.encode([text], cache=False)[0]
             self._query_vectors = vectors
         return vectors[text]
+
+
+_said: set[str] = set()  # the reasons already told on stderr: a process says each once
+
+
+def _saved_index(store: ToolStore, store_dir: str | Path) -> SavedIndex | None:
+    """The retrieval index matching ``store``, or None (and one line on stderr saying why)."""
+    try:
+        return open_index(store, store_dir)
+    except IndexUnusable as why:
+        message = f"toolkg: {why}: reading the catalog from the store instead (slower); the next build writes it"
+        if message not in _said:
+            _said.add(message)
+            print(message, file=sys.stderr)
+        return None
 
 
 def top(scores: np.ndarray, n: int) -> list[int]:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import re
 
-from toolkg.canonicalize.inference.files import FORMATS
-
 # Sentence ends and the conjunctions that chain one request after another.
 _CLAUSE = re.compile(
     r"(?<=[.!?;。！？；])\s+|\n+|,\s*(?:and\s+)?then\s+|\s+and then\s+|\s+after that,?\s+|\s+afterwards,?\s+",
@@ -63,6 +61,9 @@ def facets(text: str) -> list[str]:
     """
     found = []
     for match in _PATH.finditer(text):
+        # imported here: the inference package costs a cold `toolkg retrieve` ~30 ms, and few requests hold a path
+        from toolkg.canonicalize.inference.files import FORMATS
+
         name = match.group(0).rstrip("/").rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
         extension = name.rsplit(".", 1)[-1].lower() if "." in name.strip(".") else ""
         what = f"{FORMATS.get(extension, extension)} file" if extension else "directory"
