@@ -86,29 +86,60 @@ def _quantize(source: Path, out: Path) -> None:
     quantize_dynamic(str(source), str(out), weight_type=QuantType.QInt8, per_channel=True)
 
 
+def session_options(threads: int | None = None, spinning: bool = True, level: str = "all", parallel: bool = False):
+    """ONNX Runtime session options: ``threads`` intra-op threads (all cores by default), ``spinning`` (idle
+    threads spin between ops rather than sleep), graph optimisation ``level`` (basic, extended, all) and the
+    execution mode (``parallel``: independent nodes at once). The defaults are the measured best
+    (``benchmarks/embed_bench.py``)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or os.cpu_count() or 1
+    options.graph_optimization_level = {
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[level]
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spinning else "0")
+    if parallel:
+        options.execution_mode = ort.ExecutionMode.ORT_PARALLEL
+    return options
+
+
 class OnnxMiniLM:
-    """``encode(texts) -> (n, 384) float32`` unit vectors (mean pooling, as sentence-transformers)."""
+    """``encode(texts) -> (n, 384) float32`` unit vectors (mean pooling, as sentence-transformers).
+
+    ``sort`` (the default) runs texts in order of length over the whole call, so a batch holds texts of
+    about one length and little of it is padding."""
 
     def __init__(
-        self, model_path: Path, weights_dir: Path, max_tokens: int = 128, batch: int = 16, threads: int | None = None
+        self,
+        model_path: Path,
+        weights_dir: Path,
+        max_tokens: int = 128,
+        batch: int = 16,
+        threads: int | None = None,
+        sort: bool = True,
+        options=None,
     ) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or os.cpu_count() or 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options = options or session_options(threads)
         self.session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
         self.tokenizer = Tokenizer.from_file(str(Path(weights_dir) / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length=max_tokens)
         self.tokenizer.no_padding()
         self.batch = batch
+        self.sort = sort
 
     def encode(self, texts: list[str], on_batch: Callable[[int], None] | None = None) -> np.ndarray:
         """Vectors in the order of ``texts``; ``on_batch(n)`` after each batch of n texts (progress)."""
         out = np.zeros((len(texts), 384), dtype=np.float32)
         encodings = self.tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        order = list(range(len(texts)))
+        if self.sort:
+            order.sort(key=lambda i: len(encodings[i].ids))
         for start in range(0, len(order), self.batch):
             rows = order[start : start + self.batch]
             width = max(len(encodings[i].ids) for i in rows)
@@ -118,10 +149,14 @@ class OnnxMiniLM:
                 tokens = encodings[i].ids
                 ids[r, : len(tokens)] = tokens
                 mask[r, : len(tokens)] = 1
-            (hidden,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": ids * 0})
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
-            out[rows] = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            out[rows] = self.vectors(ids, mask)
             if on_batch is not None:
                 on_batch(len(rows))
         return out
+
+    def vectors(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """Unit vectors of one padded batch: the graph's hidden states, mean-pooled over the real tokens."""
+        (hidden,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": ids * 0})
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
