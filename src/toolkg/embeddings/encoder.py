@@ -32,7 +32,11 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 MAX_TOKENS = 128  # the length the model was trained on; 256 (its default) costs ~30% more on long descriptions
 MODEL_ID = f"{MODEL_NAME}@{MODEL_SHA256[:12]}/{MAX_TOKENS}"  # what the cache is keyed by: the limit changes vectors
 DIMENSIONS = 384
-BATCH = 16  # measured fastest on CPU: less padding per batch
+# Texts per ONNX Runtime call (benchmarks/embed_bench.py, 2 cores): on every core 16 (fewer leave each op too
+# little to share out); on one thread (the embed-ahead worker) 8, ~10 % more texts per CPU-second than 16 (float32
+# and int8), and 32 or 64 less again. Texts are sorted by length first, so a batch holds little padding.
+BATCH = 16
+BATCH_ONE_THREAD = 8
 CHUNK = 256  # texts per progress report
 
 _model = None
@@ -139,7 +143,8 @@ def onnx_model(threads: int | None = None):
 
     path = _weights()
     model = model_file(path, MODEL_SHA256, precision())
-    return OnnxMiniLM(model, path, max_tokens=MAX_TOKENS, batch=BATCH, threads=threads)
+    batch = BATCH_ONE_THREAD if threads == 1 else BATCH
+    return OnnxMiniLM(model, path, max_tokens=MAX_TOKENS, batch=batch, threads=threads)
 
 
 # Up to this many float32 texts are embedded by the NumPy forward pass (toolkg.embeddings.minilm, loads in ~0.15 s)
