@@ -117,3 +117,25 @@ def test_the_installed_package_comes_before_the_cache(tmp_path, monkeypatch, mod
         (cached / name).symlink_to(model_files / name)
     monkeypatch.setattr(weights, "installed_package", lambda: None)
     assert weights.model_dir() == cached  # no package: the cached copy, without fetching
+
+
+def test_weights_found_to_match_are_not_hashed_again_until_the_file_changes(tmp_path, monkeypatch, model_files):
+    import shutil
+
+    from toolkg.embeddings import encoder
+    from toolkg.errors import ConfigError
+
+    monkeypatch.setenv("TOOLKG_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "model"
+    shutil.copytree(model_files, folder)
+    hashed = []
+    real = encoder.sha256_of
+    monkeypatch.setattr(encoder, "sha256_of", lambda path: hashed.append(path) or real(path))
+    encoder._check_weights.__wrapped__(folder)  # no per-process memo: what a new process does
+    encoder._check_weights.__wrapped__(folder)
+    assert len(hashed) == 1  # the second process trusts the stamp
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-1] + b"\0")  # another file under the same name
+    with pytest.raises(ConfigError, match="does not match the pinned"):
+        encoder._check_weights.__wrapped__(folder)
+    assert len(hashed) == 2
