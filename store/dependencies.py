@@ -10,7 +10,10 @@ inferred again.
 
 from __future__ import annotations
 
-from pyoxigraph import Literal, Triple
+from collections.abc import Iterable, Mapping
+from urllib.parse import unquote
+
+from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg.models import InferredEdge, Tool, ToolLink
 from toolkg.ontology import RDF, TK, XSD, iris
@@ -24,8 +27,16 @@ def declared_pairs(store: ToolStore) -> set[tuple[str, str]]:
     return {(r["c"].value, r["p"].value) for r in rows}
 
 
-def edge_triples(edges: list[InferredEdge], tools: list[Tool]) -> list[Triple]:
-    locations = {(t.id, p.name): p.location for t in tools for p in t.parameters}
+def edge_triples(edges: list[InferredEdge], tools: Iterable[Tool] | Mapping[str, Tool]) -> list[Triple]:
+    """An edge's triples (its qualified node names the parameter where the consumer has it). ``tools``: the
+    catalog, or a mapping of tool id -> tool that holds at least the edges' consumers (incremental sync
+    looks up a few, not the catalog)."""
+    by_id = tools if isinstance(tools, Mapping) else {t.id: t for t in tools}
+    locations: dict[tuple[str, str], str] = {}
+    for consumer in {e.consumer for e in edges if e.parameter}:
+        tool = by_id.get(consumer)
+        for p in tool.parameters if tool is not None else ():
+            locations[consumer, p.name] = p.location  # the last of a name, as a dict of them all kept
     out: list[Triple] = []
     for e in edges:
         consumer, producer = iris.tool_iri_from_id(e.consumer), iris.tool_iri_from_id(e.producer)
@@ -49,6 +60,17 @@ def edge_triples(edges: list[InferredEdge], tools: list[Tool]) -> list[Triple]:
             if location:
                 out.append(Triple(d, TK.viaParameter, iris.parameter_iri(consumer, e.parameter, location)))
     return out
+
+
+def tool_id_of(node: object) -> str | None:
+    """The tool id a tool IRI names (``iris.tool_iri``), or None for any other term."""
+    if not isinstance(node, NamedNode) or not node.value.startswith(_TOOL_PREFIX):
+        return None
+    parts = node.value[len(_TOOL_PREFIX) :].split("/")
+    return f"{unquote(parts[0])}::{unquote(parts[1])}" if len(parts) == 2 else None
+
+
+_TOOL_PREFIX = f"{iris.BASE}tool/"
 
 
 def link_triples(links: list[ToolLink]) -> list[Triple]:

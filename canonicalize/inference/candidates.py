@@ -9,12 +9,22 @@ from toolkg.canonicalize.inference.profiles import Offer, Profile, canonical_key
 from toolkg.text.lexicon import UNIVERSAL_VALUES
 
 Candidate = tuple[float, Profile, Offer, str]  # (score, producer, offer, how it matches)
+# A bucket entry: (its place in the bucket, producer, offer). The place is ``order`` and the offer's
+# position among its producer's offers (one producer may file two offers under one key).
+Entry = tuple[tuple, Profile, Offer]
+# The cut-off of a class read to its end: later than any place; of a class not read: before any.
+EXHAUSTED = (2,)
+NOT_READ = ()
 
 
-def order(entry: tuple[Profile, Offer], key: tuple[str, ...]) -> tuple:
+def order(producer: Profile, offer: Offer, key: tuple[str, ...]) -> tuple:
     """A bucket's tie-break order: offers of its own key first, then fewest parameters, then id."""
-    producer, offer = entry
-    return (offer.key != key, len(producer.tool.parameters), producer.tool.id)
+    return (offer.key != key, len(producer.tool.parameters), producer.id)
+
+
+def class_of(offer: Offer) -> tuple:
+    """What makes offers match and travel alike (``offer_classes``)."""
+    return (offer.key, offer.described, offer.contextual)
 
 
 def _match(offer: Offer, words: list[str], cohesive: bool) -> tuple[float, str] | None:
@@ -25,12 +35,12 @@ def _match(offer: Offer, words: list[str], cohesive: bool) -> tuple[float, str] 
 
 
 def own_server_producers(
-    bucket: Sequence[tuple[Profile, Offer]], consumer: Profile, words: list[str], cohesive: bool, wanted: int, seen: set
+    bucket: Sequence[Entry], consumer: Profile, words: list[str], cohesive: bool, wanted: int, seen: set
 ) -> list[Candidate]:
     """The first ``wanted`` offers of the consumer's own server that fill the parameter (a server's
     bucket holds at most its own tools: scanned)."""
     found: list[Candidate] = []
-    for producer, offer in bucket:
+    for _, producer, offer in bucket:
         if len(found) == wanted:
             break
         if producer is consumer or (producer.namespace and not producer.namespace & consumer.namespace):
@@ -43,14 +53,13 @@ def own_server_producers(
     return found
 
 
-def offer_classes(bucket: list[tuple[Profile, Offer]], key: tuple[str, ...]) -> list[tuple[Offer, list]]:
+def offer_classes(bucket: Sequence[Entry]) -> list[tuple[Offer, list]]:
     """A sorted bucket split into classes of offers that match and travel alike (same key, same
     source, same context), each class in the bucket's order, with that order kept for merging."""
     classes: dict[tuple, tuple[Offer, list]] = {}
-    for entry in bucket:
-        offer = entry[1]
-        _, members = classes.setdefault((offer.key, offer.described, offer.contextual), (offer, []))
-        members.append((order(entry, key), *entry))
+    for place, producer, offer in bucket:
+        _, members = classes.setdefault(class_of(offer), (offer, []))
+        members.append((place[:3], producer, offer))
     return list(classes.values())
 
 
@@ -61,6 +70,8 @@ def other_server_producers(
     cohesive: bool,
     wanted: int,
     seen: set,
+    cutoffs: dict | None = None,
+    key: tuple[str, ...] = (),
 ) -> list[Candidate]:
     """The first ``wanted`` offers of other servers, in the bucket's order, that fill the parameter.
 
@@ -68,18 +79,24 @@ def other_server_producers(
     on the tool making it (except nearness: a shared service namespace). So each class is judged
     once and read only up to its ``wanted``-th acceptable member; the first ``wanted`` of the whole
     bucket are among those. A 100k-tool catalog's buckets hold thousands of offers: scanning them
-    for every parameter was quadratic."""
+    for every parameter was quadratic.
+
+    ``cutoffs`` (incremental sync) records, per (``key``, class), the place of the first member not read
+    (``NOT_READ`` for a class not read at all): an offer filed there or later cannot change what this
+    parameter takes."""
     found = []
     for rep, members in classes:
         match = _match(rep, words, cohesive)
-        if match is None:
+        anywhere = match is not None and _travels_anywhere(rep, match[0], words)
+        if match is None or (not anywhere and not consumer.namespace):
+            # it fills no such parameter, or may fill only a near tool's and no other server's tool is near
+            if cutoffs is not None:
+                cutoffs.setdefault((key, class_of(rep)), NOT_READ)
             continue
-        anywhere = _travels_anywhere(rep, match[0], words)
-        if not anywhere and not consumer.namespace:
-            continue  # it may fill only a parameter of a near tool, and no other server's tool is near
-        taken = 0
+        taken, last = 0, EXHAUSTED
         for order, producer, offer in members:
             if taken == wanted:
+                last = order
                 break
             if producer.tool.server_id == consumer.tool.server_id:
                 continue  # read from its server's own bucket already
@@ -89,6 +106,9 @@ def other_server_producers(
                 continue
             found.append((order, match[0], producer, offer, match[1]))
             taken += 1
+        if cutoffs is not None:
+            sig = (key, class_of(rep))
+            cutoffs[sig] = max(cutoffs.get(sig, last), last)
     found.sort(key=lambda f: f[0])
     return [f[1:] for f in found[:wanted]]
 

@@ -14,7 +14,7 @@ every server, so the rule may cross servers, with a lower confidence than inside
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections.abc import Iterable, Mapping
 
 from toolkg.canonicalize.inference.calibration import CONFIDENCE
 from toolkg.canonicalize.inference.profiles import PARAMETER_DIRECT, PARAMETER_INDIRECT, Profile, is_output_location
@@ -113,19 +113,21 @@ def reads(p: Profile, words: list[str]) -> set[str]:
     return _formats(p.words)  # html_cleaner, text_formatter: what they work on
 
 
-def file_edges(profiles: list[Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
-    writers: dict[str, list[Profile]] = defaultdict(list)
-    for p in profiles:
-        for fmt in writes(p):
-            writers[fmt].append(p)
-    for members in writers.values():  # converters first (their name says what they write), then makers
-        members.sort(
-            key=lambda p: (not _converter_sides(p)[1], p.action not in MAKERS, len(p.tool.parameters), p.tool.id)
-        )
+def writer_order(p: Profile) -> tuple:
+    """How the writers of a format are ranked: converters first (their name says what they write), then
+    makers of a new file, then fewest parameters, then id."""
+    return (not _converter_sides(p)[1], p.action not in MAKERS, len(p.tool.parameters), p.id)
+
+
+def read_formats(p: Profile) -> set[str]:
+    """Every format a file-path parameter of the tool takes (the index files a reader under each)."""
+    return {fmt for _, words in _input_paths(p) for fmt in reads(p, words)}
+
+
+def file_edges(writers: Mapping[str, list[Profile]], consumers: Iterable[Profile]) -> list[InferredEdge]:
+    """``writers``: format -> the tools that write it, in ``writer_order`` (``CatalogIndex.writers``)."""
     edges = []
-    for consumer in profiles:
-        if consumers is not None and consumer.tool.id not in consumers:
-            continue
+    for consumer in consumers:
         for param, words in _input_paths(consumer):
             for fmt in sorted(reads(consumer, words)):
                 candidates = [w for w in writers.get(fmt, ()) if w is not consumer]
@@ -135,8 +137,8 @@ def file_edges(profiles: list[Profile], consumers: set[str] | None = None) -> li
                     same = producer.tool.server_id == consumer.tool.server_id
                     edges.append(
                         InferredEdge(
-                            consumer=consumer.tool.id,
-                            producer=producer.tool.id,
+                            consumer=consumer.id,
+                            producer=producer.id,
                             kind=PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT,
                             parameter=param.name,
                             confidence=CONFIDENCE["file same server" if same else "file other server"],

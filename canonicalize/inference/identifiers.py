@@ -15,6 +15,7 @@ almost never the one meant. English and general API conventions only; no catalog
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 
 from toolkg.canonicalize.inference.calibration import CONFIDENCE
 from toolkg.canonicalize.inference.profiles import (
@@ -115,26 +116,33 @@ def _referenced(param_name: str, consumer: Profile) -> tuple[set[str], float, bo
     return (own, CONFIDENCE["identifier of own object"], False) if own else None
 
 
-def identifier_edges(profiles: list[Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
-    by_server: dict[str, list[Profile]] = defaultdict(list)
-    for p in profiles:
-        by_server[p.tool.server_id].append(p)
+def identifier_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Profile]) -> list[InferredEdge]:
+    """``by_server``: server id -> its tools in catalog order (``CatalogIndex.by_server``)."""
     edges: list[InferredEdge] = []
-    for members in by_server.values():
-        if len(members) > MAX_SERVER_TOOLS or not _wanted(members, consumers):
+    for members, asked in _servers_asked(by_server, consumers):
+        if len(members) > MAX_SERVER_TOOLS:
             continue
         producers = [(p, _heads(p)) for p in members if p.capability in PRODUCING or _converts(p)]
         producers = [(p, heads) for p, heads in producers if heads]
         if not producers:
             continue
-        for consumer in members:
-            if consumers is not None and consumer.tool.id not in consumers:
-                continue
+        for consumer in asked:
             for param in consumer.tool.parameters:
                 if is_output_location(param.name):
                     continue
                 edges += _best_edges(consumer, param, producers)
     return edges
+
+
+def _servers_asked(
+    by_server: Mapping[str, list[Profile]], consumers: Iterable[Profile]
+) -> list[tuple[list[Profile], list[Profile]]]:
+    """(a server's tools, those of them asked for) for each server of the consumers asked for, in the
+    order the consumers come."""
+    asked: dict[str, list[Profile]] = defaultdict(list)
+    for consumer in consumers:
+        asked[consumer.tool.server_id].append(consumer)
+    return [(by_server.get(server, []), wanted) for server, wanted in asked.items()]
 
 
 def _best_edges(consumer: Profile, param, producers: list[tuple[Profile, set[str]]]) -> list[InferredEdge]:
@@ -157,7 +165,7 @@ def _best_edges(consumer: Profile, param, producers: list[tuple[Profile, set[str
         elif not heads & wanted:
             continue
         rank = PRODUCING.get(producer.capability, 1)
-        candidates.append((-rank, len(producer.tool.parameters), producer.tool.id, producer))
+        candidates.append((-rank, len(producer.tool.parameters), producer.id, producer))
     best: dict[bool, tuple] = {}
     for c in candidates:
         makes = c[3].capability == "create"
@@ -168,8 +176,8 @@ def _best_edges(consumer: Profile, param, producers: list[tuple[Profile, set[str
 
 def _edge(consumer: Profile, param, producer: Profile, confidence: float, what: str) -> InferredEdge:
     return InferredEdge(
-        consumer=consumer.tool.id,
-        producer=producer.tool.id,
+        consumer=consumer.id,
+        producer=producer.id,
         kind=PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT,
         parameter=param.name,
         confidence=confidence,
@@ -179,20 +187,12 @@ def _edge(consumer: Profile, param, producer: Profile, confidence: float, what: 
     )
 
 
-def _wanted(members: list[Profile], consumers: set[str] | None) -> bool:
-    """Whether a server has a tool whose edges are asked for (all are, without ``consumers``)."""
-    return consumers is None or any(p.tool.id in consumers for p in members)
-
-
-def opener_edges(profiles: list[Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
+def opener_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Profile]) -> list[InferredEdge]:
     """A server whose one opener (navigate, open, connect, launch, start) makes the page or session its
     interaction tools (click, fill, hover, screenshot...) act on: the opener runs first."""
-    by_server: dict[str, list[Profile]] = defaultdict(list)
-    for p in profiles:
-        by_server[p.tool.server_id].append(p)
     edges = []
-    for members in by_server.values():
-        if len(members) > MAX_SERVER_TOOLS or not _wanted(members, consumers):
+    for members, asked in _servers_asked(by_server, consumers):
+        if len(members) > MAX_SERVER_TOOLS:
             continue
         openers = [
             p for p in members if p.action in OPENERS and p.capability in ("interact", "execute", "read", "manage")
@@ -200,15 +200,13 @@ def opener_edges(profiles: list[Profile], consumers: set[str] | None = None) -> 
         if len(openers) != 1:  # none, or several with nothing to choose between them
             continue
         (opener,) = openers
-        for consumer in members:
+        for consumer in asked:
             if consumer is opener or consumer.capability != "interact":
-                continue
-            if consumers is not None and consumer.tool.id not in consumers:
                 continue
             edges.append(
                 InferredEdge(
-                    consumer=consumer.tool.id,
-                    producer=opener.tool.id,
+                    consumer=consumer.id,
+                    producer=opener.id,
                     kind=TOOL_DIRECT,
                     parameter=None,
                     confidence=CONFIDENCE["session opener"],

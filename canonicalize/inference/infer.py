@@ -29,46 +29,40 @@ or domain words: only English and general tool-documentation conventions):
 Sparsification (FED-GRAPH-MCP's lesson): generic names (id, name, query, text...) never link
 on their own; each consumer parameter keeps its best producer(s); a weak rule whose fan-out
 exceeds a cap keeps only its strongest edges.
+
+The rules read the catalog through a ``CatalogIndex`` (index.py) and give each consumer's edges on
+their own; only the fan-out cap counts over the whole catalog. Incremental sync (incremental.py) keeps
+the index and each consumer's edges, and asks the rules again for the consumers a change reaches.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from toolkg.canonicalize.inference.calibration import CONFIDENCE
-from toolkg.canonicalize.inference.candidates import offer_classes, order, other_server_producers, own_server_producers
+from toolkg.canonicalize.inference.candidates import other_server_producers, own_server_producers
+from toolkg.canonicalize.inference.catalog_rules import catalog_rule_edges
 from toolkg.canonicalize.inference.files import file_edges
 from toolkg.canonicalize.inference.identifiers import MAX_SERVER_TOOLS, identifier_edges, opener_edges
+from toolkg.canonicalize.inference.index import CatalogIndex
 from toolkg.canonicalize.inference.mentions import mention_edges
 from toolkg.canonicalize.inference.pairs import Judgement, judge
 from toolkg.canonicalize.inference.profiles import (
     _DERIVERS,
-    CONNECTIVITY_WORDS,
-    CONTEXT_WORDS,
-    GENERIC_KEYS,
     IDENTIFIER_SUFFIXES,
-    LOCAL_CAPABILITIES,
     PARAMETER_DIRECT,
     PARAMETER_INDIRECT,
-    SESSION_WORDS,
-    STATUS_WORDS,
-    TOOL_DIRECT,
-    TOOL_INDIRECT,
-    Offer,
     Profile,
     canonical_key,
     is_informative,
-    is_near,
     is_output_location,
-    offers,
     profile_of,
 )
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Tool
-from toolkg.text.lexicon import FORM_HEADS, STOP_WORDS, VERB_CAPABILITY
-from toolkg.text.words import lemma, split_identifier
+from toolkg.text.lexicon import FORM_HEADS
+from toolkg.text.words import split_identifier
 
 # Across unrelated catalogs only an exact match of specific names counts (a product code that one
 # catalog's tool returns and another's takes), never a rule that reads a whole catalog.
@@ -83,15 +77,14 @@ def infer_dependencies(
     declared: Iterable[tuple[str, str]] = (),
     *,
     consumers: set[str] | None = None,
-    producers: set[str] | None = None,
     sparsify: bool = True,
     catalogs: Mapping[str, str] | None = None,
 ) -> list[InferredEdge]:
     """Inferred edges over the whole store, never duplicating a ``declared`` (consumer, producer) pair.
 
-    ``consumers`` / ``producers`` keep only edges into / out of those tool ids (incremental sync
-    re-infers a neighbourhood; the catalog still decides namespaces and candidates). Without
-    ``sparsify`` every candidate edge is returned, which is how sync finds that neighbourhood.
+    ``consumers`` keeps only the edges into those tool ids (as the whole catalog gives them). Without
+    ``sparsify`` every candidate edge is returned (the rules' proposals after the catalogs' filter, and
+    the learned model's edges).
 
     ``catalogs`` (server id -> catalog, e.g. the folder its manifest came from) keeps unrelated
     catalogs apart: the rules that read a whole catalog (preconditions, connectivity, a service's
@@ -100,120 +93,90 @@ def infer_dependencies(
     """
     options = options or InferenceOptions()
     declared = set(declared)
-    profiles = [profile_of(t) for t in tools]
-    _assign_namespaces(profiles, options)
-    edges: list[InferredEdge] = []
-    edges += _parameter_edges(profiles, options, consumers, producers)
-    # These rules link only near tools (one server, or one service namespace): with ``producers``
-    # given, only tools near one of them can gain an edge, so only those are read as consumers.
-    near = consumers
-    if producers is not None:
-        near = _near(profiles, producers) & consumers if consumers is not None else _near(profiles, producers)
-    edges += mention_edges(profiles, near)
-    edges += identifier_edges(profiles, near)
-    edges += opener_edges(profiles, near)
-    edges += file_edges(profiles, consumers)
-    groups: dict[str, list[Profile]] = defaultdict(list)
-    for p in profiles:
-        groups[catalogs.get(p.tool.server_id, "") if catalogs else ""].append(p)
-    for group in groups.values():
-        edges += _namespace_auth_edges(group)
-        edges += _precondition_edges(group)
-        edges += _connectivity_edges(group)
-        edges += _read_before_write_edges(group)
+    index = CatalogIndex(tools, options, catalogs)
+    everyone = [profile_of(t) for t in tools]
+    edges = rule_edges(index, everyone)
     # every slot's same-server candidates and the rules' proposals, judged by a model learned from labels
     judgement = Judgement([], set())
     if options.learned:
-        # learned edges stay on their server: only the servers of the consumers and producers asked for count
-        servers = None
-        for wanted in (consumers, producers):
-            if wanted is not None:
-                on = {t.server_id for t in tools if t.id in wanted}
-                servers = on if servers is None else servers & on
-        judgement = judge(tools, edges, options.learned_threshold, options.learned_veto, servers=servers)
+        judgement = judge(tools, edges, options.learned_threshold, options.learned_veto)
     learned = judgement.edges
     if catalogs:
-        edges = [e for e in edges if e.confidence >= CROSS_CATALOG_CONFIDENCE or _same_catalog(e, catalogs)]
-    if consumers is not None or producers is not None:
-        edges, learned = (
-            [
-                e
-                for e in found
-                if (consumers is None or e.consumer in consumers) and (producers is None or e.producer in producers)
-            ]
-            for found in (edges, learned)
-        )
+        edges = [e for e in edges if kept_across(e, catalogs)]
     if not sparsify:
-        return edges + learned
-    hubs = {p.tool.id for p in profiles if not p.needs_input}
+        found = edges + learned
+        return found if consumers is None else [e for e in found if e.consumer in consumers]
+    hubs = {p.id for p in everyone if not p.needs_input}
     kept = [e for e in _sparsify(edges, options, declared, hubs) if (e.consumer, e.producer) not in judgement.doubted]
-    # A pair the rules keep (or the manifest declares) stays theirs.
-    linked = {(e.consumer, e.producer) for e in kept} | declared
-    added = [e for e in learned if (e.consumer, e.producer) not in linked and e.confidence >= options.min_confidence]
+    final = with_learned(kept, learned, declared, options)
+    return final if consumers is None else [e for e in final if e.consumer in consumers]
+
+
+def rule_edges(index: CatalogIndex, consumers: list[Profile]) -> list[InferredEdge]:
+    """Every rule's edges into ``consumers`` (profiles in catalog order), rule by rule (incremental.py's
+    ``RULES`` lists them in this order)."""
+    return [
+        *parameter_edges(index, consumers),
+        *mention_edges(index, consumers),
+        *identifier_edges(index.by_server, consumers),
+        *opener_edges(index.by_server, consumers),
+        *file_edges(index.writers, consumers),
+        *catalog_rule_edges(index, consumers),
+    ]
+
+
+def with_learned(
+    kept: list[InferredEdge], learned: list[InferredEdge], declared: Collection, options: InferenceOptions
+) -> list[InferredEdge]:
+    """The rules' kept edges and the learned ones for slots they leave open, sorted. A pair the rules
+    keep (or the manifest declares) stays theirs."""
+    linked = {(e.consumer, e.producer) for e in kept}
+    added = [
+        e
+        for e in learned
+        if (e.consumer, e.producer) not in linked
+        and (e.consumer, e.producer) not in declared
+        and e.confidence >= options.min_confidence
+    ]
     return sorted(kept + added, key=lambda e: (e.consumer, e.producer, e.parameter or ""))
 
 
-def prime(tools: Iterable[Tool]) -> None:
-    """Compute what every inference call reads of each tool (its profile, its offers, its parameters'
-    candidate keys) once, ahead: a sync session's first change then costs what the later ones do."""
-    for tool in tools:
-        offers(profile_of(tool))
-        for parameter in tool.parameters:
-            _candidate_keys(parameter.name)
+def kept_across(e: InferredEdge, catalogs: Mapping[str, str]) -> bool:
+    """Whether an edge survives the catalogs' filter (strong, or within one catalog)."""
+    return e.confidence >= CROSS_CATALOG_CONFIDENCE or _same_catalog(e, catalogs)
 
 
-def _near(profiles: list[Profile], producers: set[str]) -> set[str]:
-    """Ids of the tools on a producer's server or in a producer's service namespace."""
-    chosen = [p for p in profiles if p.tool.id in producers]
-    servers = {p.tool.server_id for p in chosen}
-    namespaces = set().union(*(p.namespace for p in chosen))
-    return {p.tool.id for p in profiles if p.tool.server_id in servers or p.namespace & namespaces}
-
-
-def _parameter_edges(
-    profiles: list[Profile], options: InferenceOptions, consumers: set[str] | None, producers: set[str] | None
+def parameter_edges(
+    index: CatalogIndex, consumers: Iterable[Profile], cutoffs: dict | None = None
 ) -> list[InferredEdge]:
-    # Candidates are looked up, never scanned: an offer fills a parameter only when its key is the
-    # parameter's key, that key minus an identifier suffix, a proper suffix of it, or the value it
-    # derives from (``parameter_match``), so a parameter reads those few buckets. Every offer in one
-    # bucket scores the same against a parameter, so a bucket kept in tie-break order (fewest
-    # parameters, then id) gives its best producers first: the cost no longer grows with how many
-    # tools return an 'invoice_id' (100k tools: 1.2 billion comparisons before, a few lookups now).
-    by_key: dict[tuple[str, ...], list[tuple[Profile, Offer]]] = defaultdict(list)
-    # The same offers per (server, key): a server's own producers are found however many tools of
-    # other servers offer the key.
-    by_server_key: dict[tuple[str, tuple[str, ...]], list[tuple[Profile, Offer]]] = defaultdict(list)
-    for p in profiles:
-        if producers is not None and p.tool.id not in producers:
-            continue
-        for offer in offers(p):
-            keys = [offer.key]
-            if len(offer.key) > 1 and is_informative(offer.key[-1:]):
-                keys.append(offer.key[-1:])  # a 'maven version' can fill a 'version'
-            for key in keys:
-                by_key[key].append((p, offer))
-                by_server_key[p.tool.server_id, key].append((p, offer))
-    # Offers of the bucket's own key first (a 'time' before a 'screen time' for a 'time' parameter)
-    for key, bucket in (*by_key.items(), *((k, b) for (_, k), b in by_server_key.items())):
-        bucket.sort(key=lambda c, key=key: order(c, key))
-    classes = {key: offer_classes(bucket, key) for key, bucket in by_key.items()}
-    wanted = options.max_producers_per_parameter
-    server_sizes = Counter(p.tool.server_id for p in profiles)
+    """Rule 1 for each consumer. ``cutoffs`` (incremental sync): consumer id -> where its parameters'
+    reads of other servers' offers stopped (``other_server_producers``).
+
+    Candidates are looked up, never scanned: an offer fills a parameter only when its key is the
+    parameter's key, that key minus an identifier suffix, a proper suffix of it, or the value it
+    derives from (``parameter_match``), so a parameter reads those few buckets. Every offer in one
+    bucket scores the same against a parameter, so a bucket kept in tie-break order (fewest
+    parameters, then id) gives its best producers first: the cost no longer grows with how many
+    tools return an 'invoice_id' (100k tools: 1.2 billion comparisons before, a few lookups now).
+    A server's own producers are read from its own bucket, however many tools of other servers offer
+    the key."""
+    wanted = index.options.max_producers_per_parameter
     edges = []
-    for consumer in profiles:
-        if consumers is not None and consumer.tool.id not in consumers:
-            continue
+    for consumer in consumers:
         own = consumer.tool.server_id
-        cohesive = server_sizes[own] <= MAX_SERVER_TOOLS  # tools written to be used together
+        cohesive = index.server_sizes[own] <= MAX_SERVER_TOOLS  # tools written to be used together
         bonus = SAME_SERVER_BONUS if cohesive else 0.0
+        reads = None if cutoffs is None else cutoffs.setdefault(consumer.id, {})
         for param in consumer.tool.parameters:
             if is_output_location(param.name):
                 continue
             words, keys = _candidate_keys(param.name)
             scored, seen = [], set()  # an offer is filed under its key and its head: scored once
             for key in keys:
-                found = own_server_producers(by_server_key.get((own, key), ()), consumer, words, cohesive, wanted, seen)
-                found += other_server_producers(classes.get(key, ()), consumer, words, cohesive, wanted, seen)
+                found = own_server_producers(
+                    index.by_server_key.get((own, key), ()), consumer, words, cohesive, wanted, seen
+                )
+                found += other_server_producers(index.classes(key), consumer, words, cohesive, wanted, seen, reads, key)
                 scored += found
                 seen.update((id(producer), offer.key) for _, producer, offer, _ in found)
             # the consumer's own server first: its tools are written to be used together
@@ -221,15 +184,15 @@ def _parameter_edges(
                 key=lambda s: (
                     -s[0] - bonus * (s[1].tool.server_id == own),
                     len(s[1].tool.parameters),
-                    s[1].tool.id,
+                    s[1].id,
                 )
             )
             for score, producer, offer, how in scored[:wanted]:
                 direct = param.required and not offer.contextual
                 edges.append(
                     InferredEdge(
-                        consumer=consumer.tool.id,
-                        producer=producer.tool.id,
+                        consumer=consumer.id,
+                        producer=producer.id,
                         kind=PARAMETER_DIRECT if direct else PARAMETER_INDIRECT,
                         parameter=param.name,
                         confidence=round(score, 2),
@@ -257,156 +220,32 @@ def _candidate_keys(name: str) -> tuple[list[str], tuple[tuple[str, ...], ...]]:
     return words, tuple(dict.fromkeys(k for k in keys if k))
 
 
-def _assign_namespaces(profiles: list[Profile], options: InferenceOptions) -> None:
-    """A tool's namespace: the service it belongs to, known from that service's login tool.
-
-    The rare, non-generic, non-verb tokens of an authenticating tool's name (``acme_user_login`` ->
-    acme) name a service; every tool whose name carries them belongs to it. Rare alone is not
-    enough: 'date' is rare in tool names and names no service."""
-    token_tools: dict[str, int] = Counter(w for p in profiles for w in set(p.words))
-    limit = max(8, int(options.rare_token_share * len(profiles)))  # small catalogs: a service may own 8 tools
-    services: set[str] = set()
-    for p in profiles:
-        if p.capability != "authenticate":
-            continue
-        services |= {
-            w
-            for w in p.words
-            if w not in VERB_CAPABILITY
-            and lemma(w) not in VERB_CAPABILITY
-            and w not in GENERIC_KEYS
-            and w not in STOP_WORDS
-            and w not in ("account", "app", "user")
-            and len(w) > 1
-            and 1 < token_tools[w] <= limit
-        }
-    for p in profiles:
-        p.namespace = services & set(p.words)
-
-
-def _namespace_auth_edges(profiles: list[Profile]) -> list[InferredEdge]:
-    members_of: dict[str, set[str]] = defaultdict(set)
-    for p in profiles:
-        for w in p.namespace:
-            members_of[w].add(p.tool.id)
-    edges = []
-    for auth in (p for p in profiles if p.capability == "authenticate"):
-        brand = sorted(auth.namespace)
-        if not brand:
-            continue
-        members = set.intersection(*(members_of[w] for w in brand)) - {auth.tool.id}
-        for consumer in (p for p in profiles if p.tool.id in members and p.capability != "authenticate"):
-            session = next(
-                (q.name for q in consumer.tool.parameters if set(split_identifier(q.name)) & SESSION_WORDS), None
-            )
-            edges.append(
-                InferredEdge(
-                    consumer=consumer.tool.id,
-                    producer=auth.tool.id,
-                    kind=PARAMETER_DIRECT if session else TOOL_DIRECT,
-                    parameter=session,
-                    confidence=CONFIDENCE["login with session parameter" if session else "login"],
-                    rule="namespace-authentication",
-                    evidence=f"{auth.tool.name} authenticates '{' '.join(brand)}', which {consumer.tool.name} names",
-                )
-            )
-    return edges
-
-
-def _tool_edge(
-    consumer: Profile, producer: Profile, confidence: float, rule: str, evidence: str, kind: str = TOOL_DIRECT
-) -> InferredEdge:
-    """A tool-level edge (no parameter): preconditions, read-before-write, enable-if-off."""
-    return InferredEdge(
-        consumer=consumer.tool.id,
-        producer=producer.tool.id,
-        kind=kind,
-        parameter=None,
-        confidence=confidence,
-        rule=rule,
-        evidence=evidence,
-    )
-
-
-def _precondition_edges(profiles: list[Profile]) -> list[InferredEdge]:
-    """A status check precedes the tools whose text mentions the resource it checks."""
-    edges = []
-    for check in (p for p in profiles if p.is_status_check):
-        resource = [w for w in check.object_words if w not in STATUS_WORDS and w not in GENERIC_KEYS]
-        if not resource:
-            continue
-        needed = {lemma(w) for w in resource}
-        for consumer in profiles:
-            status_tool = STATUS_WORDS & set(consumer.object_words)  # a status tool is no consumer
-            if consumer is not check and needed <= consumer.text_lemmas and not status_tool:
-                evidence = f"{consumer.tool.name} mentions {' '.join(resource)}, which {check.tool.name} checks"
-                edges.append(
-                    _tool_edge(consumer, check, CONFIDENCE["resource precondition"], "resource-precondition", evidence)
-                )
-    return edges
-
-
-def _connectivity_edges(profiles: list[Profile]) -> list[InferredEdge]:
-    """A connectivity check (a status check whose text is about connectivity) is a precondition of
-    every tool that reaches an outside service: one that takes input and is not a local
-    computation. Weak evidence (one rule for a whole class), hence a low confidence."""
-    checks = [p for p in profiles if p.is_status_check and CONNECTIVITY_WORDS & p.text_lemmas]
-    if len(checks) != 1:  # none, or several with nothing to choose between them
-        return []
-    (check,) = checks
-    return [
-        _tool_edge(
-            consumer,
-            check,
-            CONFIDENCE["connectivity precondition"],
-            "connectivity-precondition",
-            f"{consumer.tool.name} reaches an outside service; {check.tool.name} checks connectivity",
-        )
-        for consumer in profiles
-        # a context getter or device setting (no input) and a local computation work offline
-        if consumer is not check and consumer.needs_input and consumer.capability not in LOCAL_CAPABILITIES
-    ]
-
-
-def _state_key(p: Profile) -> tuple[str, ...]:
-    return canonical_key(w for w in p.object_words if w not in STATUS_WORDS and w not in CONTEXT_WORDS)
-
-
-def _read_before_write_edges(profiles: list[Profile]) -> list[InferredEdge]:
-    getters: dict[tuple[str, ...], list[Profile]] = defaultdict(list)
-    for p in profiles:
-        if p.capability == "read" and not p.needs_input and is_informative(_state_key(p)):
-            getters[_state_key(p)].append(p)
-    edges = []
-    for setter in (p for p in profiles if p.capability in ("update", "manage")):
-        found = getters.get(_state_key(setter), [])
-        near = [g for g in found if is_near(g, setter)] or found
-        if len(near) == 1:  # one getter of that state, or none to choose
-            (getter,) = near
-            state = " ".join(_state_key(setter))
-            evidence = f"{setter.tool.name} changes the {state} {getter.tool.name} reads"
-            edges.append(
-                _tool_edge(
-                    setter, getter, CONFIDENCE["read before write"], "read-before-write", evidence, TOOL_INDIRECT
-                )
-            )
-            if getter.is_status_check:
-                evidence = f"when the {state} {getter.tool.name} reports is off, {setter.tool.name} sets it"
-                edges.append(
-                    _tool_edge(getter, setter, CONFIDENCE["enable if off"], "enable-if-off", evidence, TOOL_INDIRECT)
-                )
-    return edges
+def candidate_keys(p: Profile) -> list[tuple[object, list[str], tuple[tuple[str, ...], ...]]]:
+    """(parameter, its words, the buckets it reads) for each parameter of a tool that rule 1 fills."""
+    out = []
+    for param in p.tool.parameters:
+        if not is_output_location(param.name):
+            words, keys = _candidate_keys(param.name)
+            if keys:
+                out.append((param, words, keys))
+    return out
 
 
 def _sparsify(
-    edges: list[InferredEdge], options: InferenceOptions, declared: set[tuple[str, str]], hubs: set[str]
+    edges: list[InferredEdge],
+    options: InferenceOptions,
+    declared: Collection[tuple[str, str]],
+    hubs: Collection[str],
+    fanout: Mapping[tuple[str, str], int] | None = None,
 ) -> list[InferredEdge]:
     """Drop weak edges of promiscuous parameter matches; keep one edge per (consumer, producer, parameter).
 
     Producers that need no input (context getters, status checks) are hubs by nature and exempt from
     the fan-out cap; their edges are bounded by the rules themselves (one producer per parameter,
-    one connectivity check)."""
-    fanout = Counter((e.producer, e.rule) for e in edges)
+    one connectivity check). ``fanout`` ((producer, rule) -> consumers over the catalog) when ``edges``
+    are some consumers' only (incremental sync); each consumer's result is its own otherwise."""
+    if fanout is None:
+        fanout = Counter((e.producer, e.rule) for e in edges)
     kept: dict[tuple[str, str, str | None], InferredEdge] = {}
     for e in edges:
         if e.confidence < options.min_confidence or (e.consumer, e.producer) in declared:

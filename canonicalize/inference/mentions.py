@@ -8,8 +8,9 @@ recipe": the words after the verb name a tool outright, or a capability and obje
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from toolkg.canonicalize.inference.calibration import CONFIDENCE
 from toolkg.canonicalize.inference.profiles import (
@@ -23,6 +24,9 @@ from toolkg.canonicalize.inference.profiles import (
 from toolkg.models import InferredEdge, Parameter, Tool
 from toolkg.text.lexicon import PHRASAL_VERBS, STOP_WORDS, VERB_CAPABILITY
 from toolkg.text.words import lemma
+
+if TYPE_CHECKING:
+    from toolkg.canonicalize.inference.index import CatalogIndex
 
 MENTION = re.compile(
     r"\b(?:returned|obtained|produced|generated|retrieved|received|acquired|created|issued|output)\s+"
@@ -38,7 +42,9 @@ _NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)+|[a-z]+[A-Z]
 MENTION_NOISE = frozenset("user users caller client you human customer input default setting".split())
 
 
-def _resolve_mention(ref: str, consumer: Profile, by_name: dict[str, list[Profile]], nearby: _Nearby) -> tuple:
+def _resolve_mention(
+    ref: str, consumer: Profile, by_name: Mapping[str, list[Profile]], nearby: Callable[[Profile], list[Profile]]
+) -> tuple:
     """(producer, how) for the tool a mention's words name, or (None, "")."""
     tokens = re.findall(r"[A-Za-z][\w-]*", ref)
     if not tokens or tokens[0].lower() in MENTION_NOISE:
@@ -79,28 +85,18 @@ def _mentions(tool: Tool) -> tuple[tuple[Parameter | None, re.Match], ...]:
     return tuple((param, match) for param, text in texts for match in MENTION.finditer(text or ""))
 
 
-class _Nearby:
-    """The tools near a consumer (same server or service namespace, see ``is_near``), found through
-    indexes rather than a scan of the catalog per mention."""
-
-    def __init__(self, profiles: list[Profile]) -> None:
-        self.order = {id(p): i for i, p in enumerate(profiles)}
-        self.by_server: dict[str, list[Profile]] = defaultdict(list)
-        self.by_namespace: dict[str, list[Profile]] = defaultdict(list)
-        for p in profiles:
-            self.by_server[p.tool.server_id].append(p)
-            for w in p.namespace:
-                self.by_namespace[w].append(p)
-
-    def __call__(self, consumer: Profile) -> list[Profile]:
-        found = {id(p): p for p in self.by_server[consumer.tool.server_id]}
-        for w in consumer.namespace:
-            found.update((id(p), p) for p in self.by_namespace[w])
-        found.pop(id(consumer), None)
-        return sorted(found.values(), key=lambda p: self.order[id(p)])
+def mention_tokens(tool: Tool) -> set[str]:
+    """The names a tool's mentions may name another tool by (a mention reads at most its first four
+    words as a name): a tool of one of these names appearing or going can change its edges."""
+    found = set()
+    for _, match in _mentions(tool):
+        tokens = re.findall(r"[A-Za-z][\w-]*", match.group("ref"))
+        if tokens and tokens[0].lower() not in MENTION_NOISE:
+            found.update(t.lower() for t in tokens[:4])
+    return found
 
 
-def _named_sources(consumer: Profile, by_name: dict[str, list[Profile]]) -> list[tuple[Parameter | None, Profile]]:
+def _named_sources(consumer: Profile, by_name: Mapping[str, list[Profile]]) -> list[tuple[Parameter | None, Profile]]:
     """Tools of the consumer's own server named in its texts (in any language: the name is an
     identifier, ``可以使用search_cards工具搜索``): in a parameter's description the named tool is
     where the value comes from; in the tool's description only after a source cue."""
@@ -117,20 +113,15 @@ def _named_sources(consumer: Profile, by_name: dict[str, list[Profile]]) -> list
     return found
 
 
-def mention_edges(profiles: list[Profile], consumers: set[str] | None = None) -> list[InferredEdge]:
-    by_name: dict[str, list[Profile]] = defaultdict(list)
-    for p in profiles:
-        by_name[p.tool.name.lower()].append(p)
-    nearby = _Nearby(profiles)
+def mention_edges(index: CatalogIndex, consumers: Iterable[Profile]) -> list[InferredEdge]:
+    by_name, nearby = index.by_name, index.nearby
     edges = []
-    for consumer in profiles:
-        if consumers is not None and consumer.tool.id not in consumers:
-            continue
+    for consumer in consumers:
         for param, producer in _named_sources(consumer, by_name):
             edges.append(
                 InferredEdge(
-                    consumer=consumer.tool.id,
-                    producer=producer.tool.id,
+                    consumer=consumer.id,
+                    producer=producer.id,
                     kind=TOOL_DIRECT if param is None else PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT,
                     parameter=param.name if param else None,
                     confidence=CONFIDENCE["mention in parameter text"],
@@ -148,8 +139,8 @@ def mention_edges(profiles: list[Profile], consumers: set[str] | None = None) ->
                 kind = PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT
             edges.append(
                 InferredEdge(
-                    consumer=consumer.tool.id,
-                    producer=producer.tool.id,
+                    consumer=consumer.id,
+                    producer=producer.id,
                     kind=kind,
                     parameter=param.name if param else None,
                     confidence=CONFIDENCE["mention by name" if how.startswith("names ") else "mention by capability"],

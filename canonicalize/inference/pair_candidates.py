@@ -124,11 +124,12 @@ def candidates(tools: Sequence[Tool]) -> list[Candidate]:
         by_server[tool.server_id].append(tool)
     out: list[Candidate] = []
     for server_tools in by_server.values():
-        out += _server_candidates(server_tools)
+        out += server_candidates(server_tools)
     return out
 
 
-def _server_candidates(server_tools: list[Tool]) -> list[Candidate]:
+def server_candidates(server_tools: Sequence[Tool]) -> list[Candidate]:
+    """One server's part of ``candidates`` (its tools in catalog order): it reads nothing else."""
     actions = {t.id: action_of(t.name) for t in server_tools}
     producers = {t.id: t for t in server_tools if actions[t.id] != "other"}
     if not producers:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -104,7 +104,7 @@ FEATURES = (
 
 
 class _ToolWords:
-    """What the features read of a tool, computed once per tool."""
+    """What the features read of a tool, computed once per tool (``tool_words``)."""
 
     __slots__ = (
         "name", "described", "outputs", "action", "needs_input", "lower_name", "lower_description", "object", "said"
@@ -123,28 +123,61 @@ class _ToolWords:
         self.lower_description = (tool.description or "").lower()
 
 
-def features(found: Sequence[Candidate], server_sizes: Counter, proposed: dict | None = None) -> np.ndarray:
+# A tool's words found by the Tool object's identity (a catalog held in memory passes the same objects
+# again: a sync session judges a few consumers at a time); an entry keeps its tool, so its id stands.
+_WORDS: dict[int, tuple[Tool, _ToolWords]] = {}
+_WORDS_ENTRIES = 250_000
+
+
+def tool_words(tool: Tool) -> _ToolWords:
+    entry = _WORDS.get(id(tool))
+    if entry is not None and entry[0] is tool:
+        return entry[1]
+    if len(_WORDS) >= _WORDS_ENTRIES:
+        _WORDS.clear()
+    found = _ToolWords(tool)
+    _WORDS[id(tool)] = (tool, found)
+    return found
+
+
+def candidate_fanout(found: Iterable[Candidate]) -> Counter:
+    """Consumers each producer is a slot candidate for (not rule proposals: a slot's features stay its
+    server's)."""
+    return Counter(p for p, _ in {(c.producer_id, c.consumer_id) for c in found if c.rank < UNRANKED})
+
+
+def feeds_own_server(e: InferredEdge) -> bool:
+    """A rule has the producer feeding a parameter of its own server (a login's session token)."""
+    return e.parameter is not None and e.consumer.partition("::")[0] == e.producer.partition("::")[0]
+
+
+def features(
+    found: Sequence[Candidate],
+    server_sizes: Mapping[str, int],
+    proposed: dict | None = None,
+    *,
+    fanout: Mapping[str, int] | None = None,
+    feeders: Container[str] | None = None,
+) -> np.ndarray:
     """One row of ``FEATURES`` per candidate (each tool and parameter read once, however many candidates).
-    ``proposed``: (consumer, producer, parameter) -> (the rules that proposed it, their best confidence)."""
+    ``proposed``: (consumer, producer, parameter) -> (the rules that proposed it, their best confidence).
+    ``fanout`` (``candidate_fanout``) and ``feeders`` (producers some rule has feeding a parameter of their
+    own server) are the catalog's: given when ``found`` is some consumers' only (incremental sync)."""
     proposed = proposed or {}
     competitors = Counter(c.slot for c in found)
-    # consumers a producer is a slot candidate for (not rule proposals: a slot's features stay its server's)
-    fanout = Counter(p for p, _ in {(c.producer_id, c.consumer_id) for c in found if c.rank < UNRANKED})
+    if fanout is None:
+        fanout = candidate_fanout(found)
     rule_proposals = Counter((c, q) for (c, _, q) in proposed)
     # a producer the rules have feeding a parameter of its server (a login's session token): as a tool-level
     # prerequisite it is doubtful for a consumer that takes nothing from it
     fed = {(c, p) for (c, p, q) in proposed if q is not None and c.partition("::")[0] == p.partition("::")[0]}
-    feeders = {p for _, p in fed}
-    tools: dict[str, _ToolWords] = {}
+    if feeders is None:
+        feeders = {p for _, p in fed}
     slots: dict[tuple[str, str], tuple] = {}
     rows = np.zeros((len(found), len(FEATURES)))
     for n, c in enumerate(found):
         producer, consumer, parameter = c.producer, c.consumer, c.parameter
-        if c.producer_id not in tools:
-            tools[c.producer_id] = _ToolWords(producer)
-        if c.consumer_id not in tools:
-            tools[c.consumer_id] = _ToolWords(consumer)
-        p, q = tools[c.producer_id], tools[c.consumer_id]
+        p, q = tool_words(producer), tool_words(consumer)
         slot = c.slot
         if parameter is not None:
             if slot not in slots:
@@ -182,7 +215,7 @@ def features(found: Sequence[Candidate], server_sizes: Counter, proposed: dict |
             float(not rules),
             float(consumer.server_id == producer.server_id),
             float(c.rank < UNRANKED),
-            math.log1p(fanout[c.producer_id]),
+            math.log1p(fanout.get(c.producer_id, 0)),
             generic,
             math.log1p(rule_proposals[slot]),
             c.score,
@@ -199,25 +232,37 @@ def judged(tools: Sequence[Tool], rule_edges: Iterable[InferredEdge]) -> tuple[l
     """Every candidate the model judges: each slot's own candidates, and every pair a rule proposed (with the
     rules that did and their best confidence, keyed by (consumer, producer, parameter))."""
     by_id = {t.id: t for t in tools}
+    proposed = proposals(rule_edges)
+    found = candidates(tools)
+    return found + _unranked(found, proposed, by_id.get), proposed
+
+
+def proposals(rule_edges: Iterable[InferredEdge]) -> dict[tuple[str, str, str | None], tuple[frozenset[str], float]]:
+    """(consumer, producer, parameter) -> (the rules that proposed it, their best confidence)."""
     proposed: dict[tuple[str, str, str | None], tuple[frozenset[str], float]] = {}
     for e in rule_edges:
         key = (e.consumer, e.producer, e.parameter)
         rules, confidence = proposed.get(key, (frozenset(), 0.0))
         proposed[key] = (rules | {e.rule}, max(confidence, e.confidence))
-    found = candidates(tools)
+    return proposed
+
+
+def _unranked(found: Sequence[Candidate], proposed: dict, tool: Callable[[str], Tool | None]) -> list[Candidate]:
+    """A candidate for every proposed pair that is no slot's own candidate."""
     seen = {(c.consumer_id, c.producer_id, c.slot[1]) for c in found}
+    out = []
     # sorted: a set's order changes with the hash seed, and the first of two equal candidates wins its slot
     for consumer_id, producer_id, parameter_name in sorted(
         proposed.keys() - seen, key=lambda k: (k[0], k[1], k[2] or "")
     ):
-        consumer, producer = by_id.get(consumer_id), by_id.get(producer_id)
+        consumer, producer = tool(consumer_id), tool(producer_id)
         if consumer is None or producer is None:
             continue
         parameter = next((x for x in consumer.parameters if x.name == parameter_name), None)
         if parameter_name is not None and parameter is None:
             continue
-        found.append(Candidate(consumer, producer, parameter, rank=UNRANKED))
-    return found, proposed
+        out.append(Candidate(consumer, producer, parameter, rank=UNRANKED))
+    return out
 
 
 @cache
@@ -228,7 +273,9 @@ def load_weights(path: str = str(MODEL_PATH)) -> tuple[float, ...]:
 
 
 def probabilities(rows: np.ndarray, weights: Sequence[float]) -> np.ndarray:
-    z = rows @ np.asarray(weights[:-1]) + weights[-1]
+    # Each row summed on its own (not a matrix product, whose rounding depends on how many rows it is
+    # given): a consumer judged alone (incremental sync) scores exactly as in the whole catalog.
+    z = (rows * np.asarray(weights[:-1])).sum(axis=1) + weights[-1]
     return 1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0)))
 
 
@@ -271,17 +318,67 @@ def judge(
 ) -> Judgement:
     """One edge per slot whose likeliest candidate reaches ``threshold``, and the doubted rule pairs.
     ``rule_edges`` are the rules' edges before sparsification; the caller drops an added edge whose pair the
-    rules keep. ``servers`` keeps the consumers of those servers: a slot's candidates and features are its
-    own server's and the rules' proposals into the slot, so a server's judgement comes out the same whatever
-    else the catalog holds."""
+    rules keep. ``servers`` keeps only those servers' tools (a proposal from a tool of another server is then
+    left out); ``judge_consumer`` judges one consumer as the whole catalog would."""
     if servers is not None:
         tools = [t for t in tools if t.server_id in servers]
-    found, proposed = judged(tools, list(rule_edges))
+    by_id = {t.id: t for t in tools}
+    sizes = Counter(t.server_id for t in tools)
+    return judge_candidates(candidates(tools), rule_edges, by_id.get, sizes, threshold, veto, weights)
+
+
+def judge_candidates(
+    own: list[Candidate],
+    rule_edges: Iterable[InferredEdge],
+    tool: Callable[[str], Tool | None],
+    server_sizes: Mapping[str, int],
+    threshold: float = THRESHOLD,
+    veto: float = VETO,
+    weights: Sequence[float] | None = None,
+) -> Judgement:
+    """``judge`` given every slot's own candidates (``candidates`` of the catalog, in order) and a tool by id."""
+    proposed = proposals(rule_edges)
+    found = own + _unranked(own, proposed, tool)
     if not found:
         return Judgement([], set())
-    weights = weights or load_weights()
-    p = probabilities(features(found, Counter(t.server_id for t in tools), proposed), weights).tolist()
+    p = probabilities(features(found, server_sizes, proposed), weights or load_weights()).tolist()
     best, doubted = decide(found, p, proposed, threshold, veto)
+    return Judgement(_learned_edges(best, proposed), doubted)
+
+
+@dataclass(frozen=True)
+class JudgeContext:
+    """What a consumer's features read of the rest of the catalog (``judge_consumer``): server sizes, each
+    producer's ``candidate_fanout`` on its server, and the producers some rule has feeding a parameter of
+    their own server."""
+
+    server_sizes: Mapping[str, int]
+    fanout: Mapping[str, int]
+    feeders: Container[str]
+    tool: Callable[[str], Tool | None]  # a tool of the catalog by id
+
+
+def judge_consumer(
+    own: Sequence[Candidate],
+    rule_edges: Iterable[InferredEdge],
+    context: JudgeContext,
+    threshold: float = THRESHOLD,
+    veto: float = VETO,
+    weights: Sequence[float] | None = None,
+) -> Judgement:
+    """``judge`` for one consumer: its slots' own candidates (its part of ``candidates``, in order) and the
+    rules' edges into it; the judgement the whole catalog's ``judge`` gives that consumer."""
+    proposed = proposals(rule_edges)
+    found = [*own, *_unranked(own, proposed, context.tool)]
+    if not found:
+        return Judgement([], set())
+    rows = features(found, context.server_sizes, proposed, fanout=context.fanout, feeders=context.feeders)
+    p = probabilities(rows, weights or load_weights()).tolist()
+    best, doubted = decide(found, p, proposed, threshold, veto)
+    return Judgement(_learned_edges(best, proposed), doubted)
+
+
+def _learned_edges(best: dict, proposed: dict) -> list[InferredEdge]:
     edges = []
     for (_, parameter), (score, c) in sorted(best.items(), key=lambda x: (x[0][0], x[0][1] or "")):
         rules = sorted(proposed.get((c.consumer_id, c.producer_id, parameter), ((), 0.0))[0])
@@ -304,4 +401,4 @@ def judge(
                 evidence=evidence,
             )
         )
-    return Judgement(edges, doubted)
+    return edges

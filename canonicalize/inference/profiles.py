@@ -67,10 +67,13 @@ class Profile:
     text_lemmas: set[str] = field(default_factory=set)
     namespace: set[str] = field(default_factory=set)  # rare name tokens: the service a tool belongs to
     offered: list[Offer] | None = None  # what ``offers`` found (profiles are memoised, so is this)
+    # read once: the rules and the index ask for them hundreds of thousands of times
+    id: str = field(init=False)  # the tool's id
+    needs_input: bool = field(init=False)  # the tool has a required parameter
 
-    @property
-    def needs_input(self) -> bool:
-        return any(q.required for q in self.tool.parameters)
+    def __post_init__(self) -> None:
+        self.id = self.tool.id
+        self.needs_input = any(q.required for q in self.tool.parameters)
 
     @property
     def is_status_check(self) -> bool:

@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import ChainMap, Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from toolkg.canonicalize.inference.infer import infer_dependencies, prime
+from toolkg.canonicalize.inference.incremental import IncrementalInference
+from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.config import InferenceOptions
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change
-from toolkg.models import InferredEdge, QuarantinedItem, StageInfo, Tool
+from toolkg.models import InferredEdge, OutputField, Parameter, QuarantinedItem, StageInfo, Tool
+from toolkg.ontology import TK
 from toolkg.ontology.graphs import INFERRED_GRAPH
 from toolkg.ontology.vocabulary import Basis
 from toolkg.stages import StageName
 from toolkg.store.catalog_reads import server_catalogs
-from toolkg.store.dependencies import declared_pairs, dependency_rows, edge_triples
+from toolkg.store.dependencies import declared_pairs, dependency_rows, edge_triples, tool_id_of
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.records import ToolRecord
 
 EdgeKey = tuple[str, str, str | None]  # consumer, producer, parameter
 
@@ -29,13 +32,39 @@ def _edge_key(e: InferredEdge) -> EdgeKey:
 
 @dataclass
 class InferState:
-    """What incremental inference keeps warm: the inferred edges, the declared pairs and each
-    server's catalog (inference keeps unrelated catalogs apart)."""
+    """What incremental inference keeps warm: the stored inferred edges (indexed by consumer and by
+    producer), each server's catalog (inference keeps unrelated catalogs apart; sync sets a synced
+    server's before its change) and the incremental engine, which holds the declared pairs."""
 
     edges: dict[EdgeKey, InferredEdge]
-    declared: set[tuple[str, str]]
     catalogs: dict[str, str]
-    options: InferenceOptions = field(default_factory=InferenceOptions)
+    engine: IncrementalInference
+    by_consumer: dict[str, set[EdgeKey]] = field(default_factory=lambda: defaultdict(set))
+    by_producer: dict[str, set[EdgeKey]] = field(default_factory=lambda: defaultdict(set))
+
+    def __post_init__(self) -> None:
+        for key in self.edges:
+            self.by_consumer[key[0]].add(key)
+            self.by_producer[key[1]].add(key)
+
+    @property
+    def options(self) -> InferenceOptions:
+        return self.engine.options
+
+    @property
+    def declared(self) -> set[tuple[str, str]]:
+        return self.engine.declared
+
+    def replace(self, stale: Iterable[EdgeKey], fresh: Iterable[InferredEdge]) -> None:
+        for key in stale:
+            del self.edges[key]
+            self.by_consumer[key[0]].discard(key)
+            self.by_producer[key[1]].discard(key)
+        for e in fresh:
+            key = _edge_key(e)
+            self.edges[key] = e
+            self.by_consumer[key[0]].add(key)
+            self.by_producer[key[1]].add(key)
 
 
 class InferInfo(StageInfo):
@@ -113,9 +142,9 @@ class Infer(CatalogStage):
     def warm(
         self, store: ToolStore, options: InferenceOptions | None = None, tools: Iterable[Tool] = ()
     ) -> InferState:
-        """The stored inferred edges (declared ones are the manifests', not this stage's), and what
-        inference reads of each of ``tools`` computed ahead (``prime``)."""
-        prime(tools)
+        """The stored inferred edges (declared ones are the manifests', not this stage's), and the
+        incremental engine over ``tools`` (the stored catalog): every tool's profile, offers and rule
+        edges computed ahead, so a sync session's first change costs what the later ones do."""
         edges = {
             (r["consumer"], r["producer"], r["parameter"]): InferredEdge(
                 consumer=r["consumer"],
@@ -130,42 +159,68 @@ class Infer(CatalogStage):
             for r in dependency_rows(store)
             if r["basis"] != Basis.DECLARED
         }
-        return InferState(edges, declared_pairs(store), server_catalogs(store), options or InferenceOptions())
+        catalogs = server_catalogs(store)
+        engine = IncrementalInference(tools, options or InferenceOptions(), declared_pairs(store), catalogs)
+        return InferState(edges, catalogs, engine)
 
     def update(self, state: InferState, change: Change) -> tuple[int, int, int]:
-        """Re-infer the changed tools' neighbourhood against the whole catalog: consumers of a changed
-        tool's old edges, consumers a changed tool may now feed, the changed tools themselves and (the
-        learned judge weighs a slot's candidates on its whole server) every tool of a touched server.
-        Returns (neighbourhood size, edges added, edges removed); the triples go into ``change``."""
-        changed, removed, touched = change.changed, change.removed, change.touched
-        catalog = list(change.tools.values())
-        neighbourhood = set(changed)
-        neighbourhood |= {e.consumer for e in state.edges.values() if e.producer in touched}
-        if changed:  # every consumer a changed tool could now feed, before sparsification
-            candidates = infer_dependencies(
-                catalog, state.options, producers=changed, sparsify=False, catalogs=state.catalogs
-            )
-            neighbourhood |= {e.consumer for e in candidates}
-        if state.options.learned:
-            servers = {i.partition("::")[0] for i in touched}
-            neighbourhood |= {i for i, tool in change.tools.items() if tool.server_id in servers}
-        neighbourhood -= removed
-        fresh = (
-            infer_dependencies(
-                catalog, state.options, declared=state.declared, consumers=neighbourhood, catalogs=state.catalogs
-            )
-            if neighbourhood
-            else []
-        )
-        stale = [e for e in state.edges.values() if e.consumer in neighbourhood | removed or e.producer in removed]
+        """Re-infer what the change reaches (``IncrementalInference``: the changed tools' neighbourhood,
+        widened where a catalog-wide count crosses its threshold), exactly as a rebuild would infer it.
+        Returns (consumers the change reached, edges added, edges removed); the triples go into ``change``."""
+        engine = state.engine
+        before = {i: engine.index.profiles[i].tool for i in change.touched if i in engine.index.profiles}
+        found = engine.apply({i: as_read(change.tools[i]) for i in change.changed}, change.removed)
+        added, dropped = _declared_changes(change)
+        if added or dropped:
+            found |= engine.refresh(engine.set_declared(added, dropped))
+        # a stored edge from a removed tool goes whatever its consumer (a store inferred otherwise: an LLM's)
+        for key in {k for i in change.removed for k in state.by_producer.get(i, ())}:
+            found.setdefault(key[0], engine.final.get(key[0], []))
+        stale_keys = {k for i in found for k in state.by_consumer.get(i, ())}
+        stale = [state.edges[k] for k in stale_keys]
+        fresh = [e for edges in found.values() for e in edges]
         # Edges sharing a (consumer, producer) pair share triples (tk:dependsOn ...); both sets hold
         # every edge of such a pair, so a set difference never retracts a triple still wanted.
-        old_triples, new_triples = set(edge_triples(stale, change.before)), set(edge_triples(fresh, catalog))
+        old_triples = set(edge_triples(stale, ChainMap(before, change.tools)))
+        new_triples = set(edge_triples(fresh, change.tools))
         change.patch(INFERRED_GRAPH, old_triples - new_triples, new_triples - old_triples)
         old, new = {_edge_key(e): e for e in stale}, {_edge_key(e): e for e in fresh}
-        for key in old:
-            state.edges.pop(key, None)
-        state.edges.update(new)
-        added = sum(old.get(k) != e for k, e in new.items())
-        dropped = sum(new.get(k) != e for k, e in old.items())
-        return len(neighbourhood), added, dropped
+        state.replace(stale_keys, fresh)
+        added_edges = sum(old.get(k) != e for k, e in new.items())
+        removed_edges = sum(new.get(k) != e for k, e in old.items())
+        return max(engine.reached, len(found)), added_edges, removed_edges
+
+
+def as_read(tool: Tool) -> Tool:
+    """A tool as a rebuild reads it back from the store (``read_tools``), which is what inference must see
+    to infer what a rebuild infers: its name, description, parameters (name, requirement, location,
+    description, sorted enum values) and output names; a parameter's JSON type reads ``any``."""
+    return ToolRecord(
+        server_id=tool.server_id,
+        name=tool.name,
+        description=tool.description or "",
+        parameters=tuple(
+            Parameter(
+                name=p.name, required=p.required, location=p.location, description=p.description or "",
+                enum=tuple(sorted(p.enum)),
+            )  # fmt: skip
+            for p in tool.parameters
+        ),
+        outputs=tuple(OutputField(name=o.name) for o in tool.outputs),
+    )
+
+
+def _declared_changes(change: Change) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """The declared (consumer, producer) pairs a change adds and drops: a server graph's tk:dependsOn
+    triples are its manifest's declared dependencies (inferred ones live in their own graph)."""
+    found: tuple[set, set] = (set(), set())
+    for into, patch in zip(found, (change.insertions, change.deletions), strict=True):
+        for graph, triples in patch.items():
+            if graph == INFERRED_GRAPH:
+                continue
+            for t in triples:
+                if t.predicate == TK.dependsOn:
+                    consumer, producer = tool_id_of(t.subject), tool_id_of(t.object)
+                    if consumer and producer:
+                        into.add((consumer, producer))
+    return found

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,7 +34,9 @@ class LinkState:
     embedder: Embedder
     index: LinkIndex
     tops: IncrementalLinks
-    checked: bool = False  # the first update also rewrites any stored link that differs (older rules)
+    # stored links that differ from what the rules give now (a store linked by older rules): the first
+    # update rewrites them too
+    stale: set[LinkKey] = field(default_factory=set)
 
 
 class LinkInfo(StageInfo):
@@ -93,7 +95,9 @@ class Link(CatalogStage):
         matrix = embedder.encode([tool_text(tools[i]) for i in ids], label="embed tools")
         vectors = dict(zip(ids, matrix, strict=True))
         index = LinkIndex(list(tools.values()), vectors)
-        return LinkState(links, vectors, embedder, index, IncrementalLinks(index))
+        tops = IncrementalLinks(index)
+        stale = {k for k in links.keys() | tops.links.keys() if links.get(k) != tops.links.get(k)}
+        return LinkState(links, vectors, embedder, index, tops, stale)
 
     def update(self, state: LinkState, change: Change) -> tuple[int, int, float]:
         """Embed the changed tools, redecide the links whose value may have changed, and patch the
@@ -108,14 +112,14 @@ class Link(CatalogStage):
             encoded = state.embedder.encode([tool_text(change.tools[i]) for i in ids], label="embed tools")
             state.vectors.update(zip(ids, encoded, strict=True))
             embedding = time.perf_counter() - clock
+        previous = [state.index.tools[i] for i in touched if i in state.index.tools]  # as they were
         for i in removed:
             state.index.discard(i)
         for i in changed:
             state.index.put(change.tools[i])
-        redecided = state.tops.update(touched, [t for t in change.before if t.id in touched])
-        if not state.checked:  # a store linked by another version of the rules is brought in line once
-            redecided |= state.links.keys() | state.tops.links.keys()
-            state.checked = True
+        redecided = state.tops.update(touched, previous)
+        redecided |= state.stale  # a store linked by another version of the rules is brought in line once
+        state.stale = set()
         # A link's triples are its own (its node is named by source, type and target): diff by link.
         # Scores are rounded as stored (3 decimals) where links are made, so unchanged ones compare equal.
         now = state.tops.links

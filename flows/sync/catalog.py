@@ -17,15 +17,16 @@ the store as it was. The manifest that owns a synced server is marked stale (its
 cleared), so the next ``toolkg build`` re-reads it rather than trusting a record that no longer
 matches the store.
 
-Known difference from a full rebuild: the weak-rule fan-out cap (``InferenceOptions.weak_fanout_cap``)
-is counted over the neighbourhood, not the catalog, so a producer near the cap can keep an edge
-a rebuild would drop. The benchmark reports how many edges differ from a rebuild.
+The inference stage's state is the whole catalog's inference, indexed (canonicalize/inference/incremental.py):
+opening a session infers over the store once; each change then costs what it reaches. The benchmark
+(benchmarks/sync_bench.py) reports how many edges differ from a rebuild (none).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -72,7 +73,10 @@ class CatalogSync:
         started = time.perf_counter()
         self.store = store
         self.tools: dict[str, Tool] = {t.id: t for t in read_tools(store)}
-        self.inferred = INFER.warm(store, tools=self.tools.values() if warm else ())
+        self.servers: dict[str, set[str]] = defaultdict(set)  # server id -> its tools' ids
+        for i, t in self.tools.items():
+            self.servers[t.server_id].add(i)
+        self.inferred = INFER.warm(store, tools=self.tools.values())
         self.embedder = embedder
         self.linked: LinkState | None = None
         if links:
@@ -110,7 +114,7 @@ class CatalogSync:
 
     def upsert_server(self, server: Server, source: str = "sync", format: str = "mcp") -> SyncResult:
         """Add a server or replace it with this version (``source`` and ``format`` as a manifest gives them)."""
-        operation = "update-server" if any(t.server_id == server.id for t in self.tools.values()) else "add-server"
+        operation = "update-server" if self.servers.get(server.id) else "add-server"
         return self._apply(operation, server.id, server, source, format)
 
     def update_tool(self, server: Server, tool: Tool, source: str = "sync", format: str = "mcp") -> SyncResult:
@@ -128,7 +132,7 @@ class CatalogSync:
         return self._apply("remove-tool", tool_id, server.model_copy(update={"tools": tools}), source, format)
 
     def remove_server(self, server_id: str) -> SyncResult:
-        if not any(t.server_id == server_id for t in self.tools.values()):
+        if not self.servers.get(server_id):
             raise NotFoundError(f"no server {server_id!r} in the store")
         return self._apply("remove-server", server_id, None, "sync", "", server_id=server_id)
 
@@ -147,7 +151,7 @@ class CatalogSync:
         result = SyncResult(operation, target)
         server_id = server.id if server else server_id
         graph = iris.server_graph(server_id)
-        old = {i: t for i, t in self.tools.items() if t.server_id == server_id}
+        old = {i: self.tools[i] for i in self.servers.get(server_id, ())}
         new = {t.id: t for t in server.tools} if server else {}
         changed = {i for i in new if i not in old or _signature(old[i]) != _signature(new[i])}
         removed = set(old) - set(new)
@@ -166,6 +170,7 @@ class CatalogSync:
             del self.tools[i]
             self.index.discard(i)
         self.tools.update({i: new[i] for i in changed})
+        self.servers[server_id] = set(new)
         result.neighbourhood, result.edges_added, result.edges_removed = INFER.update(self.inferred, change)
         clock = self._lap(result, "infer", clock)
         if self.linked is not None:

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import CASES
+from toolkg.canonicalize.inference.incremental import IncrementalInference
 from toolkg.canonicalize.inference.infer import InferenceOptions, infer_dependencies
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import fingerprint_file
@@ -241,9 +242,10 @@ def test_learned_edges_stay_on_their_server_one_per_slot(specs):
         max_size=10,
     )
 )
-def test_a_servers_edges_do_not_depend_on_the_rest_of_the_catalog(specs):
-    """What incremental sync relies on: re-inferring one server's tools (``consumers``) gives the edges a
-    whole-catalog run gives that server (learned, doubted and kept alike), whatever the other servers hold."""
+def test_a_server_added_incrementally_gets_the_edges_the_whole_catalog_gives_it(specs):
+    """What incremental sync relies on: adding one server's tools to the rest (``IncrementalInference``) gives
+    them the edges a whole-catalog run gives them (learned, doubted and kept alike), whatever the other
+    servers hold."""
     tools, seen = [], set()
     for server, verb, noun, params in specs:
         if (server, f"{verb}_{noun}") in seen:
@@ -252,6 +254,7 @@ def test_a_servers_edges_do_not_depend_on_the_rest_of_the_catalog(specs):
         parameters = {f"{p}{suffix}": required for p, suffix, required in params}
         tools += _server(server, (f"{verb}_{noun}", f"{verb.title()} a {noun}.", tuple(parameters.items())))
     server_a = {t.id for t in tools if t.server_id == "a"}
-    whole = {e for e in infer_dependencies(tools) if e.consumer in server_a}
-    alone = set(infer_dependencies(tools, consumers=server_a))
-    assert alone == whole
+    whole = {e for e in infer_dependencies(sorted(tools, key=lambda t: t.id)) if e.consumer in server_a}
+    kept = IncrementalInference([t for t in tools if t.id not in server_a])
+    found = kept.apply({t.id: t for t in tools if t.id in server_a})
+    assert {e for i in server_a for e in found.get(i, kept.final.get(i, []))} == whole
