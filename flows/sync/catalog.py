@@ -39,6 +39,7 @@ from toolkg.extractors.triples.structural import NameIndex
 from toolkg.flows.stages.base import Change
 from toolkg.flows.stages.infer import Infer
 from toolkg.flows.stages.link import Link, LinkState
+from toolkg.flows.stages.retrieval_index import RetrievalIndex
 from toolkg.flows.steps import transform_manifests
 from toolkg.flows.sync.result import SyncResult
 from toolkg.models import ExtractedManifest, Manifest, Server, Tool
@@ -49,7 +50,7 @@ from toolkg.store.records import read_tools
 from toolkg.store.validation import Validator, tool_key
 from toolkg.text.words import lemma
 
-INFER, LINK = Infer(), Link()
+INFER, LINK, INDEX = Infer(), Link(), RetrievalIndex()
 
 
 def _signature(tool: Tool) -> tuple:
@@ -178,6 +179,7 @@ class CatalogSync:
             if changed:
                 result.stage_seconds["embed"] = round(embedding, 4)  # part of "link"
         clock = self._lap(result, "link", clock)
+        INDEX.update(change)  # the retrieval index no longer matches: retrievers read the store until the next build
         deletions, insertions = change.deletions, change.insertions
         self._mark_owner_stale(server_id, deletions, insertions, graph, server is None)
 
