@@ -1,4 +1,4 @@
-"""pyshacl over plain rows, usable in a worker process.
+"""pySHACL, the reference SHACL engine, over plain rows, usable in a worker process.
 
 Kept free of toolkg's heavier imports so spawned workers start fast. A row is
 ``(subject, predicate, object, kind, extra)``: ``kind`` is "iri" or "literal" and ``extra``
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from functools import cache
 
 _SH = "http://www.w3.org/ns/shacl#"
+_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 Row = tuple[str, str, str, str, str]
 
 
@@ -22,15 +23,6 @@ def shapes_graph(shapes_file: str):
     graph = rdflib.Graph()
     graph.parse(shapes_file, format="turtle")
     return graph
-
-
-@cache
-def shape_predicates(shapes_file: str) -> frozenset[str]:
-    """Predicates the shapes look at (plus rdf:type): other triples cannot change a result."""
-    import rdflib
-
-    paths = shapes_graph(shapes_file).objects(None, rdflib.URIRef(_SH + "path"))
-    return frozenset({str(p) for p in paths} | {str(rdflib.RDF.type)})
 
 
 def validate_rows(rows: Sequence[Row], shapes_file: str) -> list[tuple[str, str, str]]:
@@ -54,6 +46,10 @@ def validate_rows(rows: Sequence[Row], shapes_file: str) -> list[tuple[str, str,
         if node is None:
             if extra.startswith("@"):
                 node = rdflib.Literal(value, lang=extra[1:])
+            elif extra == _XSD_STRING:
+                # As rdflib reads a plain string from Turtle: a string typed xsd:string explicitly is, to
+                # rdflib, not equal to the same string in the shapes (an sh:in member would never match).
+                node = rdflib.Literal(value)
             else:
                 node = rdflib.Literal(value, datatype=iri(extra))
             literals[(value, extra)] = node

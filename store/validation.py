@@ -1,9 +1,12 @@
-"""Validate stage: SHACL (pyshacl, no inference) against ontology/shapes.ttl.
+"""Validate stage: SHACL (no inference) against ontology/shapes.ttl.
 
-Each manifest's triples are cut into chunks of whole tools (plus the server triples those
-tools need) and validated in a small process pool, because pyshacl is CPU-bound pure Python.
-Violations are mapped back to the tool (or server) whose node they concern: that item is
-quarantined and its triples withheld, the rest of the manifest loads.
+The shapes are compiled to SPARQL and run by Oxigraph in this process (``store/shacl_sparql.py``); pySHACL,
+the reference engine, is kept for checking that engine (tests) and on request (``TOOLKG_SHACL_ENGINE=pyshacl``
+or ``Validator(engine="pyshacl")``). Both read the same triples: a manifest's triples of the predicates the
+shapes look at, cut into chunks of whole tools (plus the server triples those tools need) so that memory
+follows the chunk, not the catalog. pySHACL, CPU-bound pure Python, runs big inputs in a small process pool.
+Violations are mapped back to the tool (or server) whose node they concern: that item is quarantined and
+its triples withheld, the rest of the manifest loads.
 """
 
 from __future__ import annotations
@@ -20,16 +23,22 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
-from pyoxigraph import NamedNode, Triple
+from pyoxigraph import NamedNode, RdfFormat, Triple, serialize
 
+from toolkg.errors import ConfigError
 from toolkg.models import ExtractedManifest, QuarantinedItem
 from toolkg.ontology import SHAPES_FILE, iris
 from toolkg.result_cache import ResultCache
-from toolkg.store.shacl_worker import Row, shape_predicates, validate_rows
+from toolkg.store import shacl_sparql
+from toolkg.store.shacl_worker import Row, validate_rows
 
 _TOOL_PREFIX = iris.BASE + "tool/"
-CHUNK_ROWS = 8000  # rows per pyshacl call
-POOL_MIN_CHUNKS = 4  # fewer chunks are validated in-process
+ENGINE_ENV = "TOOLKG_SHACL_ENGINE"
+ENGINES = ("sparql", "pyshacl")
+# Triples per chunk: an Oxigraph store of 100k triples takes about 35 MB; pySHACL's rdflib graph is
+# slower to build, and its chunks are what the process pool hands out.
+CHUNK_TRIPLES = {"sparql": 100_000, "pyshacl": 8000}
+POOL_MIN_CHUNKS = 4  # fewer pySHACL chunks are validated in-process
 
 
 class Violation(BaseModel):
@@ -49,7 +58,8 @@ def tool_key(term) -> str | None:
     return None
 
 
-def _row(t: Triple) -> Row:
+def row_of(t: Triple) -> Row:
+    """A triple as pySHACL's worker reads it (plain strings cross the process boundary)."""
     o = t.object
     if isinstance(o, NamedNode):
         return (t.subject.value, t.predicate.value, o.value, "iri", "")
@@ -57,20 +67,19 @@ def _row(t: Triple) -> Row:
     return (t.subject.value, t.predicate.value, o.value, "literal", extra)
 
 
-def _chunks(triples: Sequence[Triple], size: int) -> list[list[Row]]:
-    """Rows of about ``size`` triples each, holding whole tools plus the shared (server) triples."""
-    wanted = shape_predicates(str(SHAPES_FILE))
-    shared: list[Row] = []
-    by_tool: dict[str, list[Row]] = defaultdict(list)
+def _chunks(triples: Sequence[Triple], size: int) -> list[list[Triple]]:
+    """Chunks of about ``size`` triples, each holding whole tools plus the shared (server) triples."""
+    if len(triples) <= size:
+        return [list(triples)]
+    shared: list[Triple] = []
+    by_tool: dict[str, list[Triple]] = defaultdict(list)
     for t in triples:
-        if t.predicate.value not in wanted:
-            continue
         key = tool_key(t.subject) or tool_key(t.object)
-        (by_tool[key] if key else shared).append(_row(t))
-    chunks: list[list[Row]] = []
-    current: list[Row] = []
-    for rows in by_tool.values():
-        current.extend(rows)
+        (by_tool[key] if key else shared).append(t)
+    chunks: list[list[Triple]] = []
+    current: list[Triple] = []
+    for grouped in by_tool.values():
+        current.extend(grouped)
         if len(current) >= size:
             chunks.append(shared + current)
             current = []
@@ -80,10 +89,16 @@ def _chunks(triples: Sequence[Triple], size: int) -> list[list[Row]]:
 
 
 class Validator:
-    """Validates extracted manifests; owns the worker pool for the length of a build. With a
-    ``cache_path``, verdicts are kept by the hash of the rows checked and of the shapes."""
+    """Validates extracted manifests. ``engine`` is "sparql" (the default, or ``TOOLKG_SHACL_ENGINE``) or
+    "pyshacl"; ``workers`` sizes pySHACL's process pool (kept for the length of a build). With a
+    ``cache_path``, verdicts are kept by the hash of the triples checked, the shapes and the engine."""
 
-    def __init__(self, workers: int | None = None, cache_path: str | Path | None = None) -> None:
+    def __init__(
+        self, workers: int | None = None, cache_path: str | Path | None = None, engine: str | None = None
+    ) -> None:
+        self.engine = engine or os.environ.get(ENGINE_ENV) or "sparql"
+        if self.engine not in ENGINES:
+            raise ConfigError(f"SHACL engine {self.engine!r}: expected one of {', '.join(ENGINES)} ({ENGINE_ENV})")
         self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
         self._pool: Executor | None = None
         self._cache = ResultCache(cache_path) if cache_path is not None else None
@@ -103,28 +118,35 @@ class Validator:
             self._cache = None
 
     def violations(self, triples: Sequence[Triple]) -> list[Violation]:
-        chunks = _chunks(triples, CHUNK_ROWS)
+        shapes = shacl_sparql.compiled_shapes(str(SHAPES_FILE))
+        wanted = shapes.predicate_nodes  # other triples cannot change a result
+        checked = [t for t in triples if t.predicate in wanted]
         if self._cache is None:
-            return self._check(chunks)
-        key = _verdict_key(chunks)
+            return self._check(checked)
+        key = _verdict_key(self.engine, checked)
         hit = self._cache.get_many([key]).get(key)
         if hit is not None:
             return [Violation.model_validate(v) for v in json.loads(hit)]
-        found = self._check(chunks)
+        found = self._check(checked)
         self._cache.put_many([(key, json.dumps([v.model_dump() for v in found]))])
         return found
 
-    def _check(self, chunks: list[list[Row]]) -> list[Violation]:
-        # Spawning workers costs about what validating 10k rows in-process does: only big inputs gain.
-        if len(chunks) < POOL_MIN_CHUNKS or self.workers <= 1:
-            found = [v for rows in chunks for v in validate_rows(rows, str(SHAPES_FILE))]
+    def _check(self, triples: list[Triple]) -> list[Violation]:
+        chunks = _chunks(triples, CHUNK_TRIPLES[self.engine])
+        if self.engine == "sparql":
+            shapes = shacl_sparql.compiled_shapes(str(SHAPES_FILE))
+            found = {v for chunk in chunks for v in shapes.violations(chunk)}
+        elif len(chunks) < POOL_MIN_CHUNKS or self.workers <= 1:
+            # Spawning workers costs about what validating 10k rows in-process does: only big inputs gain.
+            found = {v for chunk in chunks for v in validate_rows([row_of(t) for t in chunk], str(SHAPES_FILE))}
         else:
             if self._pool is None:
                 # spawn, not fork: the flow process runs threads (Prefect), which fork would copy mid-flight.
                 self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"))
-            results = self._pool.map(validate_rows, chunks, [str(SHAPES_FILE)] * len(chunks))
-            found = [v for chunk in results for v in chunk]
-        return sorted({Violation(focus=f, path=p, message=m) for f, p, m in found}, key=lambda v: (v.focus, v.path))
+            rows = ([row_of(t) for t in chunk] for chunk in chunks)
+            results = self._pool.map(validate_rows, rows, [str(SHAPES_FILE)] * len(chunks))
+            found = {v for chunk in results for v in chunk}
+        return sorted((Violation(focus=f, path=p, message=m) for f, p, m in found), key=lambda v: (v.focus, v.path))
 
     def validate(
         self, extracted: ExtractedManifest, only_tools: set[str] | None = None
@@ -146,18 +168,21 @@ class Validator:
 
 
 @cache
-def _shapes_digest() -> str:
-    """The shapes and the engine that reads them."""
-    return hashlib.sha256(SHAPES_FILE.read_bytes() + version("pyshacl").encode()).hexdigest()
+def _engine_digest(engine: str) -> str:
+    """The shapes and the engine that reads them: for the compiled engine its own code, Oxigraph and rdflib
+    (whose reading of literals it follows); for the reference, pySHACL."""
+    parts = [SHAPES_FILE.read_bytes(), engine.encode()]
+    if engine == "sparql":
+        parts += [Path(shacl_sparql.__file__).read_bytes(), version("pyoxigraph").encode(), version("rdflib").encode()]
+    else:
+        parts.append(version("pyshacl").encode())
+    return hashlib.sha256(b"\x1e".join(parts)).hexdigest()
 
 
-def _verdict_key(chunks: list[list[Row]]) -> str:
-    """The rows (in order: the same input gives the same order) and the shapes they are checked against."""
-    digest = hashlib.sha256(_shapes_digest().encode())
-    for rows in chunks:
-        digest.update(b"\x1e")
-        for row in rows:
-            digest.update("\x1f".join(row).encode() + b"\n")
+def _verdict_key(engine: str, triples: Sequence[Triple]) -> str:
+    """The triples checked (in order: the same input gives the same order) and what checks them."""
+    digest = hashlib.sha256(_engine_digest(engine).encode())
+    digest.update(serialize(triples, format=RdfFormat.N_TRIPLES))
     return digest.hexdigest()
 
 
