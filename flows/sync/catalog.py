@@ -89,7 +89,7 @@ class CatalogSync:
         self.index.add(self.tools, "sync")
         self.extractor = make_extractor("offline", store.directory)
         self.validator = Validator(workers=0)
-        if warm:  # the lemma table, the SHACL shapes and pyshacl load on first use
+        if warm:  # the lemma table and the compiled SHACL shapes load on first use
             lemma("tools")
             self.validator.violations([])
         self.load_seconds = time.perf_counter() - started
