@@ -48,6 +48,9 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from toolkg.embeddings.weights import sha256_of  # noqa: E402  (after the offline switches)
+
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,14 +68,6 @@ class Missing(Exception):
 
 class Dropped(Exception):
     """The candidate turned out to fetch weights at run time, or not to run: dropped with a note."""
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def version_of(distribution: str) -> str:
@@ -472,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "notes": candidate.notes,
             "weights_file": encoder.weights.name,
             "weights_bytes": encoder.weights.stat().st_size,
-            "weights_sha256": sha256(encoder.weights),
+            "weights_sha256": sha256_of(encoder.weights),
         }
         if args.no_quality:
             entry["quality"] = previous.get(candidate.name, {}).get("quality", {})
