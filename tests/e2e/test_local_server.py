@@ -386,6 +386,7 @@ def _hold_lock(home: Path, stack: ExitStack) -> None:
 def _lease_becomes_a_directory(home: Path, stack: ExitStack) -> None:
     (home / "toolkg-local-server.lease").unlink()
     (home / "toolkg-local-server.lease").mkdir()  # no lease can be read: the watchdog fails, the server stops
+    # at its next look (it cannot tell whether anyone still uses it, so it does not wait out the idle period)
 
 
 @pytest.mark.parametrize(
@@ -409,7 +410,8 @@ def test_the_server_stops_within_its_idle_period_whatever_happens_to_its_home(
         happening(home, stack)
         took = _wait_until(lambda: not _servers(home), IDLE + patience + MARGIN, f"server {pid} stops")
         lines = log.read()
-    assert took >= IDLE - 1, f"stopped after {took:.1f} s: before its idle period"
+    if happening is not _lease_becomes_a_directory:  # a failed watchdog stops the server at once
+        assert took >= IDLE - 1, f"stopped after {took:.1f} s: before its idle period"
     assert stopped_because in lines and lines.rstrip().endswith("stopped"), lines
     if happening is _replace_state:  # it cleared no state but its own
         assert _state(home)["pid"] == os.getpid()
