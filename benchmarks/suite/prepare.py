@@ -6,6 +6,7 @@ version, what was converted and what was dropped). The suite (``benchmarks/suite
 those folders, so it runs offline; this script is how they were made and how to remake them.
 
     python benchmarks/suite/prepare.py bfcl                          # downloads the pinned wheel from PyPI
+    python benchmarks/suite/prepare.py irrelevant                    # BFCL's irrelevance questions + own.jsonl
     python benchmarks/suite/prepare.py azure-mcp --repo MCP_CHECKOUT --azmcp PATH/TO/azmcp
     python benchmarks/suite/prepare.py apibench --repo GORILLA_CHECKOUT
 
@@ -44,6 +45,7 @@ BFCL_CATEGORIES = (
 )
 # BFCL writes Python type names in its JSON schemas; toolkg reads JSON Schema's.
 BFCL_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": None, "String": "string"}
+BFCL_IRRELEVANCE = ("irrelevance", "live_irrelevance")  # questions none of their functions answers
 AZMCP_VERSION = "2.0.5"
 APIBENCH_HUBS = (
     ("huggingface", "huggingface", "Hugging Face"),
@@ -87,7 +89,8 @@ def _bfcl_schema(node):
     return out
 
 
-def prepare_bfcl(wheel: Path | None) -> None:
+def _bfcl_archive(wheel: Path | None) -> tuple[zipfile.ZipFile, str]:
+    """The pinned bfcl-eval wheel (downloaded when not given) and its sha256."""
     if wheel is None:
         folder = Path(tempfile.mkdtemp())
         subprocess.run(
@@ -108,7 +111,54 @@ def prepare_bfcl(wheel: Path | None) -> None:
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     if digest != BFCL_SHA256:
         sys.exit(f"{wheel.name}: sha256 {digest} is not the pinned {BFCL_SHA256}")
-    archive = zipfile.ZipFile(wheel)
+    return zipfile.ZipFile(wheel), digest
+
+
+def _user_turns(row: dict) -> str:
+    """A BFCL question's user turn(s); a system message (live categories) is the harness's, not the request."""
+    return "\n".join(m["content"] for turn in row["question"] for m in turn if m["role"] == "user")
+
+
+def prepare_irrelevant(wheel: Path | None) -> None:
+    """Requests no tool should answer, for calibrating abstention (``data/irrelevant/``).
+
+    BFCL's irrelevance categories (each question came with functions that cannot answer it) plus the
+    hand-written ``own.jsonl``. A BFCL question is irrelevant to its own functions only: the pooled BFCL
+    catalog or another catalog may hold a tool that answers it, so these are measured, not trusted, per
+    catalog (benchmarks/abstention_bench.py says which pairs it leaves out)."""
+    archive, digest = _bfcl_archive(wheel)
+    rows = []
+    for category in BFCL_IRRELEVANCE:
+        for line in archive.read(f"bfcl_eval/data/BFCL_v4_{category}.json").decode().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                text = _user_turns(row).strip()
+                if text:
+                    rows.append({"id": f"bfcl-{row['id']}", "query": text, "source": f"bfcl-{category}"})
+    out = DATA / "irrelevant"
+    own = [json.loads(line) for line in (out / "own.jsonl").open(encoding="utf-8") if line.strip()]
+    write_jsonl(out / "queries.jsonl", rows + own)
+    counts = collections.Counter(r["source"] for r in rows + own)
+    (out / "SOURCE.md").write_text(
+        f"""# Requests no tool should answer (abstention)
+
+- `bfcl-irrelevance`, `bfcl-live_irrelevance`: PyPI `bfcl-eval=={BFCL_VERSION}` (wheel sha256 `{digest}`),
+  `bfcl_eval/data/BFCL_v4_<category>.json`, the user's turn(s) of each question. Licence: Apache-2.0
+  (`../bfcl/LICENSE`). BFCL labels them irrelevant to the functions each question came with, not to every
+  catalog: the suite's pooled BFCL catalog holds functions of other questions, so abstention_bench.py does not
+  count them on `bfcl`.
+- `own`: written for toolkg (`own.jsonl`, edited by hand): greetings, thanks, and errands in the physical
+  world (cooking, cleaning, repairs, errands in person) that no software tool performs.
+- Made by `python benchmarks/suite/prepare.py irrelevant` (it reads `own.jsonl` and writes `queries.jsonl`).
+- Counts: {", ".join(f"{k} {v}" for k, v in sorted(counts.items()))}.
+""",
+        encoding="utf-8",
+    )
+    print(f"wrote {out / 'queries.jsonl'}: {len(rows) + len(own)} requests")
+
+
+def prepare_bfcl(wheel: Path | None) -> None:
+    archive, digest = _bfcl_archive(wheel)
 
     def lines(name: str) -> list[dict]:
         return [json.loads(line) for line in archive.read(f"bfcl_eval/data/{name}").decode().splitlines() if line]
@@ -121,8 +171,7 @@ def prepare_bfcl(wheel: Path | None) -> None:
             for function in row["function"]:
                 variants[function["name"]][json.dumps(function, sort_keys=True)] += 1
             gold = list(dict.fromkeys(name for call in answers[row["id"]]["ground_truth"] for name in call))
-            # the user's turn(s); a system message (live_simple) is the harness's, not the request
-            text = "\n".join(m["content"] for turn in row["question"] for m in turn if m["role"] == "user")
+            text = _user_turns(row)
             queries.append(
                 {
                     "id": f"bfcl-{row['id']}",
@@ -344,13 +393,15 @@ def prepare_apibench(repo: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("set", choices=["bfcl", "azure-mcp", "apibench"])
+    parser.add_argument("set", choices=["bfcl", "irrelevant", "azure-mcp", "apibench"])
     parser.add_argument("--repo", type=Path, help="git directory of the source repository (azure-mcp, apibench)")
     parser.add_argument("--azmcp", type=Path, help="the azmcp binary of @azure/mcp (azure-mcp)")
     parser.add_argument("--wheel", type=Path, help="a downloaded bfcl-eval wheel (else pip downloads it)")
     args = parser.parse_args()
     if args.set == "bfcl":
         prepare_bfcl(args.wheel)
+    elif args.set == "irrelevant":
+        prepare_irrelevant(args.wheel)
     elif args.set == "azure-mcp":
         if not (args.repo and args.azmcp):
             parser.error("azure-mcp needs --repo and --azmcp")

@@ -347,6 +347,13 @@ class SavedTools(Sequence[ToolDoc]):
     def __iter__(self) -> Iterator[ToolDoc]:
         return (self[i] for i in range(len(self)))
 
+    def names(self) -> Iterator[tuple[str, str, str]]:
+        """(id, server, name) of every tool, without keeping the decoded documents (a name index over 100k
+        tools would otherwise hold them all)."""
+        for i in range(len(self)):
+            _, id_, server, name, *_ = json.loads(self.docs.raw(i))
+            yield id_, server, name
+
 
 class SavedIndex:
     """One index folder, every file opened (memory-mapped) at once, so a build that replaces the index

@@ -95,8 +95,8 @@ class Endpoint:
                 from toolkg.toolsearch.service import ToolSearch
 
                 self._search = ToolSearch(self.store_dir)
-        tools = self._search.search_tools(query, k, steps)
-        return {"query": query, "steps": steps, "snapshot": self._search.snapshot, "tools": tools}
+        found = self._search.search_tools(query, k, steps)
+        return {"query": query, "steps": steps, "snapshot": self._search.snapshot, **found}
 
     def run(self, query: str, graphs: list[tuple[str, str]], accept: str) -> tuple[int, bytes, str, str]:
         """(status, body, content type, snapshot) for a checked query; 504 at the timeout, never partial."""

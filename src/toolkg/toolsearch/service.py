@@ -6,24 +6,37 @@ answer is plain JSON values::
 
     from toolkg.toolsearch import ToolSearch
     with ToolSearch(".toolkg") as search:
-        for hit in search.search_tools("book a flight", k=3):
+        for hit in search.search_tools("book a flight", k=3)["tools"]:
             print(hit["id"], hit["score"], [d["tool"] for d in hit["call_first"]])
+
+What an agent's clients ask of a tool search, besides a ranking:
+
+- **Names as typed** (``names.py``): a request that names tools (``server::tool``, ``mcp__server__tool``,
+  ``select:A,B``, a near-miss) gets those tools first, whatever the ranking.
+- **Abstention** (``toolkg.retrieval.abstain``): a request no tool serves gets no tools, and a note saying
+  so, rather than k weak matches; ``min_score`` sets the threshold per request.
+- **Pinned tools**: ``pinned`` ids come with every answer, marked ``"pinned": true``.
+- **Freshness**: every answer reads the newest published snapshot; a tool a build removed is never
+  returned, and looking it up says it was removed.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import defaultdict, deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from toolkg.errors import NotFoundError, RequestError
 from toolkg.retrieval import Index, Query, make_retriever
+from toolkg.retrieval.abstain import default_min_score
 from toolkg.store.dependencies import dependency_rows
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.records import read_tool, read_tool_records
 from toolkg.store.snapshots import current_snapshot, ensure_snapshot
 from toolkg.store.tool_details import resolve_tool, tool_json
+from toolkg.toolsearch.names import NameIndex, first_named
 from toolkg.toolsearch.sparql_worker import SparqlWorker
 
 MAX_K = 50
@@ -41,6 +54,19 @@ class _Opened:
         self.edges: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in dependency_rows(self.store):
             self.edges[row["consumer"]].append(row)
+        self._names: NameIndex | None = None
+
+    def tool_names(self):
+        """(id, server, name) of every tool; from the build's retrieval index without decoding whole documents."""
+        tools = self.index.catalog.tools
+        return tools.names() if hasattr(tools, "names") else ((t.id, t.server, t.name) for t in tools)
+
+    @property
+    def names(self) -> NameIndex:
+        """The snapshot's tool names (built on first use: at 100k tools it reads every tool document)."""
+        if self._names is None:
+            self._names = NameIndex(self.tool_names(), ((s.id, s.name) for s in self.index.catalog.servers))
+        return self._names
 
     def close(self) -> None:
         self.index.close()
@@ -51,11 +77,22 @@ class ToolSearch:
 
     Thread-safe: calls are serialised (one retriever, one snapshot at a time)."""
 
-    def __init__(self, store_dir: str | Path, *, sparql_timeout: float = 10.0, max_rows: int = 1000) -> None:
+    def __init__(
+        self,
+        store_dir: str | Path,
+        *,
+        sparql_timeout: float = 10.0,
+        max_rows: int = 1000,
+        pinned: Sequence[str] = (),
+        min_score: float | None = None,
+    ) -> None:
         self.store_dir = Path(store_dir)
         self.sparql_timeout, self.max_rows = sparql_timeout, max_rows
+        self.pinned = tuple(dict.fromkeys(p.strip() for p in pinned if p.strip()))
+        self.min_score = default_min_score() if min_score is None else min_score
         self._lock = threading.Lock()
         self._opened = _Opened(self.store_dir, ensure_snapshot(self.store_dir))
+        self._removed: dict[str, str] = {}  # tool id -> the first snapshot without it (since this process began)
         self._sparql: SparqlWorker | None = None
 
     def close(self) -> None:
@@ -75,6 +112,12 @@ class ToolSearch:
         latest = current_snapshot(self.store_dir)
         if latest is not None and latest != self._opened.snapshot:
             fresh = _Opened(self.store_dir, latest)
+            now = {tool_id for tool_id, _, _ in fresh.tool_names()}
+            for tool_id, _, _ in self._opened.tool_names():
+                if tool_id not in now:
+                    self._removed.setdefault(tool_id, latest.name)
+            for tool_id in [t for t in self._removed if t in now]:  # back again
+                del self._removed[tool_id]
             self._opened.close()
             self._opened = fresh
             if self._sparql is not None:
@@ -88,30 +131,73 @@ class ToolSearch:
 
     # --- the four answers ------------------------------------------------------------------
 
-    def search_tools(self, query: str, k: int = 5, steps: list[str] | None = None) -> list[dict[str, Any]]:
-        """The ``k`` tools that best serve ``query`` (and its ``steps``), each with what to call first."""
+    def search_tools(
+        self, query: str, k: int = 5, steps: list[str] | None = None, min_score: float | None = None
+    ) -> dict[str, Any]:
+        """The tools that best serve ``query`` (and its ``steps``), each with what to call first.
+
+        ``{"tools": [...], "min_score": t, "note": "..."}``: at most ``k`` ranked tools (the tools the request
+        names come first, and all of them), none when the best scores below ``min_score`` (the shipped,
+        calibrated threshold when None); then the pinned tools. ``note`` says why an answer is short."""
         if not isinstance(query, str) or not query.strip():
             raise RequestError("query must be a non-empty string")
         k = max(1, min(int(k), MAX_K))
         steps = [s for s in steps or () if isinstance(s, str) and s.strip()]
+        threshold = self.min_score if min_score is None else float(min_score)
         with self._lock:
             opened = self._current()
+            named = opened.names.lookup(query) or []
             ranking = opened.retriever.retrieve(Query("q", query, tuple(steps)), k)
-            records = read_tool_records(opened.store, [h.tool.id for h in ranking.tools])
-            out = []
-            for hit in ranking.tools:
-                record = records.get(hit.tool.id)
-                fallback = {"id": hit.tool.id, "server": hit.tool.server, "name": hit.tool.name}
-                tool = tool_json(record) if record else fallback
-                out.append(
-                    {
-                        **tool,
-                        "score": round(hit.score, 6),
-                        "why": hit.why,
-                        "call_first": self._direct(opened, hit.tool.id),
-                    }
+            scored = {h.tool.id: h for h in ranking.tools}
+            notes = []
+            best = max((h.score for h in ranking.tools), default=0.0)
+            ranked = [h.tool.id for h in ranking.tools]
+            if not named and best < threshold:
+                ranked = []
+                notes.append(
+                    f"no tool serves this request well enough (best score {best:.3f} < min_score {threshold:.3f}); "
+                    "rephrase it, or pass a lower min_score to see the closest tools"
                 )
-            return out
+            chosen = first_named(named, ranked)[: max(k, len(named))]
+            pinned, missing = self._pinned(opened)
+            if missing:
+                notes.append(f"pinned tools not in the catalog: {', '.join(missing)}")
+            records = read_tool_records(opened.store, list(dict.fromkeys([*chosen, *pinned])))
+            out = []
+            for tool_id in chosen:
+                record = records.get(tool_id)
+                if record is None:  # not in this snapshot (a stale index): never answer a tool that is gone
+                    continue
+                hit = scored.get(tool_id)
+                entry = {
+                    **tool_json(record),
+                    "score": round(hit.score, 6) if hit else 1.0,
+                    "why": "named in the request" if tool_id in named else hit.why,
+                    "call_first": self._direct(opened, tool_id),
+                }
+                out.append(entry | ({"pinned": True} if tool_id in pinned else {}))
+            shown = {t["id"] for t in out}
+            for tool_id in pinned:
+                if tool_id not in shown and tool_id in records:
+                    hit = scored.get(tool_id)
+                    entry = {**tool_json(records[tool_id]), "score": round(hit.score, 6) if hit else None}
+                    out.append(entry | {"why": "pinned", "call_first": self._direct(opened, tool_id), "pinned": True})
+            answer: dict[str, Any] = {"tools": out, "min_score": round(threshold, 6)}
+            if notes:
+                answer["note"] = "; ".join(notes)
+            return answer
+
+    def _pinned(self, opened: _Opened) -> tuple[list[str], list[str]]:
+        """The pinned tools' ids in this snapshot (any name form resolves), and the pins that name none."""
+        found: list[str] = []
+        missing: list[str] = []
+        for pin in self.pinned:
+            ids = opened.names.lookup(pin)
+            if ids:
+                found += [t for t in ids if t not in found]
+            else:
+                missing.append(pin)
+        return found, missing
 
     def get_tool(self, tool: str) -> dict[str, Any]:
         """One tool by ``server::tool`` id (or a name only one server has), with its direct dependencies and
@@ -158,12 +244,14 @@ class ToolSearch:
 
     # --- helpers ---------------------------------------------------------------------------
 
-    @staticmethod
-    def _resolve(opened: _Opened, tool: str) -> str:
+    def _resolve(self, opened: _Opened, tool: str) -> str:
         if not isinstance(tool, str) or not tool.strip():
             raise RequestError("tool must be a tool id (server::tool) or a tool name")
         ids = resolve_tool(opened.store, tool.strip())
         if not ids:
+            removed_in = self._removed.get(tool.strip())
+            if removed_in:
+                raise NotFoundError(f"tool {tool!r} was removed from the catalog (not in snapshot {removed_in})")
             raise NotFoundError(f"no tool {tool!r} in the catalog (search_tools finds tools by what they do)")
         if len(ids) > 1:
             shown = ", ".join(ids[:10]) + (", ..." if len(ids) > 10 else "")
