@@ -98,7 +98,7 @@ def cluster(entities: list[Entity], options: EntityOptions | None = None) -> lis
     options = options or EntityOptions()
     labels = [e.label for e in entities]
     parent = list(range(len(entities)))
-    best: dict[tuple[int, int], float] = {}
+    best: dict[int, float] = {}  # an entity's best score with any label it merged with
 
     def find(i: int) -> int:
         while parent[i] != i:
@@ -116,7 +116,8 @@ def cluster(entities: list[Entity], options: EntityOptions | None = None) -> lis
                     continue
                 if " " not in labels[i] + labels[j] and score < options.single_word_threshold:
                     continue  # one word each: "provider" / "provide" is not a spelling variant
-                best[i, j] = max(best.get((i, j), 0.0), score)
+                best[i] = max(best.get(i, 0.0), score)
+                best[j] = max(best.get(j, 0.0), score)
                 parent[find(j)] = find(i)
     groups: dict[int, list[int]] = defaultdict(list)
     for i in range(len(entities)):
@@ -131,7 +132,7 @@ def cluster(entities: list[Entity], options: EntityOptions | None = None) -> lis
         )
         head = ranked[0]
         for i in ranked[1:]:
-            score = max((s for (a, b), s in best.items() if i in (a, b)), default=options.threshold)
+            score = best.get(i, options.threshold)  # looked up, not scanned: the scan grew with the catalog squared
             merges.append(
                 Merge(member=entities[i], canonical=entities[head], method="fuzzy:token_sort_ratio", score=score)
             )
