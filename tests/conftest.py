@@ -25,6 +25,9 @@ os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 os.environ.pop("PREFECT_API_URL", None)
 os.environ.pop("TOOLKG_STORE", None)
+# The machine-wide vector cache stays out of the tests (a test's stub vectors must never reach a user's builds);
+# tests/unit/embeddings/test_vector_cache.py turns it on over a temporary folder.
+os.environ["TOOLKG_SHARED_VECTORS"] = "0"
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import threading
 from collections.abc import Sequence
 from functools import cache
@@ -186,42 +187,100 @@ def _numpy_model():
     return _numpy
 
 
-class VectorCache:
-    """Unit vectors by key in one SQLite file (float32 blobs), shared by threads; every embedder's disk cache."""
+SHARED_VECTORS = "vectors.sqlite"  # in toolkg.paths.cache_dir(): every store's vectors, once per machine
+SHARED_MAX_VECTORS = 2_000_000  # ~3 GB of float32 rows; past it the oldest go first (TOOLKG_SHARED_VECTORS_MAX)
 
-    def __init__(self, path: str | Path) -> None:
+
+def shared_vector_cache() -> Path | None:
+    """The machine-wide vector cache, or None when ``TOOLKG_SHARED_VECTORS=0``."""
+    if os.environ.get("TOOLKG_SHARED_VECTORS", "1") == "0":
+        return None
+    return cache_dir() / SHARED_VECTORS
+
+
+class VectorCache:
+    """Unit vectors by key in SQLite (float32 blobs), shared by threads; every embedder's disk cache.
+
+    Two files: the store's own (``<store>/cache/embeddings.sqlite``, which goes with the store) and the
+    machine's (``shared_vector_cache``), so a text any store on the machine embedded is never embedded again.
+    A vector found only in the machine's file is copied into the store's. The machine's file keeps at most
+    ``TOOLKG_SHARED_VECTORS_MAX`` vectors (default 2M), dropping the oldest; a machine file that cannot be
+    opened is a cache that misses."""
+
+    def __init__(self, path: str | Path, shared: Path | None = None) -> None:
         self._lock = threading.Lock()
-        self._db = open_cache_db(path, "CREATE TABLE IF NOT EXISTS vector (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+        schema = "CREATE TABLE IF NOT EXISTS vector (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
+        self._db = open_cache_db(path, schema)
+        self._shared = None
+        if shared is not None and Path(shared).resolve() != Path(path).resolve():
+            try:
+                self._shared = open_cache_db(shared, schema)
+            except sqlite3.Error:
+                self._shared = None
+        self._limit = int(os.environ.get("TOOLKG_SHARED_VECTORS_MAX", SHARED_MAX_VECTORS))
+
+    @staticmethod
+    def _select(db, keys: list[str], found: dict[str, np.ndarray]) -> None:
+        for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, blob in db.execute(f"SELECT key, value FROM vector WHERE key IN ({marks})", chunk):
+                found[key] = np.frombuffer(blob, dtype=np.float32)
 
     def get(self, keys: set[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
-        ordered = sorted(keys)
         with self._lock:
-            for start in range(0, len(ordered), 500):  # SQLite's bound-parameter limit
-                chunk = ordered[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for key, blob in self._db.execute(f"SELECT key, value FROM vector WHERE key IN ({marks})", chunk):
-                    found[key] = np.frombuffer(blob, dtype=np.float32)
+            self._select(self._db, sorted(keys), found)
+            rest = sorted(keys - found.keys())
+            if rest and self._shared is not None:
+                shared: dict[str, np.ndarray] = {}
+                try:
+                    self._select(self._shared, rest, shared)
+                except sqlite3.Error:  # busy or broken: embed rather than fail
+                    shared = {}
+                if shared:
+                    self._insert(self._db, shared.items())
+                    found.update(shared)
         return found
 
     def put(self, items) -> None:
+        rows = [(k, v.astype(np.float32).tobytes()) for k, v in items]
         with self._lock:
-            self._db.execute("BEGIN")
-            self._db.executemany(
-                "INSERT OR REPLACE INTO vector VALUES (?, ?)", ((k, v.astype(np.float32).tobytes()) for k, v in items)
-            )
-            self._db.execute("COMMIT")
+            self._insert(self._db, rows, encoded=True)
+            if self._shared is not None:
+                try:
+                    self._insert(self._shared, rows, encoded=True)
+                    self._trim()
+                except sqlite3.Error:
+                    pass  # the machine's cache is an optimisation; the store's own copy is written
+
+    @staticmethod
+    def _insert(db, items, encoded: bool = False) -> None:
+        rows = items if encoded else [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items]
+        db.execute("BEGIN")
+        db.executemany("INSERT OR REPLACE INTO vector VALUES (?, ?)", rows)
+        db.execute("COMMIT")
+
+    def _trim(self) -> None:
+        """Keep the machine's file within its limit: the rows written first go first."""
+        # rowids grow with each write (a replaced row gets a new one): their span bounds the row count and
+        # costs two index look-ups, where COUNT(*) would scan millions of rows on every write
+        low, high = self._shared.execute("SELECT min(rowid), max(rowid) FROM vector").fetchone()
+        if high is not None and high - low + 1 > self._limit:
+            self._shared.execute("DELETE FROM vector WHERE rowid <= ?", (high - self._limit,))
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            if self._shared is not None:
+                self._shared.close()
 
 
 class Embedder:
     """``encode(texts)`` -> float32 array (n, 384), unit rows; cached when given a path."""
 
     def __init__(self, cache_path: str | Path | None = None) -> None:
-        self._cache = VectorCache(cache_path) if cache_path is not None else None
+        self._cache = VectorCache(cache_path, shared_vector_cache()) if cache_path is not None else None
         self.computed = 0  # texts encoded by the model (cache misses) in this process
 
     @staticmethod
