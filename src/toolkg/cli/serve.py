@@ -44,12 +44,13 @@ def _add_serve(sub) -> None:
 def _add_mcp(sub) -> None:
     mcp = sub.add_parser(
         "mcp",
-        help="serve tool search to agents as an MCP server (stdio or Streamable HTTP)",
-        description="Run toolkg as a read-only MCP server over the store's published snapshot, so an agent "
-        "loads four tools instead of thousands: search_tools(query, k, steps) ranks the catalog's tools for a "
-        "task and says which to call first; get_tool(id); tool_dependencies(id) (transitive, with kinds and "
-        "confidence); sparql(query) (read-only, with a timeout and a row cap). Builds can run beside it: it "
-        "moves to each newly published snapshot. Over stdio (the default) an MCP client starts it as a "
+        help="serve tool search (and tool calls) to agents as an MCP server (stdio or Streamable HTTP)",
+        description="Run toolkg as an MCP server over the store's published snapshot, so an agent loads five "
+        "tools instead of thousands: search_tools(query, k, steps) ranks the catalog's tools for a task and says "
+        "which to call first; get_tool(id); tool_dependencies(id) (transitive, with kinds and confidence); "
+        "sparql(query) (read-only, with a timeout and a row cap); call_tool(id, arguments) forwards a call to the "
+        "live server that owns the tool and relays its result (off unless --allow-call). Builds can run beside "
+        "it: it moves to each newly published snapshot. Over stdio (the default) an MCP client starts it as a "
         "command; over HTTP it listens on --bind at /mcp.",
     )
     add_store(mcp)
@@ -62,8 +63,56 @@ def _add_mcp(sub) -> None:
     mcp.add_argument(
         "--max-rows", type=int, default=1000, metavar="N", help="SPARQL rows returned at most (default 1000)"
     )
+    _add_call_options(mcp)
     add_verbosity(mcp)
     mcp.set_defaults(handler=cmd_mcp)
+
+
+def _add_call_options(mcp) -> None:
+    calls = mcp.add_argument_group(
+        "calling tools",
+        "call_tool reaches a tool's server as the build listed it: the configuration file its live snapshot "
+        "names is read again at call time (secrets stay there). Stores built from files have no live servers.",
+    )
+    calls.add_argument(
+        "--allow-call",
+        action="append",
+        nargs="?",
+        const="*",
+        metavar="SERVER",
+        help="let call_tool call tools: bare, of every server; with SERVER (repeatable), of those servers only "
+        "(off by default)",
+    )
+    calls.add_argument(
+        "--allow-destructive",
+        action="store_true",
+        help="let call_tool call tools annotated destructiveHint: true (refused otherwise)",
+    )
+    calls.add_argument(
+        "--live",
+        action="append",
+        default=[],
+        metavar="SOURCE",
+        help="a client configuration, server.json or server address (as toolkg build takes) supplying servers to "
+        "call, over the ones the snapshots name; needed for servers listed from an mcp+stdio: address (repeatable)",
+    )
+    calls.add_argument(
+        "--call-timeout", type=float, default=60.0, metavar="SECONDS", help="one call's time limit (default 60)"
+    )
+    calls.add_argument(
+        "--call-idle",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="close a server's session after this long without calls (default 300)",
+    )
+    calls.add_argument(
+        "--call-concurrency",
+        type=int,
+        default=4,
+        metavar="N",
+        help="calls in flight at once per server, the rest wait their turn (default 4)",
+    )
 
 
 def _add_allow_remote(parser) -> None:
@@ -120,23 +169,44 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from toolkg import progress
     from toolkg.errors import StoreError
-    from toolkg.serve.endpoint import parse_bind
+    from toolkg.serve.endpoint import is_loopback, parse_bind
     from toolkg.store.oxigraph_store import ToolStore
+    from toolkg.toolsearch.calls import CallPolicy, CallSettings
     from toolkg.toolsearch.mcp_server import serve
 
     usage(args.sparql_timeout > 0, "--sparql-timeout must be positive")
     usage(args.max_rows >= 1, "--max-rows must be at least 1")
+    usage(args.call_timeout > 0, "--call-timeout must be positive")
+    usage(args.call_idle > 0, "--call-idle must be positive")
+    usage(args.call_concurrency >= 1, "--call-concurrency must be at least 1")
+    calling = args.allow_call is not None
+    usage(calling or not args.allow_destructive, "--allow-destructive needs --allow-call")
+    usage(calling or not args.live, "--live supplies servers to call: it needs --allow-call")
+    policy = CallPolicy.from_flags(args.allow_call, args.allow_destructive)
+    settings = CallSettings(
+        timeout=args.call_timeout, idle=args.call_idle, per_server=args.call_concurrency, live=tuple(args.live)
+    )
     host, port = parse_bind(args.bind)
     _check_bind(host, args.allow_remote)
+    if calling and args.transport == "http" and not is_loopback(host):
+        print("toolkg: warning: with --allow-call, whoever reaches it can call your tools", file=sys.stderr, flush=True)
     if not ToolStore.exists(args.store):  # checked, not opened: a build may hold the store's lock
         raise StoreError(f"no toolkg store at {args.store} (run 'toolkg build PATH... --store {args.store}' first)")
     progress.enable(False)  # over stdio, standard output is the protocol's
     if args.transport == "http":
-        print(
-            f"toolkg MCP server on http://{host}:{port}/mcp (read-only); Ctrl-C stops it", file=sys.stderr, flush=True
-        )
+        calls = "calls off" if not calling else "calls on: " + policy.describe().removeprefix("It calls ").rstrip(".")
+        print(f"toolkg MCP server on http://{host}:{port}/mcp ({calls}); Ctrl-C stops it", file=sys.stderr, flush=True)
     try:
-        serve(args.store, args.transport, host, port, sparql_timeout=args.sparql_timeout, max_rows=args.max_rows)
+        serve(
+            args.store,
+            args.transport,
+            host,
+            port,
+            sparql_timeout=args.sparql_timeout,
+            max_rows=args.max_rows,
+            policy=policy,
+            call_settings=settings,
+        )
     except KeyboardInterrupt:
         pass
     return EXIT_OK

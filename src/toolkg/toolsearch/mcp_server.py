@@ -1,38 +1,50 @@
-"""``toolkg mcp``: the graph served to agents as an MCP server (stdio or Streamable HTTP), read-only.
+"""``toolkg mcp``: the graph served to agents as an MCP server (stdio or Streamable HTTP).
 
-An agent facing thousands of tools loads only this server's four tools, searches for the few its task
-needs, and learns which to call first. Every answer comes from the store's published snapshot
-(``ToolSearch``), so builds can run beside the server.
+An agent facing thousands of tools loads only this server's five tools, searches for the few its task
+needs, learns which to call first, and calls them through ``call_tool`` (off unless ``--allow-call``:
+``calls.py``). Every answer comes from the store's published snapshot (``ToolSearch``), so builds can run
+beside the server.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
+from mcp.types import CallToolResult  # at module level: the SDK evaluates call_tool's annotations here
 from pydantic import Field
 
 from toolkg import __version__
 from toolkg.display import one_line
 from toolkg.errors import ToolkgError
+from toolkg.toolsearch.calls import CallPolicy, CallSettings, ToolCaller
 from toolkg.toolsearch.service import MAX_K, ToolSearch
 
 INSTRUCTIONS = (
     "A knowledge graph of the tools available in this catalog (MCP servers, OpenAPI operations, functions). "
     "Call search_tools with what the task needs done (and its steps, when it has several) to get the few tools "
     "that serve it, each with its input schema and the tools to call first. get_tool and tool_dependencies "
-    "look one tool up; sparql answers anything else from the graph (read-only)."
+    "look one tool up; sparql answers anything else from the graph (read-only). call_tool calls a tool you "
+    "found, through this connection, when this server allows calls."
 )
 
+_DEFERRED = (signal.SIGINT, signal.SIGTERM)
 _READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 
 
-def make_mcp_server(search: ToolSearch):
-    """An ``MCPServer`` whose tools answer from ``search``."""
+def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None):
+    """An ``MCPServer`` whose tools answer from ``search``; ``call_tool`` calls through ``caller`` (without
+    one, it answers that calls are off)."""
     from mcp.server import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
+
+    caller = caller or ToolCaller(search)
 
     async def answer(method, *args) -> dict[str, Any]:
         """``method`` in a worker thread; toolkg's one-line errors become the tool's error message."""
@@ -84,7 +96,32 @@ def make_mcp_server(search: ToolSearch):
         tk:hasParameter, tk:ownedBy and tk:dependsOn. Results are capped in rows and stopped after a timeout."""
         return await answer(search.sparql, query)
 
+    call_annotations = ToolAnnotations(
+        title="Call a tool", readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=True
+    )
+
+    @server.tool(annotations=call_annotations, description=_call_tool_description(caller.policy))
+    async def call_tool(
+        id: Annotated[str, Field(description="the tool's id 'server::tool', as search_tools returns it")],
+        arguments: Annotated[
+            dict[str, Any] | None, Field(description="the tool's arguments, as its input_schema describes them")
+        ] = None,
+    ) -> CallToolResult:
+        try:
+            return await caller.call(id, arguments)
+        except ToolkgError as exc:
+            raise ToolError(one_line(str(exc))) from None
+
     return server
+
+
+def _call_tool_description(policy: CallPolicy) -> str:
+    return (
+        "Call a tool of the catalog through this connection: its server runs it and its result comes back "
+        "unchanged. Search first (search_tools) to find the tool and its input_schema, and call the tools in "
+        "its call_first before it. Arguments are checked against the input schema before the call. "
+        + policy.describe()
+    )
 
 
 def serve(
@@ -95,14 +132,65 @@ def serve(
     *,
     sparql_timeout: float = 10.0,
     max_rows: int = 1000,
+    policy: CallPolicy | None = None,
+    call_settings: CallSettings | None = None,
 ) -> None:
-    """Run the MCP server until stopped (stdio: until the client closes the pipe)."""
+    """Run the MCP server until stopped (stdio: until the client closes the pipe). Leaving closes every
+    session ``call_tool`` opened (their server processes stop)."""
     with ToolSearch(store_dir, sparql_timeout=sparql_timeout, max_rows=max_rows) as search:
-        server = make_mcp_server(search)
-        if transport == "stdio":
-            server.run("stdio")
-            return
-        import uvicorn
+        caller = ToolCaller(search, policy, call_settings)
+        try:
+            server = make_mcp_server(search, caller)
+            if transport == "stdio":
+                with _closing_on_sigterm(caller):
+                    server.run("stdio")
+                return
+            import uvicorn
 
-        app = server.streamable_http_app(host=host)
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+            app = server.streamable_http_app(host=host)
+            uvicorn.run(app, host=host, port=port, log_level="warning")
+        finally:
+            with _signals_deferred():  # a client's SIGTERM while its servers stop must not cut that short
+                caller.close()
+
+
+@contextmanager
+def _closing_on_sigterm(caller: ToolCaller):
+    """SIGTERM while serving over stdio: close the sessions (their servers stop), then die of it as before.
+
+    Unwinding instead would wait for the SDK's thread blocked reading standard input, which the client that
+    sent the signal may hold open."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one does not cut the closing short
+        try:
+            caller.close()
+        finally:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _signals_deferred():
+    """SIGINT and SIGTERM noted, not acted on, inside the block; acted on (KeyboardInterrupt) after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: arrived.append(signum)) for s in _DEFERRED}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if arrived:
+        raise KeyboardInterrupt
