@@ -2,7 +2,8 @@
 
 Every knob a build has lives in one section: ``build`` (what to read and which stages run),
 ``limits`` (toolkg.limits), ``inference``, ``links`` and ``entities`` (the catalog-wide stages), and
-``live`` (listing live MCP servers).
+``live`` (listing live MCP servers) and ``toolsearch`` (what ``toolkg mcp`` answers: pinned tools, the
+abstention threshold).
 ``toolkg build --config FILE.toml`` reads a file of those sections; ``--set SECTION.KEY=VALUE``
 (repeatable) overrides one value; the command's own flags win over both.
 
@@ -79,6 +80,15 @@ class LiveOptions(Options):
     concurrency: int = Field(4, ge=1, description="servers listed at once")
 
 
+class ToolSearchOptions(Options):
+    """What ``toolkg mcp`` and ``toolkg serve``'s /search answer agents (toolkg.toolsearch)."""
+
+    pinned: tuple[str, ...] = Field((), description="tools offered with every answer (ids or names, as typed)")
+    min_score: float | None = Field(
+        None, ge=0, le=1, description="answer no tool below this score (default: the calibrated threshold)"
+    )
+
+
 class BuildConfig(Options):
     """Everything one build is told. ``toolkg build --help`` lists the sections; the README the keys."""
 
@@ -99,6 +109,7 @@ class BuildConfig(Options):
     links: LinkOptions = LinkOptions()
     entities: EntityOptions = EntityOptions()
     live: LiveOptions = LiveOptions()
+    toolsearch: ToolSearchOptions = ToolSearchOptions()
 
     @classmethod
     def sections(cls) -> dict[str, type[BaseModel]]:

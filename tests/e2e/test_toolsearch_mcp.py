@@ -160,3 +160,25 @@ def test_serve_answers_search_as_json(catalog) -> None:
         assert {d["tool"] for d in answer["tools"][0]["call_first"]} >= {"bookings::login"}
         status, body, _ = request(f"{base}/search?k=2", method="GET")
         assert status == 400 and "query must be a non-empty string" in json.loads(body)["error"]
+
+
+def test_names_abstention_and_pinned_tools_over_stdio(catalog, tmp_path: Path) -> None:
+    _, store = catalog
+    settings = tmp_path / "toolkg.toml"
+    settings.write_text('[toolsearch]\npinned = ["bookings::get_booking"]\n')
+
+    async def calls(client):
+        named = await client.call_tool("search_tools", {"query": "mcp__bookings__cancel_booking", "k": 2})
+        nothing = await client.call_tool("search_tools", {"query": "water the tomato plants on the balcony"})
+        forced = await client.call_tool("search_tools", {"query": "water the tomato plants", "k": 2, "min_score": 0})
+        return named.structured_content, nothing.structured_content, forced.structured_content
+
+    pins = ("--config", str(settings), "--pin", "login")
+    named, nothing, forced = _session(_stdio(store, *pins), calls)
+    assert named["tools"][0]["id"] == "bookings::cancel_booking" and named["tools"][0]["why"] == "named in the request"
+    pinned = ["bookings::get_booking", "bookings::login"]
+    for answer in (named, nothing, forced):
+        assert [t["id"] for t in answer["tools"] if t.get("pinned")] == pinned
+    assert [t["id"] for t in nothing["tools"]] == pinned  # nothing ranked: only the pinned tools
+    assert "no tool serves this request well enough" in nothing["note"]
+    assert len([t for t in forced["tools"] if t["why"] != "pinned"]) == 2 and forced["min_score"] == 0  # ranked

@@ -63,6 +63,25 @@ def _add_mcp(sub) -> None:
     mcp.add_argument(
         "--max-rows", type=int, default=1000, metavar="N", help="SPARQL rows returned at most (default 1000)"
     )
+    search = mcp.add_argument_group("searching", "what search_tools answers besides its ranking")
+    search.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="a tool offered with every answer, marked pinned (an id, a name or any form search finds; repeatable)",
+    )
+    search.add_argument(
+        "--min-score",
+        type=float,
+        metavar="P",
+        help="answer no tool when the best scores below P, 0-1 (default: the calibrated threshold; 0: never abstain)",
+    )
+    search.add_argument(
+        "--config",
+        metavar="FILE.toml",
+        help="a settings file: its [toolsearch] section's pinned and min_score (the flags add to / win over it)",
+    )
     _add_call_options(mcp)
     add_verbosity(mcp)
     mcp.set_defaults(handler=cmd_mcp)
@@ -168,6 +187,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     from toolkg import progress
+    from toolkg.config import BuildConfig, ToolSearchOptions
     from toolkg.errors import StoreError
     from toolkg.serve.endpoint import is_loopback, parse_bind
     from toolkg.store.oxigraph_store import ToolStore
@@ -179,6 +199,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     usage(args.call_timeout > 0, "--call-timeout must be positive")
     usage(args.call_idle > 0, "--call-idle must be positive")
     usage(args.call_concurrency >= 1, "--call-concurrency must be at least 1")
+    usage(args.min_score is None or 0 <= args.min_score <= 1, "--min-score must be between 0 and 1")
+    searching = BuildConfig.from_file(args.config).toolsearch if args.config else ToolSearchOptions()
+    pinned = (*searching.pinned, *args.pin)
+    min_score = args.min_score if args.min_score is not None else searching.min_score
     calling = args.allow_call is not None
     usage(calling or not args.allow_destructive, "--allow-destructive needs --allow-call")
     usage(calling or not args.live, "--live supplies servers to call: it needs --allow-call")
@@ -206,6 +230,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             max_rows=args.max_rows,
             policy=policy,
             call_settings=settings,
+            pinned=pinned,
+            min_score=min_score,
         )
     except KeyboardInterrupt:
         pass

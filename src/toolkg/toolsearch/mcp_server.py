@@ -58,17 +58,26 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None):
 
     @server.tool(annotations=annotations.model_copy(update={"title": "Search tools"}))
     async def search_tools(
-        query: Annotated[str, Field(description="what the task needs done, in plain words")],
+        query: Annotated[
+            str, Field(description="what the task needs done, in plain words; or tool names (server::tool, select:A,B)")
+        ],
         k: Annotated[int, Field(ge=1, le=MAX_K, description="how many tools to return")] = 5,
         steps: Annotated[
             list[str] | None, Field(description="the task's sub-steps, when it has several (each is searched)")
         ] = None,
+        min_score: Annotated[
+            float | None,
+            Field(ge=0, le=1, description="answer no tool scoring below this (default: the calibrated threshold)"),
+        ] = None,
     ) -> dict[str, Any]:
         """Find the tools that can do a task. Returns the best tools first, each with its server, description,
         input schema, a relevance score, why it matched, and `call_first`: the tools whose output it needs
-        (for example a login that gives the token it takes). Call those first."""
-        tools = await answer(search.search_tools, query, k, steps)
-        return {"snapshot": search.snapshot, "tools": tools}
+        (for example a login that gives the token it takes). Call those first. Tools named in the query
+        (`server::tool`, `mcp__server__tool`, `select:A,B`, or a name with a typo) come first. When no tool
+        serves the task, `tools` is empty and `note` says so: do not force a weak match. Pinned tools come
+        with every answer, marked `pinned`."""
+        found = await answer(search.search_tools, query, k, steps, min_score)
+        return {"snapshot": search.snapshot, **found}
 
     @server.tool(annotations=annotations.model_copy(update={"title": "Get a tool"}))
     async def get_tool(
@@ -134,10 +143,14 @@ def serve(
     max_rows: int = 1000,
     policy: CallPolicy | None = None,
     call_settings: CallSettings | None = None,
+    pinned: tuple[str, ...] = (),
+    min_score: float | None = None,
 ) -> None:
     """Run the MCP server until stopped (stdio: until the client closes the pipe). Leaving closes every
-    session ``call_tool`` opened (their server processes stop)."""
-    with ToolSearch(store_dir, sparql_timeout=sparql_timeout, max_rows=max_rows) as search:
+    session ``call_tool`` opened (their server processes stop). ``pinned`` tools come with every search;
+    ``min_score`` replaces the calibrated abstention threshold."""
+    opened = ToolSearch(store_dir, sparql_timeout=sparql_timeout, max_rows=max_rows, pinned=pinned, min_score=min_score)
+    with opened as search:
         caller = ToolCaller(search, policy, call_settings)
         try:
             server = make_mcp_server(search, caller)
