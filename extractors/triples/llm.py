@@ -1,11 +1,13 @@
 """The LLM extractor: ontology-constrained triples from any OpenAI-compatible endpoint.
 
-One chat completion per tool (tool-call mode: the reply is the ontology-generated
-``ToolTriples`` model) through ``LLMClient`` (re-asks, Retry-After, backoff, breaker, pacing:
-see ``llm_client``). A reply still invalid after the re-asks, or an endpoint that keeps
-failing, quarantines that tool and the run goes on; 401/403/404 stop the build with one
-line. Validated results are cached on disk (``llm_cache``): a rerun with unchanged inputs
-makes no HTTP request.
+One chat completion per tool (the reply is the ontology-generated ``ToolTriples`` model, in
+the structured output the server honours: JSON-schema constrained decoding, a tool call, JSON
+mode; probed, see ``toolkg.llm.probe``) through ``LLMClient`` (re-asks, Retry-After, backoff,
+breaker, pacing: see ``toolkg.llm.client``). The ontology's domain and range rules decide what
+is kept whatever the mode: a schema-shaped reply is still validated triple by triple. A reply
+still invalid after the re-asks, or an endpoint that keeps failing, quarantines that tool and
+the run goes on; 401/403/404 stop the build with one line. Validated results are cached on
+disk (``toolkg.llm.cache``): a rerun with unchanged inputs makes no HTTP request.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class LLMExtractor:
             "version": VERSION,
             "model": self.model,
             "prompt": self.prompt.key,
+            "structured_output": self.llm.structured_output,  # "" when every tool came from the cache
             **self.counters.counts,
             **({"cost": round(cost, 6)} if cost is not None else {}),
             "predicates_mapped": dict(self.predicates.mapped),

@@ -29,7 +29,7 @@ import re
 import threading
 from collections import Counter
 from functools import cache
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator, model_validator
 
@@ -39,6 +39,10 @@ from toolkg.ontology.schema import extraction_schema
 from toolkg.text.words import MAX_ENTITY_CHARS
 
 MAX_TRIPLES = 60
+# The most triples the schema for constrained decoding admits: the decoder must close the list there. A small
+# model otherwise repeats itself until its token budget runs out (SmolLM2-135M on llama.cpp wrote 1,024 tokens
+# of triples for each of 6 tools); 12 triples are about 550 tokens, and every parameter is in the structure.
+DECODING_MAX_TRIPLES = 12
 MAX_NAME = MAX_ENTITY_CHARS  # an entity's name; a Tool or Parameter end names an existing thing instead
 MAX_REFERENCE = 1024  # a Tool or Parameter end: the tool's or parameter's own name (the name limit caps it)
 _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter, in any script
@@ -153,6 +157,44 @@ def _context(info: ValidationInfo) -> ToolContext | None:
     return context if isinstance(context, ToolContext) else None
 
 
+class _Reply(BaseModel):
+    # The same reply with a schema for constrained decoding (``LLMClient`` asks for it in JSON-schema mode)
+    for_constrained_decoding: ClassVar[type[BaseModel] | None] = None
+
+
+class _OneShapePerRelation(_Reply):
+    """A reply whose JSON schema gives a triple one alternative per relation, each with the relation's domain
+    and range as the head's and tail's types: a server that constrains decoding to the schema then lets the
+    model write only triples the ontology allows. Only for that mode: elsewhere the schema is read by the
+    model as part of its prompt, and the compact one (the prompt lists each relation's domain and range)
+    costs fewer tokens. The validators decide what is kept either way."""
+
+    @classmethod
+    def model_json_schema(cls, *args, **kwargs) -> dict:
+        schema = super().model_json_schema(*args, **kwargs)
+        definitions = schema.get("$defs", {})
+        items = schema["properties"]["triples"]["items"]
+        triple = definitions.get(items.get("$ref", "").rsplit("/", 1)[-1])
+        if triple is None:
+            return schema
+        shapes = []
+        for name, spec in extraction_schema().predicates.items():
+            properties = dict(triple["properties"])
+            properties["head_type"] = {**properties["head_type"], "enum": sorted(spec.domain)}
+            properties["relation"] = {**properties["relation"], "enum": [name]}
+            properties["tail_type"] = {**properties["tail_type"], "enum": sorted(spec.range)}
+            for end, types in (("head", spec.domain), ("tail", spec.range)):
+                if not types & {"Tool", "Parameter"}:  # an entity's name: the ontology's limit, not a reference's
+                    properties[end] = {**properties[end], "maxLength": MAX_NAME}
+            shapes.append({**triple, "properties": properties, "title": f"Triple ({name})"})
+        schema["properties"]["triples"]["items"] = {"anyOf": shapes}
+        schema["properties"]["triples"]["maxItems"] = DECODING_MAX_TRIPLES
+        del definitions[items["$ref"].rsplit("/", 1)[-1]]
+        if not definitions:
+            schema.pop("$defs", None)
+        return schema
+
+
 @cache
 def response_model() -> type[BaseModel]:
     """``ToolTriples``: the structured reply asked of the LLM, generated from the ontology."""
@@ -191,11 +233,13 @@ def response_model() -> type[BaseModel]:
             "ontology": model_validator(mode="after")(ontology),
         },
     )
-    return create_model(
-        "ToolTriples",
-        __doc__="The triples extracted from one tool's documentation.",
-        triples=(list[triple], Field(max_length=MAX_TRIPLES)),  # type: ignore[valid-type]
+    doc = "The triples extracted from one tool's documentation."
+    triples = (list[triple], Field(max_length=MAX_TRIPLES))  # type: ignore[valid-type]
+    reply = create_model("ToolTriples", __doc__=doc, __base__=_Reply, triples=triples)
+    reply.for_constrained_decoding = create_model(
+        "ToolTriples", __doc__=doc, __base__=_OneShapePerRelation, triples=triples
     )
+    return reply
 
 
 def to_extracted(reply: BaseModel) -> tuple[ExtractedTriple, ...]:

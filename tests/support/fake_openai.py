@@ -4,6 +4,14 @@ The real openai + instructor client talks to it over real HTTP. ``script`` decid
 reply from (request body, request number); the default answers every tool-call request
 with a valid extraction for the tool named in the prompt. Every request is recorded with
 its arrival time and headers.
+
+The client's structured-output probes (``toolkg.llm.probe``, recognised by ``PROBE_MARKER``) are
+answered apart, recorded in ``probes`` (not ``requests``, not numbered, not scripted): the fake
+honours the structured outputs in ``offers`` (by default tool calls only, so a client probes its
+way to tool-call mode as before) and refuses the others with a 400; ``probe_script`` replaces
+those answers (a server that accepts a field and ignores it, one that is down...). A request
+without ``tools`` gets its reply in the message's content (fenced as Markdown when it has no
+``response_format`` either, as instructor's MD_JSON mode asks).
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from toolkg.llm.probe import PROBE_FIELD, PROBE_MARKER, PROBE_VALUE
 
 
 @dataclass
@@ -72,8 +82,13 @@ def invalid_triples(request: dict) -> list[dict]:
 
 
 def completion(request: dict, triples: list[dict] | str) -> dict:
-    function = request["tools"][0]["function"]["name"]
+    """A reply carrying ``triples`` (or a raw JSON string) the way the request asked: a tool call when it
+    offered tools, else the message's content."""
     arguments = triples if isinstance(triples, str) else json.dumps({"triples": triples})
+    if not request.get("tools"):
+        fenced = "response_format" not in request
+        return text_completion(request, f"```json\n{arguments}\n```" if fenced else arguments)
+    function = request["tools"][0]["function"]["name"]
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -94,6 +109,42 @@ def completion(request: dict, triples: list[dict] | str) -> dict:
         ],
         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
     }
+
+
+def text_completion(request: dict, content: str, finish_reason: str = "stop", usage: dict | None = None) -> dict:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request["model"],
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
+        ],
+        "usage": usage or {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }
+
+
+def is_probe(request: dict) -> bool:
+    return any(PROBE_MARKER in str(m.get("content") or "") for m in request.get("messages", []))
+
+
+def probe_kind(request: dict) -> str:
+    """Which structured output a probe request tries: json_schema, tools or json_object."""
+    if request.get("tools"):
+        return "tools"
+    return (request.get("response_format") or {}).get("type", "")
+
+
+def honour_probe(request: dict) -> Reply:
+    """The reply of a server that does what the probe asks (no usage: the default fake's token counts stay
+    the scripted replies' own)."""
+    answer = json.dumps({PROBE_FIELD: PROBE_VALUE})
+    if probe_kind(request) == "tools":
+        body = completion(request, answer)
+    else:
+        body = text_completion(request, answer)
+    body.pop("usage")
+    return Reply(body=body)
 
 
 def embeddings_reply(request: dict) -> dict:
@@ -122,9 +173,17 @@ class Seen:
 
 
 class FakeOpenAI:
-    def __init__(self, script: Callable[[dict, int], Reply] = always_valid) -> None:
+    def __init__(
+        self,
+        script: Callable[[dict, int], Reply] = always_valid,
+        offers: tuple[str, ...] = ("tools",),
+        probe_script: Callable[[dict], Reply] | None = None,
+    ) -> None:
         self.script = script
+        self.offers = offers
+        self.probe_script = probe_script
         self.requests: list[Seen] = []
+        self.probes: list[Seen] = []
         self.embedding_requests: list[dict] = []
         self._lock = threading.Lock()
         fake = self
@@ -145,10 +204,16 @@ class FakeOpenAI:
                     self.end_headers()
                     self.wfile.write(data)
                     return
-                with fake._lock:
-                    fake.requests.append(Seen(time.monotonic(), body, {k.lower(): v for k, v in self.headers.items()}))
-                    n = len(fake.requests)
-                reply = fake.script(body, n)
+                seen = Seen(time.monotonic(), body, {k.lower(): v for k, v in self.headers.items()})
+                if is_probe(body):
+                    with fake._lock:
+                        fake.probes.append(seen)
+                    reply = fake.answer_probe(body)
+                else:
+                    with fake._lock:
+                        fake.requests.append(seen)
+                        n = len(fake.requests)
+                    reply = fake.script(body, n)
                 if reply.delay:
                     time.sleep(reply.delay)
                 payload = reply.body if isinstance(reply.body, str) else json.dumps(reply.body or {})
@@ -167,6 +232,14 @@ class FakeOpenAI:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def answer_probe(self, request: dict) -> Reply:
+        if self.probe_script is not None:
+            return self.probe_script(request)
+        kind = probe_kind(request)
+        if kind in self.offers:
+            return honour_probe(request)
+        return Reply(status=400, body={"error": {"message": f"this fake does not offer {kind}", "code": 400}})
 
     @property
     def base_url(self) -> str:

@@ -1,7 +1,13 @@
 """One OpenAI-compatible client for every LLM job (extraction, dependency confirmation).
 
-``LLMClient.ask`` is one structured call (instructor, tool-call mode) with the behaviour every
-job needs:
+``LLMClient.ask`` is one structured call (instructor) with the behaviour every job needs:
+
+- the structured output is the one the server honours, found by a probe before the client's
+  first request (``toolkg.llm.probe``: JSON-schema constrained decoding when offered, else a tool
+  call, else JSON mode, else JSON read from the reply's text); in JSON-schema mode a response model
+  may offer a tighter schema for the decoder (``for_constrained_decoding``); a run whose answers all
+  come from the cache asks nothing, the probe included; a reply cut off at the token limit is a
+  failure, not a re-ask;
 
 - a reply that fails validation is re-asked by instructor with the validation message
   (``max_reasks``); still invalid -> an ``LLMFailure`` carrying the raw reply;
@@ -28,11 +34,12 @@ from typing import Any, TypeVar
 import httpx
 import instructor
 import openai
-from instructor.core.exceptions import InstructorRetryException
+from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
 
 from toolkg import progress
 from toolkg.errors import ConfigError
 from toolkg.llm.config import LLMConfig
+from toolkg.llm.probe import Probe, probe
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -77,7 +84,7 @@ def _retry_after(error: openai.APIError) -> float | None:
         return max(0.0, when.timestamp() - time.time()) if when else None
 
 
-def _raw_reply(exc: InstructorRetryException) -> str:
+def _raw_reply(exc: InstructorRetryException | IncompleteOutputException) -> str:
     completion = getattr(exc, "last_completion", None)
     try:
         message = completion.choices[0].message
@@ -91,7 +98,17 @@ def _raw_reply(exc: InstructorRetryException) -> str:
 class Usage:
     """Counters of one job's LLM work (the client's own, then the job's ``extra``); thread-safe."""
 
-    FIELDS = ("cache_hits", "http_requests", "retries", "reasks", "failed", "prompt_tokens", "completion_tokens")
+    # probes: the structured-output probe's requests (not in http_requests; their tokens are in the token counts)
+    FIELDS = (
+        "cache_hits",
+        "http_requests",
+        "probes",
+        "retries",
+        "reasks",
+        "failed",
+        "prompt_tokens",
+        "completion_tokens",
+    )
 
     def __init__(self, *extra: str) -> None:
         self._lock = threading.Lock()
@@ -139,18 +156,20 @@ class LLMClient:
         self._failures_in_a_row = 0
         self._last_failure = ""
         self._lock = threading.Lock()
+        self._probe_lock = threading.Lock()
+        self._thread = threading.local()  # .probing: the request hook counts a probe, not an HTTP request
+        self.probe: Probe | None = None
+        self._structured: Any = None  # the instructor client for the probed mode
         http_client = openai.DefaultHttpxClient(
             event_hooks={"request": [self._on_request], "response": [self._on_response]}
         )
-        client = openai.OpenAI(
+        self.openai = openai.OpenAI(
             base_url=config.base_url,
             api_key=config.api_key.get_secret_value() or "unused",  # local servers want no key; openai wants one
             timeout=config.timeout,
             max_retries=0,  # retries are ours: Retry-After, backoff and the breaker are counted and bounded
             http_client=http_client,
         )
-        self.client = instructor.from_openai(client, mode=instructor.Mode.TOOLS)
-        self.client.on("parse:error", lambda *_: self.counters.add(reasks=1))
 
     def cost(self) -> float | None:
         return self.config.cost(self.counters.counts["prompt_tokens"], self.counters.counts["completion_tokens"])
@@ -159,7 +178,10 @@ class LLMClient:
 
     def _on_request(self, request: httpx.Request) -> None:
         self._pacer.wait()
-        self.counters.add(http_requests=1)
+        if getattr(self._thread, "probing", False):
+            self.counters.add(probes=1)
+        else:
+            self.counters.add(http_requests=1)
 
     def _on_response(self, response: httpx.Response) -> None:
         if response.status_code != 200:
@@ -175,6 +197,27 @@ class LLMClient:
             pass  # a garbage body is instructor's to report
 
     # --- calls --------------------------------------------------------------------------------
+
+    @property
+    def structured_output(self) -> str:
+        """The structured output in use ("json_schema", "tools", ...), "" before anything was asked."""
+        return self.probe.name if self.probe else ""
+
+    def _client(self) -> Any:
+        """The instructor client for the structured output this endpoint honours, probed on first use
+        (once per client: the other threads wait for it). Raises ``openai.APIError`` when the endpoint
+        cannot be asked, for ``ask`` to retry or report; the next call probes again."""
+        with self._probe_lock:
+            if self._structured is None:
+                self._thread.probing = True
+                try:
+                    found = probe(self.openai, self.model)
+                finally:
+                    self._thread.probing = False
+                client = instructor.from_openai(self.openai, mode=found.mode)
+                client.on("parse:error", lambda *_: self.counters.add(reasks=1))
+                self.probe, self._structured = found, client
+            return self._structured
 
     def tripped(self) -> str | None:
         """Why the remaining items should be skipped (the endpoint keeps failing), or None."""
@@ -205,17 +248,27 @@ class LLMClient:
         """One validated structured reply, or why there is none. Raises ConfigError on 401/403/404."""
         for attempt in range(self.config.max_retries + 1):
             try:
-                reply = self.client.chat.completions.create(
+                client = self._client()
+                model = response_model
+                if self.probe is not None and self.probe.name == "json_schema":  # a schema made for the decoder
+                    model = getattr(response_model, "for_constrained_decoding", None) or response_model
+                reply = client.chat.completions.create(
                     model=self.model,
                     messages=messages,
-                    response_model=response_model,
+                    response_model=model,
                     max_retries=self.config.max_reasks,
                     temperature=self.config.temperature,
                     context=context or {},
+                    **({"max_tokens": self.config.max_tokens} if self.config.max_tokens else {}),
                 )
                 with self._lock:
                     self._failures_in_a_row = 0
                 return reply
+            except IncompleteOutputException as exc:  # the model wrote until the token limit: re-asking will not help
+                with self._lock:
+                    self._failures_in_a_row = 0  # the endpoint answered
+                limit = f"max_tokens {self.config.max_tokens}" if self.config.max_tokens else "the server's limit"
+                return LLMFailure(f"LLM reply cut off at {limit} (finish_reason length)", _raw_reply(exc))
             except (InstructorRetryException, openai.APIError) as exc:
                 error = _api_error(exc)
                 if error is None:  # the model kept breaking the schema

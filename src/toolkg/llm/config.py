@@ -13,11 +13,15 @@ server, LiteLLM...): set ``base_url`` and ``model``. Keys (file key / environmen
 ``requests_per_minute``     ``TOOLKG_LLM_RPM``               0 = no limit (default)
 ``max_reasks``              ``TOOLKG_LLM_MAX_REASKS``        re-asks after a reply that breaks the ontology, default 2
 ``max_retries``             ``TOOLKG_LLM_MAX_RETRIES``       retries after 429 / 5xx / timeouts, default 4
+``max_tokens``              ``TOOLKG_LLM_MAX_TOKENS``        cap on each reply's tokens, default 0 = the server's
 ``price_input_per_mtok``    ``TOOLKG_LLM_PRICE_INPUT``       price per million prompt tokens, for the cost line
 ``price_output_per_mtok``   ``TOOLKG_LLM_PRICE_OUTPUT``      price per million completion tokens
 ``prompt``                  ``TOOLKG_LLM_PROMPT``            a prompt file replacing prompts/tool_triples.md
 ``cache``                   ``TOOLKG_LLM_CACHE``             cache file (default <store>/cache/llm.sqlite)
 ==========================  ===============================  ===========================================
+
+The structured output (JSON-schema constrained decoding, tool calls, JSON mode) is not a setting:
+the client probes the server for it (``toolkg.llm.probe``).
 
 The API key is held as a ``SecretStr``: it is sent to the endpoint and nowhere else (not in
 logs, provenance, the cache, the summary or Prefect's flow parameters).
@@ -44,6 +48,7 @@ ENV = {
     "requests_per_minute": ("TOOLKG_LLM_RPM",),
     "max_reasks": ("TOOLKG_LLM_MAX_REASKS",),
     "max_retries": ("TOOLKG_LLM_MAX_RETRIES",),
+    "max_tokens": ("TOOLKG_LLM_MAX_TOKENS",),
     "price_input_per_mtok": ("TOOLKG_LLM_PRICE_INPUT",),
     "price_output_per_mtok": ("TOOLKG_LLM_PRICE_OUTPUT",),
     "prompt": ("TOOLKG_LLM_PROMPT",),
@@ -64,6 +69,8 @@ class LLMConfig(BaseModel):
     requests_per_minute: float = Field(0.0, ge=0)
     max_reasks: int = Field(2, ge=0, le=10)
     max_retries: int = Field(4, ge=0, le=20)
+    # A small model may write until its context is full; a reply cut off is quarantined, not re-asked.
+    max_tokens: int = Field(0, ge=0)
     max_wait: float = Field(120.0, gt=0)  # longest Retry-After honoured, and the backoff cap
     breaker: int = Field(8, ge=1)  # consecutive unreachable-endpoint failures before the rest are skipped
     price_input_per_mtok: float | None = None
