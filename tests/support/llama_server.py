@@ -2,11 +2,11 @@
 
 ``LlamaServer`` is a context manager: a free port, the pinned model, one thread by default (on two
 shared cores, a second thread spin-waits for a partner the scheduler gave away: 55 tokens/s decoding
-on one thread against 9 on two, measured here under load) and two slots of 4k tokens, ready when
-``/health`` says so; its output goes
-to a log file whose tail is shown if it fails to start. ``kill()`` stops it the hard way, as a
-crash would. ``RecordingProxy`` sits in front of it to count requests and the server's own token
-counts, and to kill it after a given number of answers.
+on one thread against 9 on two, measured here under load) and two slots of 8k tokens (a prompt, two
+replies and a re-ask outgrew 4k), ready when ``/health`` says so; its output goes to a log file whose
+tail is shown if it fails to start. ``kill()`` stops it the hard way, as a crash would.
+``RecordingProxy`` sits in front of it to count requests and the server's own token counts, and to
+kill it after a given number of answers.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def free_port() -> int:
 
 class LlamaServer:
     def __init__(
-        self, log: Path, *, threads: int = 1, slots: int = 2, context: int = 8192, port: int | None = None
+        self, log: Path, *, threads: int = 1, slots: int = 2, context: int = 16384, port: int | None = None
     ) -> None:
         self.log = log
         self.port = port or free_port()
@@ -56,7 +56,7 @@ class LlamaServer:
             "--threads-http",
             "2",
             "--parallel",
-            str(slots),  # each slot gets context / slots tokens: a prompt and its reply must fit
+            str(slots),  # each slot gets context / slots tokens: a prompt, its replies and the re-asks must fit
             "--ctx-size",
             str(context),
             "--no-webui",
