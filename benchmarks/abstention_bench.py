@@ -2,7 +2,8 @@
 
 A request no tool serves still gets k tools from a ranker; an agent then reads five weak matches. toolkg's
 search answers nothing when its best tool's score (the calibrated probability ``auto`` gives that the
-request needs the tool; ``abstain.request_score``) is below a threshold. This script chooses that threshold and measures it:
+request needs the tool; ``abstain.request_score``) is below a threshold. This script chooses that threshold
+and measures it:
 
 - **Relevant requests**: each suite catalog's labelled queries (data/<catalog>/queries.jsonl).
 - **Irrelevant requests**: data/irrelevant/queries.jsonl, asked of every catalog. BFCL's irrelevance
