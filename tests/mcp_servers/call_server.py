@@ -26,6 +26,7 @@ from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
+from toy_server import _guarded  # this folder is on sys.path: the servers run as scripts
 
 server = MCPServer("call-server", version="1.0.0", instructions="Tools that misbehave on request.")
 READ_ONLY = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
@@ -82,21 +83,6 @@ def crash() -> str:
 def wipe(path: Annotated[str, Field(description="the folder to wipe")]) -> str:
     """Delete everything under a folder (it does not, really)."""
     return f"would have wiped {path}"
-
-
-def _guarded(app, token: str):
-    """An ASGI wrapper refusing HTTP requests without the bearer token."""
-
-    async def guarded(scope, receive, send):
-        if scope["type"] == "http":
-            headers = dict(scope.get("headers") or [])
-            if headers.get(b"authorization", b"").decode() != f"Bearer {token}":
-                await send({"type": "http.response.start", "status": 401, "headers": []})
-                await send({"type": "http.response.body", "body": b"missing or wrong token"})
-                return
-        await app(scope, receive, send)
-
-    return guarded
 
 
 def main() -> None:

@@ -89,37 +89,22 @@ def completion(request: dict, triples: list[dict] | str) -> dict:
         fenced = "response_format" not in request
         return text_completion(request, f"```json\n{arguments}\n```" if fenced else arguments)
     function = request["tools"][0]["function"]["name"]
-    return {
-        "id": "chatcmpl-fake",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": request["model"],
-        "choices": [
-            {
-                "index": 0,
-                "message": {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {"id": "call_1", "type": "function", "function": {"name": function, "arguments": arguments}}
-                    ],
-                },
-                "finish_reason": "tool_calls",
-            }
-        ],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
-    }
+    call = {"id": "call_1", "type": "function", "function": {"name": function, "arguments": arguments}}
+    return _envelope(request, {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls")
 
 
 def text_completion(request: dict, content: str, finish_reason: str = "stop", usage: dict | None = None) -> dict:
+    return _envelope(request, {"role": "assistant", "content": content}, finish_reason, usage)
+
+
+def _envelope(request: dict, message: dict, finish_reason: str, usage: dict | None = None) -> dict:
+    """A chat completion carrying one choice, ``message``."""
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request["model"],
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}
-        ],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
         "usage": usage or {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
     }
 

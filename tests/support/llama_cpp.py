@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolkg.embeddings.weights import sha256_of
 from toolkg.paths import cache_dir
 
 
@@ -126,14 +127,6 @@ def record() -> dict | None:
     """What the last complete build recorded, or None when the server or the model is missing on this machine."""
     found = _server_record()
     return found if found is not None and model_file().is_file() else None
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _say(message: str) -> None:

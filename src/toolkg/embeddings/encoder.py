@@ -239,24 +239,24 @@ class VectorCache:
                 except sqlite3.Error:  # busy or broken: embed rather than fail
                     shared = {}
                 if shared:
-                    self._insert(self._db, shared.items())
+                    self._insert(self._db, [(k, v.tobytes()) for k, v in shared.items()])
                     found.update(shared)
         return found
 
     def put(self, items) -> None:
         rows = [(k, v.astype(np.float32).tobytes()) for k, v in items]
         with self._lock:
-            self._insert(self._db, rows, encoded=True)
+            self._insert(self._db, rows)
             if self._shared is not None:
                 try:
-                    self._insert(self._shared, rows, encoded=True)
+                    self._insert(self._shared, rows)
                     self._trim()
                 except sqlite3.Error:
                     pass  # the machine's cache is an optimisation; the store's own copy is written
 
     @staticmethod
-    def _insert(db, items, encoded: bool = False) -> None:
-        rows = items if encoded else [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items]
+    def _insert(db, rows: list[tuple[str, bytes]]) -> None:
+        """(key, float32 bytes) rows in one transaction."""
         db.execute("BEGIN")
         db.executemany("INSERT OR REPLACE INTO vector VALUES (?, ?)", rows)
         db.execute("COMMIT")

@@ -30,7 +30,7 @@ from typing import Any
 
 from toolkg.errors import NotFoundError, RequestError
 from toolkg.retrieval import Index, Query, make_retriever
-from toolkg.retrieval.abstain import default_min_score
+from toolkg.retrieval.abstain import default_min_score, request_score
 from toolkg.store.dependencies import dependency_rows
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.records import read_tool, read_tool_records
@@ -150,7 +150,7 @@ class ToolSearch:
             ranking = opened.retriever.retrieve(Query("q", query, tuple(steps)), k)
             scored = {h.tool.id: h for h in ranking.tools}
             notes = []
-            best = max((h.score for h in ranking.tools), default=0.0)
+            best = request_score(ranking.tools)
             ranked = [h.tool.id for h in ranking.tools]
             if not named and best < threshold:
                 ranked = []
