@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path.insert(0, str(ROOT))  # the fake server lives with the tests
 
-from tests.fake_openai import FakeOpenAI  # noqa: E402
+from tests.support.fake_openai import FakeOpenAI  # noqa: E402
 from toolkg.extractors.manifests.ingest import ingest_manifest  # noqa: E402
 from toolkg.extractors.manifests.reading import fingerprint_file  # noqa: E402
 from toolkg.extractors.triples.llm import LLMExtractor  # noqa: E402

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.test_query_guard import SHAPES, SLOW, largest_accepted  # noqa: E402  (the shapes the tests run)
+from tests.support.query_shapes import SHAPES, SLOW, largest_accepted  # noqa: E402  (the shapes the tests run)
 from toolkg.serve.backend import _free_port, oxigraph_binary  # noqa: E402
 
 CHILD = """

@@ -9,7 +9,7 @@ extraction records the prompt's id and the sha256 of its file.
 >>> prompt.id, len(prompt.sha256)
 ('tool-triples', 64)
 >>> sorted(prompt.inputs)
-['predicates', 'tool', 'types']
+['capabilities', 'predicates', 'tool', 'types']
 """
 
 from __future__ import annotations

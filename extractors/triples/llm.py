@@ -22,6 +22,7 @@ from toolkg.extractors.triples.models import (
     PredicateLog,
     ToolContext,
     ToolExtraction,
+    decoding_model,
     input_hash,
     response_model,
     to_extracted,
@@ -34,6 +35,7 @@ from toolkg.models import Server, Tool
 from toolkg.ontology import ontology_version
 from toolkg.ontology.schema import extraction_schema
 from toolkg.prompts import Prompt, load_prompt
+from toolkg.text.lexicon import CAPABILITIES
 
 NAME = "llm"
 VERSION = "1"
@@ -131,13 +133,22 @@ class LLMExtractor:
         if reason := self.llm.tripped():
             self.counters.add(failed=1)
             return ExtractionFailure(tool_id=tool.id, reason=reason)
-        messages = self.prompt.render(
-            types=self._types,
-            predicates=self._predicates,
-            tool=json.dumps(document, indent=2, ensure_ascii=False),
-        )
+        values = {
+            "types": self._types,
+            "predicates": self._predicates,
+            "capabilities": ", ".join(CAPABILITIES),
+            "tool": json.dumps(document, indent=2, ensure_ascii=False),
+        }
+        # A prompt file of the user's (TOOLKG_LLM_PROMPT) gets the inputs it declares: one written before an
+        # input was added still renders, and one that declares an unknown input still fails by name.
+        messages = self.prompt.render(**{name: value for name, value in values.items() if name in self.prompt.inputs})
         context = ToolContext(name=tool.name, parameters=tuple(p.name for p in tool.parameters))
-        reply = self.llm.ask(messages, response_model(), {"tool": context, "predicates": self.predicates})
+        reply = self.llm.ask(
+            messages,
+            response_model(),
+            {"tool": context, "predicates": self.predicates},
+            decoding_model=decoding_model(context.parameters),
+        )
         if isinstance(reply, LLMFailure):
             self.counters.add(failed=1)
             return ExtractionFailure(tool_id=tool.id, reason=reply.reason, raw=reply.raw)

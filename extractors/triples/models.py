@@ -28,21 +28,18 @@ import json
 import re
 import threading
 from collections import Counter
-from functools import cache
+from functools import cache, lru_cache
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator, model_validator
 
 from toolkg.models import Server, Tool
 from toolkg.ontology.predicates import map_predicate
-from toolkg.ontology.schema import extraction_schema
+from toolkg.ontology.schema import PredicateSpec, extraction_schema
+from toolkg.text.lexicon import CAPABILITIES
 from toolkg.text.words import MAX_ENTITY_CHARS
 
 MAX_TRIPLES = 60
-# The most triples the schema for constrained decoding admits: the decoder must close the list there. A small
-# model otherwise repeats itself until its token budget runs out (SmolLM2-135M on llama.cpp wrote 1,024 tokens
-# of triples for each of 6 tools); 12 triples are about 550 tokens, and every parameter is in the structure.
-DECODING_MAX_TRIPLES = 12
 MAX_NAME = MAX_ENTITY_CHARS  # an entity's name; a Tool or Parameter end names an existing thing instead
 MAX_REFERENCE = 1024  # a Tool or Parameter end: the tool's or parameter's own name (the name limit caps it)
 _HAS_WORD = re.compile(r"[^\W\d_]", re.UNICODE)  # at least one letter, in any script
@@ -162,12 +159,82 @@ class _Reply(BaseModel):
     for_constrained_decoding: ClassVar[type[BaseModel] | None] = None
 
 
-class _OneShapePerRelation(_Reply):
-    """A reply whose JSON schema gives a triple one alternative per relation, each with the relation's domain
-    and range as the head's and tail's types: a server that constrains decoding to the schema then lets the
-    model write only triples the ontology allows. Only for that mode: elsewhere the schema is read by the
-    model as part of its prompt, and the compact one (the prompt lists each relation's domain and range)
-    costs fewer tokens. The validators decide what is kept either way."""
+# The decoding schema's caps: the decoder must close each list there (SmolLM2-135M on llama.cpp otherwise
+# repeated one triple until its token budget ran out). A tool does one or two kinds of things, for one or two
+# domains or departments.
+DECODING_MAX_NAMES = {"Capability": 3, "LineOfBusiness": 2, "Department": 2}
+DECODING_MAX_NAMES_DEFAULT = 6
+DECODING_MAX_TRIPLES = 4  # the entity-to-entity facts (relatedTo, contains, ...): rare in one tool's text
+# Names the decoder may choose from, per type: a capability is an action class (the ontology's comment), and
+# these are the classes the offline extractor knows, so both extractors name the same nodes.
+DECODING_CLOSED_NAMES: dict[str, tuple[str, ...]] = {"Capability": CAPABILITIES}
+
+
+def _decoding_relations() -> tuple[dict[str, PredicateSpec], dict[str, PredicateSpec], dict[str, PredicateSpec]]:
+    """The ontology's relations as the tool-centred reply lays them out: (from the tool, from one of its
+    parameters, between entities). Tool -> Parameter (hasParameter) is left out: the structural extractor
+    states every parameter from the manifest, and a model that lists them again only spends tokens."""
+    from_tool, from_parameter, between = {}, {}, {}
+    for name, spec in extraction_schema().predicates.items():
+        if spec.domain == {"Tool"} and len(spec.range) == 1:  # a list of names of the one type
+            if not spec.range & {"Tool", "Parameter"}:
+                from_tool[name] = spec
+        elif spec.domain == {"Parameter"}:
+            from_parameter[name] = spec
+        else:
+            between[name] = spec
+    return from_tool, from_parameter, between
+
+
+def _name_schema(kind: str) -> dict:
+    if kind in DECODING_CLOSED_NAMES:
+        return {"type": "string", "enum": list(DECODING_CLOSED_NAMES[kind])}
+    return {"type": "string", "minLength": 1, "maxLength": MAX_NAME}
+
+
+class _ToolCentred(_Reply):
+    """The reply as a server that constrains decoding to a JSON schema is asked for it: one list of names per
+    relation from the tool (``"hasCapability": ["search"]``), one of {parameter, entity, entity_type} per
+    relation from a parameter, and typed triples, one alternative per relation, only for facts between
+    entities. The decoder then writes only what the ontology allows, and never the tool's name or a type
+    that has one choice: a small model spent its tokens repeating those (SmolLM2-135M wrote twelve copies of
+    one invalid triple per tool, 600 tokens, under the plain triple list). The reply is turned back into
+    triples before validation, so the same validators decide what is kept. Only for that mode: elsewhere
+    the schema is read by the model as part of its prompt, where the compact triple list costs fewer
+    tokens."""
+
+    # The tool's parameter names, when the schema is made for one tool (``decoding_model``): a parameter end
+    # is then one of them, and a tool without parameters gets no list of facts from a parameter.
+    decoding_parameters: ClassVar[tuple[str, ...] | None] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _as_triples(cls, data, info: ValidationInfo):
+        from_tool, from_parameter, _ = _decoding_relations()
+        if not isinstance(data, dict) or not (data.keys() & (from_tool.keys() | from_parameter.keys())):
+            return data  # a plain triple list (as any other mode writes it) is read as it is
+        tool = _context(info)
+        triples = list(data.get("triples") or [])
+        for relation, spec in from_tool.items():
+            (kind,) = spec.range
+            for item in _listed(data, relation):
+                head = tool.name if tool else "this tool"  # the Tool end is checked against the context
+                triples.append(
+                    {"head": head, "head_type": "Tool", "relation": relation, "tail": item, "tail_type": kind}
+                )
+        for relation in from_parameter:
+            for item in _listed(data, relation):
+                item = item if isinstance(item, dict) else {}
+                triples.append(
+                    {
+                        "head": item.get("parameter"),
+                        "head_type": "Parameter",
+                        "relation": relation,
+                        "tail": item.get("entity"),
+                        "tail_type": item.get("entity_type"),
+                    }
+                )
+        return {"triples": triples}
 
     @classmethod
     def model_json_schema(cls, *args, **kwargs) -> dict:
@@ -177,22 +244,71 @@ class _OneShapePerRelation(_Reply):
         triple = definitions.get(items.get("$ref", "").rsplit("/", 1)[-1])
         if triple is None:
             return schema
+        from_tool, from_parameter, between = _decoding_relations()
+        properties: dict[str, dict] = {}
+        for relation, spec in from_tool.items():
+            (kind,) = spec.range
+            properties[relation] = {
+                "type": "array",
+                "items": _name_schema(kind),
+                "maxItems": DECODING_MAX_NAMES.get(kind, DECODING_MAX_NAMES_DEFAULT),
+                "description": f"{spec.label}: {kind} names",
+            }
+        parameters = cls.decoding_parameters
+        for relation, spec in from_parameter.items() if parameters != () else ():
+            entity = {
+                "parameter": {"enum": list(parameters)}
+                if parameters
+                else {"type": "string", "minLength": 1, "maxLength": MAX_REFERENCE},
+                "entity": {"type": "string", "minLength": 1, "maxLength": MAX_NAME},
+                "entity_type": {"enum": sorted(spec.range)},
+            }
+            properties[relation] = {
+                "type": "array",
+                "items": {"type": "object", "properties": entity, "required": list(entity)},
+                "maxItems": DECODING_MAX_NAMES_DEFAULT
+                if parameters is None
+                else min(DECODING_MAX_NAMES_DEFAULT, len(parameters)),
+                "description": f"{spec.label}: the entity a parameter of this tool names",
+            }
         shapes = []
-        for name, spec in extraction_schema().predicates.items():
-            properties = dict(triple["properties"])
-            properties["head_type"] = {**properties["head_type"], "enum": sorted(spec.domain)}
-            properties["relation"] = {**properties["relation"], "enum": [name]}
-            properties["tail_type"] = {**properties["tail_type"], "enum": sorted(spec.range)}
-            for end, types in (("head", spec.domain), ("tail", spec.range)):
-                if not types & {"Tool", "Parameter"}:  # an entity's name: the ontology's limit, not a reference's
-                    properties[end] = {**properties[end], "maxLength": MAX_NAME}
-            shapes.append({**triple, "properties": properties, "title": f"Triple ({name})"})
-        schema["properties"]["triples"]["items"] = {"anyOf": shapes}
-        schema["properties"]["triples"]["maxItems"] = DECODING_MAX_TRIPLES
+        for name, spec in between.items():
+            shape = dict(triple["properties"])
+            shape["head_type"] = {**shape["head_type"], "enum": sorted(spec.domain)}
+            shape["relation"] = {**shape["relation"], "enum": [name]}
+            shape["tail_type"] = {**shape["tail_type"], "enum": sorted(spec.range)}
+            for end in ("head", "tail"):  # an entity's name: the ontology's limit, not a reference's
+                shape[end] = {**shape[end], "maxLength": MAX_NAME}
+            shapes.append({**triple, "properties": shape, "title": f"Triple ({name})"})
+        properties["triples"] = {
+            **schema["properties"]["triples"],
+            "items": {"anyOf": shapes},
+            "maxItems": DECODING_MAX_TRIPLES,
+            "description": "facts between entities",
+        }
         del definitions[items["$ref"].rsplit("/", 1)[-1]]
+        schema["properties"] = properties
+        schema["required"] = list(properties)  # every list written, in this order (an empty one is allowed)
         if not definitions:
             schema.pop("$defs", None)
         return schema
+
+
+def _listed(data: dict, relation: str) -> list:
+    value = data.get(relation)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{relation} must be a list, not {type(value).__name__}")
+    return value
+
+
+@lru_cache(maxsize=1024)  # tools of one server often share their parameters' names
+def decoding_model(parameters: tuple[str, ...]) -> type[BaseModel]:
+    """The reply asked of a server that constrains decoding, for a tool with these parameter names: the
+    decoder can name no parameter the tool does not have (a small model otherwise named its server)."""
+    base = response_model().for_constrained_decoding
+    return type(base.__name__, (base,), {"decoding_parameters": tuple(parameters), "__module__": __name__})
 
 
 @cache
@@ -236,9 +352,7 @@ def response_model() -> type[BaseModel]:
     doc = "The triples extracted from one tool's documentation."
     triples = (list[triple], Field(max_length=MAX_TRIPLES))  # type: ignore[valid-type]
     reply = create_model("ToolTriples", __doc__=doc, __base__=_Reply, triples=triples)
-    reply.for_constrained_decoding = create_model(
-        "ToolTriples", __doc__=doc, __base__=_OneShapePerRelation, triples=triples
-    )
+    reply.for_constrained_decoding = create_model("ToolTriples", __doc__=doc, __base__=_ToolCentred, triples=triples)
     return reply
 
 

@@ -27,9 +27,12 @@ def _extraction_line(usage: dict[str, object]) -> str:
         return f"{what}: {usage.get('tools', 0)} tools; predicates: ontology terms by construction, none to map"
     line = (
         f"{what}: {usage['tools']} tools extracted, {usage['cache_hits']} cache hits, {usage['failed']} failed; "
-        f"{usage['http_requests']} HTTP requests ({usage['retries']} retries, {usage['reasks']} re-asks); "
-        f"tokens {usage['prompt_tokens']} in / {usage['completion_tokens']} out"
+        f"{usage['http_requests']} HTTP requests ({usage['retries']} retries, {usage['reasks']} re-asks)"
     )
+    if usage.get("structured_output"):  # empty when every tool came from the cache: nothing was probed
+        probes = int(usage.get("probes", 0))  # type: ignore[call-overload]
+        line += f"; structured output {usage['structured_output']} ({probes} probe request{'s' * (probes != 1)})"
+    line += f"; tokens {usage['prompt_tokens']} in / {usage['completion_tokens']} out"
     if "cost" in usage:
         line += f"; cost {usage['cost']:.4f}"
     mapped, unmapped = usage.get("predicates_mapped") or {}, usage.get("predicates_unmapped") or {}

@@ -21,8 +21,9 @@ def test_cli_llm_build_never_writes_the_api_key(cli, tmp_path):
         args = ("--store", str(store), "--extractor", "llm", "--llm-config", str(config))
         result = cli("build", *map(str, CATALOG), *args)
     assert result.returncode == 0, result.stderr
-    assert "extraction: llm (fake-model, prompt tool-triples@1#" in result.stdout
+    assert "extraction: llm (fake-model, prompt tool-triples@2#" in result.stdout
     assert "4 tools extracted, 0 cache hits, 0 failed; 4 HTTP requests" in result.stdout
+    assert "; structured output tools (2 probe requests); tokens " in result.stdout  # the fake offers no schemas
     assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in fake.requests)  # it was used...
     config.unlink()
     leaks = [

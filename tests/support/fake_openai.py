@@ -84,13 +84,31 @@ def invalid_triples(request: dict) -> list[dict]:
 def completion(request: dict, triples: list[dict] | str) -> dict:
     """A reply carrying ``triples`` (or a raw JSON string) the way the request asked: a tool call when it
     offered tools, else the message's content."""
-    arguments = triples if isinstance(triples, str) else json.dumps({"triples": triples})
+    arguments = triples if isinstance(triples, str) else json.dumps(laid_out(request, triples))
     if not request.get("tools"):
         fenced = "response_format" not in request
         return text_completion(request, f"```json\n{arguments}\n```" if fenced else arguments)
     function = request["tools"][0]["function"]["name"]
     call = {"id": "call_1", "type": "function", "function": {"name": function, "arguments": arguments}}
     return _envelope(request, {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls")
+
+
+def laid_out(request: dict, triples: list[dict]) -> dict:
+    """``triples`` as the request's JSON schema lays them out, as a server decoding to that schema would write
+    them: the tool-centred lists (a name list per relation from the tool, {parameter, entity, entity_type}
+    per relation from a parameter) when the schema has them, else one triple list."""
+    wanted = ((request.get("response_format") or {}).get("json_schema") or {}).get("schema", {}).get("properties", {})
+    if set(wanted) <= {"triples"}:
+        return {"triples": triples}
+    reply: dict = {name: [] for name in wanted}
+    for t in triples:
+        if t["head_type"] == "Tool" and t["relation"] in wanted:
+            reply[t["relation"]].append(t["tail"])
+        elif t["head_type"] == "Parameter" and t["relation"] in wanted:
+            reply[t["relation"]].append({"parameter": t["head"], "entity": t["tail"], "entity_type": t["tail_type"]})
+        else:
+            reply["triples"].append(t)
+    return reply
 
 
 def text_completion(request: dict, content: str, finish_reason: str = "stop", usage: dict | None = None) -> dict:

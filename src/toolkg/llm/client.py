@@ -244,14 +244,22 @@ class LLMClient:
             pool.shutdown(cancel_futures=True)
         return results
 
-    def ask(self, messages: list[dict], response_model: type[T], context: dict | None = None) -> T | LLMFailure:
-        """One validated structured reply, or why there is none. Raises ConfigError on 401/403/404."""
+    def ask(
+        self,
+        messages: list[dict],
+        response_model: type[T],
+        context: dict | None = None,
+        decoding_model: type[T] | None = None,
+    ) -> T | LLMFailure:
+        """One validated structured reply, or why there is none. Raises ConfigError on 401/403/404.
+        ``decoding_model`` replaces ``response_model`` (and its ``for_constrained_decoding``) when the server
+        constrains decoding to a JSON schema: a schema made for this one request."""
         for attempt in range(self.config.max_retries + 1):
             try:
                 client = self._client()
                 model = response_model
                 if self.probe is not None and self.probe.name == "json_schema":  # a schema made for the decoder
-                    model = getattr(response_model, "for_constrained_decoding", None) or response_model
+                    model = decoding_model or getattr(response_model, "for_constrained_decoding", None) or model
                 reply = client.chat.completions.create(
                     model=self.model,
                     messages=messages,

@@ -26,7 +26,6 @@ def default_min_score() -> float:
         return 0.0
 
 
-
 def request_score(hits) -> float:
     """The best score of the ranking's tools (a need the request only implies counts too: on the suite's
     tuning halves, leaving those out lowered the threshold a set loss allows more than it helped)."""

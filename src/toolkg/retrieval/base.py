@@ -91,8 +91,10 @@ class Index:
 
     def _saved_vectors(self) -> bool:
         """Whether the index's vectors are the ones this process would look up (same model, offline)."""
-        return bool(self.saved and self.saved.model) and isinstance(self._embedder, Embedder) and (
-            self.saved.model == model_id()
+        return (
+            bool(self.saved and self.saved.model)
+            and isinstance(self._embedder, Embedder)
+            and (self.saved.model == model_id())
         )
 
     @cached_property

@@ -316,4 +316,3 @@ class SessionPool:
             session.trim_stderr()
             if session.in_flight == 0 and anyio.current_time() - session.last_used >= self.idle:
                 self._discard(session)  # out of the pool before it closes: no call picks it up now
-

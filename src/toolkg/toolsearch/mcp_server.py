@@ -128,8 +128,7 @@ def _call_tool_description(policy: CallPolicy) -> str:
     return (
         "Call a tool of the catalog through this connection: its server runs it and its result comes back "
         "unchanged. Search first (search_tools) to find the tool and its input_schema, and call the tools in "
-        "its call_first before it. Arguments are checked against the input schema before the call. "
-        + policy.describe()
+        "its call_first before it. Arguments are checked against the input schema before the call. " + policy.describe()
     )
 
 

@@ -8,20 +8,29 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from tests.support import fake_openai
 from tests.support.fake_openai import (
     FakeOpenAI,
     Reply,
     always_valid,
     completion,
     honour_probe,
-    invalid_triples,
     probe_kind,
     text_completion,
 )
 from toolkg.errors import ConfigError
 from toolkg.extractors.triples.llm import LLMExtractor
-from toolkg.extractors.triples.models import ExtractionFailure, ToolContext, ToolExtraction, response_model
+from toolkg.extractors.triples.models import (
+    ExtractionFailure,
+    ToolContext,
+    ToolExtraction,
+    decoding_model,
+    response_model,
+    to_extracted,
+)
 from toolkg.llm.config import LLMConfig
 from toolkg.models import Parameter, Server, Tool
 from toolkg.ontology.schema import extraction_schema
@@ -61,10 +70,10 @@ def test_the_first_structured_output_the_server_honours_is_used(tmp_path, offers
     assert ("tools" in request) == (mode == "tools")
     expected_format = {"json_schema": "json_schema", "json_object": "json_object"}.get(mode)
     assert (request.get("response_format") or {}).get("type") == expected_format
-    if mode == "json_schema":  # the ontology's rules reach the server's constrained decoder: one shape a relation
-        shapes = request["response_format"]["json_schema"]["schema"]["properties"]["triples"]["items"]["anyOf"]
-        by_relation = {shape["properties"]["relation"]["enum"][0]: shape["properties"] for shape in shapes}
-        assert by_relation["hasEntity"]["tail_type"]["enum"] == ["BusinessObject"]
+    if mode == "json_schema":  # the ontology's rules reach the server's constrained decoder: the tool-centred lists
+        wanted = request["response_format"]["json_schema"]["schema"]["properties"]
+        assert wanted["hasEntity"]["items"]["maxLength"] == 80 and "hasParameter" not in wanted
+        assert wanted["refersTo"]["items"]["properties"]["parameter"]["enum"] == ["widget_id"]  # this tool's own
     elif mode == "tools":  # read by the model with its prompt: the compact schema
         assert "$defs" in json.dumps(request["tools"][0]["function"]["parameters"])
 
@@ -84,15 +93,26 @@ def test_a_server_that_accepts_a_schema_and_ignores_it_is_not_believed(tmp_path)
 
 
 def test_an_invalid_schema_shaped_reply_is_reasked_with_the_ontology_rule(tmp_path):
+    # what a decoder held to the schema can still get wrong: a parameter the tool does not have
+    wrong = [
+        {
+            "head": "colour",
+            "head_type": "Parameter",
+            "relation": "refersTo",
+            "tail": "paint",
+            "tail_type": "BusinessObject",
+        }
+    ]
+
     def script(request, n):
-        return Reply(body=completion(request, invalid_triples(request))) if n == 1 else always_valid(request, n)
+        return Reply(body=completion(request, wrong)) if n == 1 else always_valid(request, n)
 
     with FakeOpenAI(script, offers=("json_schema",)) as fake:
         extractor = _extractor(fake, tmp_path)
         (result,) = extractor.extract_many([(TOOL, SERVER)], "run-1")
     assert isinstance(result, ToolExtraction) and len(fake.requests) == 2
     assert extractor.usage()["reasks"] == 1
-    assert "hasEntity goes from Tool to BusinessObject" in json.dumps(fake.requests[1].body["messages"])
+    assert "'colour' is not a parameter of 'get_widget'" in json.dumps(fake.requests[1].body["messages"])
 
 
 def test_the_probe_runs_once_for_many_tools_and_not_at_all_when_everything_is_cached(tmp_path):
@@ -159,28 +179,91 @@ def test_a_reply_cut_off_at_the_token_limit_is_quarantined_in_one_line(tmp_path)
     assert fake.requests[0].body["max_tokens"] == 64
 
 
+def _admitted(schema: dict) -> set[tuple[str, str, str]]:
+    """The (head type, relation, tail type) combinations a decoder held to the tool-centred schema can write."""
+    admitted = set()
+    for relation, spec in schema["properties"].items():
+        items = spec["items"]
+        if relation == "triples":
+            for shape in items["anyOf"]:
+                heads, tails = shape["properties"]["head_type"]["enum"], shape["properties"]["tail_type"]["enum"]
+                name = shape["properties"]["relation"]["enum"][0]
+                admitted |= {(h, name, t) for h in heads for t in tails}
+        elif items.get("type") == "object":  # from a parameter: {parameter, entity, entity_type}
+            admitted |= {("Parameter", relation, t) for t in items["properties"]["entity_type"]["enum"]}
+        else:  # from the tool: names of the relation's one range type
+            (kind,) = extraction_schema().predicates[relation].range
+            admitted.add(("Tool", relation, kind))
+    return admitted
+
+
 def test_the_decoding_schema_admits_exactly_the_typed_triples_the_ontology_allows():
     schema = extraction_schema()
-    shapes = response_model().for_constrained_decoding.model_json_schema()["properties"]["triples"]["items"]["anyOf"]
-    admitted = {
-        (head, shape["properties"]["relation"]["enum"][0], tail)
-        for shape in shapes
-        for head in shape["properties"]["head_type"]["enum"]
-        for tail in shape["properties"]["tail_type"]["enum"]
-    }
+    decoding = response_model().for_constrained_decoding.model_json_schema()
     allowed = {
         (head, relation, tail)
         for head, relation, tail in itertools.product(schema.types, schema.predicates, schema.types)
         if schema.allows(head, relation, tail)
     }
-    assert admitted == allowed and len(shapes) == len(schema.predicates)
-    # the same validators: what the decoder may write is still checked against the tool (its name here)
-    reply = {
-        "triples": [
-            {"head": "other", "head_type": "Tool", "relation": "hasEntity", "tail": "x", "tail_type": "BusinessObject"}
-        ]
-    }
-    with pytest.raises(ValueError, match="a Tool end must be this tool's name"):
-        response_model().for_constrained_decoding.model_validate(
-            reply, context={"tool": ToolContext(name="get_widget")}
+    # all but Tool -> Parameter, which the structural extractor states from the manifest
+    assert _admitted(decoding) == allowed - {("Tool", "hasParameter", "Parameter")}
+    assert decoding["required"] == list(decoding["properties"])  # every list written, in the schema's order
+    capabilities = decoding["properties"]["hasCapability"]["items"]["enum"]
+    assert "search" in capabilities and "read" in capabilities  # the action classes the offline extractor uses
+    # the same validators: what the decoder may write is still checked against the tool
+    model = response_model().for_constrained_decoding
+    context = {"tool": ToolContext(name="get_widget", parameters=("widget_id",))}
+    with pytest.raises(ValueError, match="'color' is not a parameter of 'get_widget'; its parameters are: widget_id"):
+        model.model_validate(
+            {"refersTo": [{"parameter": "color", "entity": "colour", "entity_type": "BusinessObject"}]}, context=context
         )
+    with pytest.raises(ValueError, match="BusinessObject name '42' has no letters"):
+        model.model_validate({"hasEntity": ["42"]}, context=context)
+    with pytest.raises(ValueError, match="hasEntity must be a list, not str"):
+        model.model_validate({"hasEntity": "widget"}, context=context)
+    # made for one tool: its parameters are the only ones the decoder can name, and none means no such list
+    for_one_tool = decoding_model(("widget_id", "colour")).model_json_schema()["properties"]
+    assert for_one_tool["refersTo"]["items"]["properties"]["parameter"] == {"enum": ["widget_id", "colour"]}
+    assert for_one_tool["refersTo"]["maxItems"] == 2
+    assert "refersTo" not in decoding_model(()).model_json_schema()["properties"]
+
+
+_NAMES = st.text(alphabet=st.characters(categories=("L", "Nd", "Zs")), min_size=1, max_size=20).filter(
+    lambda name: any(c.isalpha() for c in name) and name.strip() == name
+)
+
+
+@st.composite
+def _facts(draw) -> list[dict]:
+    """Triples about ``get_widget`` (parameter ``widget_id``) the ontology allows, hasParameter aside."""
+    schema = extraction_schema()
+    combos = sorted(
+        (head, relation, tail)
+        for head, relation, tail in itertools.product(schema.types, schema.predicates, schema.types)
+        if schema.allows(head, relation, tail) and relation != "hasParameter"
+    )
+    facts = []
+    for head_type, relation, tail_type in draw(st.lists(st.sampled_from(combos), max_size=8)):
+        head = {"Tool": "get_widget", "Parameter": "widget_id"}.get(head_type) or draw(_NAMES)
+        facts.append(
+            {"head": head, "head_type": head_type, "relation": relation, "tail": draw(_NAMES), "tail_type": tail_type}
+        )
+    return facts
+
+
+@settings(max_examples=200, deadline=None)
+@given(_facts())
+def test_a_tool_centred_reply_reads_back_as_the_triples_it_lays_out(facts):
+    """Any allowed facts, laid out as the decoding schema asks (as the fake's constrained decoder does), are
+    read back as exactly those triples: nothing lost, moved or retyped on the way."""
+    request = {
+        "response_format": {"json_schema": {"schema": response_model().for_constrained_decoding.model_json_schema()}}
+    }
+    reply = fake_openai.laid_out(request, facts)
+    context = {"tool": ToolContext(name="get_widget", parameters=("widget_id",))}
+    read = to_extracted(response_model().for_constrained_decoding.model_validate(reply, context=context))
+
+    def key(head, head_type, relation, tail, tail_type):  # names compare as the validators do: case, spaces
+        return (" ".join(head.split()).casefold(), head_type, relation, " ".join(tail.split()).casefold(), tail_type)
+
+    assert {key(**t.model_dump()) for t in read} == {key(**t) for t in facts}
