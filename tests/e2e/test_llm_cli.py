@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
-from tests.conftest import _PREFECT_HOME, CASES
-from tests.support.fake_openai import FakeOpenAI
+from tests.conftest import _PREFECT_HOME, CASES, TOOLKG
+from tests.support.fake_openai import FakeOpenAI, Reply, completion, valid_triples
+from toolkg.store.oxigraph_store import ToolStore
 
 SECRET = "sk-toolkg-test-SECRET-4f9c2e"
 
@@ -47,3 +52,37 @@ def test_cli_llm_without_an_endpoint_fails_fast(cli, tmp_path, monkeypatch):
         "(or base_url, model under [llm] in a file given with --llm-config)"
     )
     assert not (tmp_path / "s").exists()
+
+
+def test_sigterm_during_llm_extraction_ends_the_build_at_once_and_a_rerun_finishes_it(cli, prefect_api, tmp_path):
+    """Prefect turns SIGTERM into an exception in the flow; the LLM requests in flight are not waited for (a
+    slow model's reply took 44 s to arrive before the build obeyed), and the next run asks again."""
+    store = tmp_path / "store"
+
+    def slow(request, n):
+        return Reply(body=completion(request, valid_triples(request)), delay=60)
+
+    with FakeOpenAI(slow) as fake:
+        config = tmp_path / "llm.toml"
+        config.write_text(f'[llm]\nbase_url = "{fake.base_url}"\nmodel = "fake-model"\ntimeout = 120\n')
+        args = ["build", *map(str, CATALOG), "--store", str(store), "--extractor", "llm", "--llm-config", str(config)]
+        env = {**os.environ, "PREFECT_API_URL": prefect_api}
+        build = subprocess.Popen([str(TOOLKG), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while not fake.requests and time.monotonic() < deadline and build.poll() is None:
+            time.sleep(0.1)
+        assert fake.requests, build.communicate()[0]
+        sent = time.monotonic()
+        build.send_signal(signal.SIGTERM)
+        try:
+            build.communicate(timeout=30)
+        finally:
+            build.kill()  # a no-op when it is gone; else the failing test leaves no build behind
+        assert time.monotonic() - sent < 10  # not when the requests in flight would have been answered
+    with FakeOpenAI() as fake:
+        config.write_text(f'[llm]\nbase_url = "{fake.base_url}"\nmodel = "fake-model"\n')
+        result = cli(*args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "4 tools extracted, 0 cache hits, 0 failed" in result.stdout  # the interrupted run stored no answer
+    with ToolStore(store, read_only=True) as opened:
+        assert len(opened.select("SELECT ?t WHERE { ?t a tk:Tool }")) == 4
