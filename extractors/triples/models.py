@@ -170,6 +170,7 @@ DECODING_MAX_TRIPLES = 4  # the entity-to-entity facts (relatedTo, contains, ...
 DECODING_CLOSED_NAMES: dict[str, tuple[str, ...]] = {"Capability": CAPABILITIES}
 
 
+@cache
 def _decoding_relations() -> tuple[dict[str, PredicateSpec], dict[str, PredicateSpec], dict[str, PredicateSpec]]:
     """The ontology's relations as the tool-centred reply lays them out: (from the tool, from one of its
     parameters, between entities). Tool -> Parameter (hasParameter) is left out: the structural extractor
@@ -214,11 +215,11 @@ class _ToolCentred(_Reply):
         if not isinstance(data, dict) or not (data.keys() & (from_tool.keys() | from_parameter.keys())):
             return data  # a plain triple list (as any other mode writes it) is read as it is
         tool = _context(info)
+        head = tool.name if tool else "this tool"  # the Tool end is checked against the context, when there is one
         triples = list(data.get("triples") or [])
         for relation, spec in from_tool.items():
             (kind,) = spec.range
             for item in _listed(data, relation):
-                head = tool.name if tool else "this tool"  # the Tool end is checked against the context
                 triples.append(
                     {"head": head, "head_type": "Tool", "relation": relation, "tail": item, "tail_type": kind}
                 )
@@ -255,20 +256,20 @@ class _ToolCentred(_Reply):
                 "description": f"{spec.label}: {kind} names",
             }
         parameters = cls.decoding_parameters
-        for relation, spec in from_parameter.items() if parameters != () else ():
+        if parameters is None:  # not made for one tool: any parameter name, checked by the validators
+            parameter, most = {"type": "string", "minLength": 1, "maxLength": MAX_REFERENCE}, DECODING_MAX_NAMES_DEFAULT
+        else:
+            parameter, most = {"enum": list(parameters)}, min(DECODING_MAX_NAMES_DEFAULT, len(parameters))
+        for relation, spec in from_parameter.items() if most else ():  # a tool without parameters: no such list
             entity = {
-                "parameter": {"enum": list(parameters)}
-                if parameters
-                else {"type": "string", "minLength": 1, "maxLength": MAX_REFERENCE},
+                "parameter": parameter,
                 "entity": {"type": "string", "minLength": 1, "maxLength": MAX_NAME},
                 "entity_type": {"enum": sorted(spec.range)},
             }
             properties[relation] = {
                 "type": "array",
                 "items": {"type": "object", "properties": entity, "required": list(entity)},
-                "maxItems": DECODING_MAX_NAMES_DEFAULT
-                if parameters is None
-                else min(DECODING_MAX_NAMES_DEFAULT, len(parameters)),
+                "maxItems": most,
                 "description": f"{spec.label}: the entity a parameter of this tool names",
             }
         shapes = []

@@ -31,9 +31,9 @@ from toolkg.store.validation import Validator
 
 pytestmark = pytest.mark.slow
 
-# 6 + 2 + 2 tools (two described in Chinese), two dependencies to infer. 10 tools keep the file under half an
-# hour on two shared cores (26 min, with llm_bench running beside it): the 135M model writes 5-40 tokens a second
-# there, depending on the load, and its replies are about 600 tokens.
+# 6 + 2 + 2 tools (two described in Chinese), two dependencies to infer. 10 tools keep the file near a quarter of
+# an hour on two cores (15 min quiet, 26 with llm_bench beside it): the 135M model writes 6-40 tokens a second
+# there, depending on the load and the grammar, and its replies are 300-600 tokens.
 SERVERS = ("chess", "time", "bing-cn-mcp")
 SMALL = ("chess",)  # the crash test's catalog: 6 tools
 PRICES = {"TOOLKG_LLM_PRICE_INPUT": "0.1", "TOOLKG_LLM_PRICE_OUTPUT": "0.4"}  # per million tokens: a cost line
