@@ -71,7 +71,10 @@ def test_reply_that_stays_invalid_quarantines_that_tool_and_the_run_finishes(bui
     assert summary.exit_code == 3 and summary.totals["tools"] == 4  # the tool still loads, structurally
     (item,) = summary.quarantined
     assert item.stage == "extract" and item.item.endswith("::bing_search")
-    assert "still invalid after 2 attempts" in item.reason and "\n" not in item.reason
+    assert item.reason == (  # the last reply's validation error, where it is: not instructor's dump of attempts
+        "LLM reply still invalid after 2 attempts: triples.0: hasEntity goes from Tool to BusinessObject; "
+        "got Tool -> Department ('bing_search' -> 'Sales')"
+    )
     assert json.loads(item.raw)["triples"][0]["tail_type"] == "Department"  # the raw reply is kept
     store = ToolStore(store_dir)
     assert len(store.select("SELECT ?g WHERE { ?g a tk:Extraction }")) == 3

@@ -35,6 +35,7 @@ import httpx
 import instructor
 import openai
 from instructor.core.exceptions import IncompleteOutputException, InstructorRetryException
+from pydantic import ValidationError
 
 from toolkg import progress
 from toolkg.errors import ConfigError
@@ -82,6 +83,20 @@ def _retry_after(error: openai.APIError) -> float | None:
     except ValueError:
         when = email.utils.parsedate_to_datetime(value)
         return max(0.0, when.timestamp() - time.time()) if when else None
+
+
+def _still_invalid(exc: InstructorRetryException | openai.APIError) -> str:
+    """Why the model's last reply was refused, in a line: the first validation errors with where they are
+    ("triples.3: hasEntity goes from Tool to BusinessObject; ..."), not instructor's dump of every attempt
+    (which, cut to a line, said only "<failed_attempts> <generation number="1"> <excep")."""
+    attempts = getattr(exc, "failed_attempts", None) or []
+    error = attempts[-1].exception if attempts else exc
+    if not isinstance(error, ValidationError):
+        return _one_line(error)
+    errors = error.errors(include_url=False)
+    parts = [f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg'].removeprefix('Value error, ')}" for e in errors[:2]]
+    more = f" (and {len(errors) - 2} more)" if len(errors) > 2 else ""
+    return _one_line("; ".join(parts) + more)
 
 
 def _raw_reply(exc: InstructorRetryException | IncompleteOutputException) -> str:
@@ -293,7 +308,7 @@ class LLMClient:
                 if error is None:  # the model kept breaking the schema
                     attempts = getattr(exc, "n_attempts", self.config.max_reasks + 1)
                     return LLMFailure(
-                        f"LLM reply still invalid after {attempts} attempts: {_one_line(exc)}",
+                        f"LLM reply still invalid after {attempts} attempts: {_still_invalid(exc)}",
                         _raw_reply(exc) if isinstance(exc, InstructorRetryException) else "",
                     )
             if isinstance(error, _FATAL):
