@@ -66,7 +66,12 @@ def _messages(ask: str) -> list[dict]:
 
 def _refused(error: openai.APIStatusError) -> bool:
     """The server answered that it cannot do this (rather than that it is down, busy or misconfigured)."""
-    return error.status_code in (400, 422) or error.status_code == 500
+    return error.status_code in (400, 422, 500)
+
+
+def _brief(text: object, limit: int) -> str:
+    """``text`` on one line, whitespace runs collapsed, cut to ``limit`` characters: evidence, not a record."""
+    return " ".join(str(text).split())[:limit]
 
 
 def _content(reply) -> str:
@@ -146,9 +151,9 @@ def probe(client: openai.OpenAI, model: str) -> Probe:
             if not _refused(error):
                 raise
             message = error.body.get("message") if isinstance(error.body, dict) else error.message
-            problem = f"{name} refused ({error.status_code}: {' '.join(str(message).split())[:80]})"
+            problem = f"{name} refused ({error.status_code}: {_brief(message, 80)})"
         except (openai.APIResponseValidationError, ValueError) as error:  # a 200 the client could not read
-            problem = f"{name} answered something unreadable ({' '.join(str(error).split())[:60]})"
+            problem = f"{name} answered something unreadable ({_brief(error, 60)})"
         if problem is None:
             return Probe(name, "; ".join(why_not))
         why_not.append(problem)
