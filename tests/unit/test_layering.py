@@ -8,11 +8,10 @@ hiding a loop inside a function keeps Python happy, not the reader.
 from __future__ import annotations
 
 import ast
-import tomllib
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.layout import package_folders
 
 # Packages of the core: any package may import them, and they import no stage.
 CORE = ("toolkg", "toolkg.text", "toolkg.llm", "toolkg.embeddings", "toolkg.ontology", "toolkg.prompts")
@@ -36,18 +35,10 @@ PREFECT = ("prefect", "prefect_dask", "dask", "distributed")
 
 
 def _modules() -> dict[str, Path]:
-    """Every module of the installed package, from pyproject's package-dir mapping."""
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    """Every module of the installed package, from the layout setup.py finds."""
     out: dict[str, Path] = {}
-    for package in config["packages"]:
-        folder = config["package-dir"].get(package)
-        if folder is None:  # a subpackage inside its parent's folder
-            parent, _, name = package.rpartition(".")
-            folder = str(Path(config["package-dir"].get(parent, parent.replace(".", "/"))) / name)
-            while not (ROOT / folder).is_dir():  # nested deeper: walk up to a mapped parent
-                parent, _, last = parent.rpartition(".")
-                folder = str(Path(config["package-dir"][parent]) / last / name)
-        for path in (ROOT / folder).glob("*.py"):
+    for package, folder in package_folders().items():
+        for path in folder.glob("*.py"):
             out[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
     return out
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import ast
 import re
-import tomllib
 from pathlib import Path
 
 from pyoxigraph import NamedNode, RdfFormat, parse
 
+from tests.support.layout import package_folders
 from toolkg.ontology import ONTOLOGY_FILE, SHAPES_FILE, TK_NS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,10 +33,8 @@ _FULL_IRI = re.compile(re.escape(TK_NS) + r"([A-Za-z_]\w*)")
 
 
 def source_files() -> list[Path]:
-    """Every Python module of the installed package, from pyproject's package-dir mapping."""
-    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    folders = sorted({ROOT / folder for folder in config["package-dir"].values()})
-    return sorted(path for folder in folders for path in folder.rglob("*.py"))
+    """Every Python module of the installed package, from the layout setup.py finds."""
+    return sorted(path for folder in set(package_folders().values()) for path in folder.glob("*.py"))
 
 
 def declared_terms(path: Path = ONTOLOGY_FILE) -> frozenset[str]:

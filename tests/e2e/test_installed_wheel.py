@@ -1,0 +1,124 @@
+"""The wheel is the product: built from the checkout, installed into a fresh venv outside it (what `pip install`
+and `pipx install` do), and used there as an admin would: a build, a retrieve, `toolkg mcp` over stdio and
+`toolkg serve`. The editable install the rest of the suite runs cannot notice a package or data file the wheel
+leaves out (one did: `toolkg.flows.stages`, and the installed `toolkg build` failed on its first import).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import anyio
+import pytest
+
+from tests.support.endpoint_helpers import free_port, get, sparql
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+# The folders whose files the wheel carries as the `toolkg` package (setup.py's PACKAGE_DIRS).
+PACKAGE_DIRS = {
+    "src/toolkg": "toolkg",
+    "flows": "toolkg/flows",
+    "ontology": "toolkg/ontology",
+    "prompts": "toolkg/prompts",
+    "extractors": "toolkg/extractors",
+    "canonicalize": "toolkg/canonicalize",
+    "store": "toolkg/store",
+}
+BOOKINGS = ROOT / "tests" / "mcp_servers" / "toy_tools.json"
+
+
+def _run(command: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 900):
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout)
+    assert done.returncode == 0, f"{' '.join(map(str, command))}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
+    """(the venv's bin folder, a working folder outside the checkout, the environment to run it in)."""
+    work = tmp_path_factory.mktemp("installed")
+    wheels = work / "wheels"
+    # Built in its own isolated environment from pyproject.toml, as pip builds any project from source.
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)], cwd=work)
+    (wheel,) = wheels.glob("toolkg-*.whl")
+    _assert_wheel_has_the_tree(wheel)
+    base_python = getattr(sys, "_base_executable", sys.executable)  # not this venv's: a fresh one
+    _run([base_python, "-m", "venv", str(work / "venv")], cwd=work)
+    bin_dir = work / "venv" / "bin"
+    _run([str(bin_dir / "python"), "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt"), str(wheel)],
+         cwd=work)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PREFECT_API_URL")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    return bin_dir, work, env
+
+
+def _assert_wheel_has_the_tree(wheel: Path) -> None:
+    """Every module and data file git tracks under the package folders is in the wheel, where imports look."""
+    tracked = subprocess.run(
+        ["git", "ls-files", *PACKAGE_DIRS], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    expected = set()
+    for path in tracked:
+        folder = next(f for f in PACKAGE_DIRS if path == f or path.startswith(f + "/"))
+        expected.add(PACKAGE_DIRS[folder] + path[len(folder):])
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert expected - names == set(), f"tracked files missing from the wheel: {sorted(expected - names)}"
+
+
+def test_the_installed_wheel_builds_retrieves_and_serves_outside_the_checkout(installed) -> None:
+    bin_dir, work, env = installed
+    toolkg = str(bin_dir / "toolkg")
+    where = _run([str(bin_dir / "python"), "-c", "import toolkg; print(toolkg.__file__)"], cwd=work, env=env)
+    assert str(bin_dir.parent) in where.stdout and str(ROOT) not in where.stdout  # the installed copy, not ours
+
+    manifest = work / "bookings.json"
+    manifest.write_text(json.dumps({"server": "bookings", "tools": json.loads(BOOKINGS.read_text())}))
+    store = work / "store"
+    built = _run([toolkg, "build", str(manifest), "--store", str(store)], cwd=work, env=env, timeout=600)
+    assert "quarantined: none" in built.stdout, built.stdout
+
+    found = _run([toolkg, "retrieve", "--store", str(store), "--json", "-k", "3", "book a flight"], cwd=work, env=env)
+    top = json.loads(found.stdout)["tools"][0]
+    assert (top["server"], top["tool"]) == ("bookings", "book_flight")
+
+    # MCP over stdio, driven by the SDK's client as an agent's host would start it
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    async def search():
+        server = StdioServerParameters(command=toolkg, args=["mcp", "--store", str(store)], env=env, cwd=str(work))
+        async with Client(server, mode="legacy") as client:
+            return await client.call_tool("search_tools", {"query": "book a flight for me", "k": 3})
+
+    answer = anyio.run(search)
+    assert answer.structured_content["tools"][0]["id"] == "bookings::book_flight"
+
+    port = free_port()
+    served = subprocess.Popen(
+        [toolkg, "serve", "--store", str(store), "--bind", f"127.0.0.1:{port}"],
+        cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert served.poll() is None, f"toolkg serve exited: {served.stderr.read()}"
+            try:
+                assert get(base + "/status")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the installed toolkg serve did not answer within 60 s"
+                time.sleep(0.3)
+        rows = sparql(base, "SELECT (COUNT(?t) AS ?n) { ?t a tk:Tool }")
+        assert rows == [{"n": str(len(json.loads(BOOKINGS.read_text())))}]
+    finally:
+        served.terminate()
+        served.wait(15)
