@@ -28,6 +28,9 @@ os.environ.pop("TOOLKG_STORE", None)
 # The machine-wide vector cache stays out of the tests (a test's stub vectors must never reach a user's builds);
 # tests/unit/embeddings/test_vector_cache.py turns it on over a temporary folder.
 os.environ["TOOLKG_SHARED_VECTORS"] = "0"
+# Nor do the tests touch the user's settings: `toolkg mcp --transport http` creates its token file there.
+os.environ["TOOLKG_CONFIG_DIR"] = tempfile.mkdtemp(prefix="toolkg-config-")
+os.environ.pop("TOOLKG_MCP_TOKEN", None)
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402

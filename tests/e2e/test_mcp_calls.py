@@ -24,6 +24,7 @@ import pytest
 from tests.conftest import TOOLKG, build_in_process
 from tests.support.endpoint_helpers import free_port
 from tests.support.live_helpers import TOY_TOOLS, files_containing, real_servers, wait_listening
+from tests.support.mcp_http import bearer_client
 
 CALL_SERVER = Path(__file__).resolve().parents[1] / "mcp_servers" / "call_server.py"
 SECRET = "env-secret-" + os.urandom(6).hex()
@@ -245,12 +246,14 @@ def test_refusals_failures_and_recovery_are_one_line(world, tmp_path: Path) -> N
 def test_twenty_concurrent_clients_over_http_and_no_session_leaks(world, tmp_path: Path) -> None:
     store, servers = world["store"], world["servers"]
     port = free_port()
+    mcp_token = "calls-test-" + os.urandom(8).hex()
     with (tmp_path / "stderr").open("w+") as errlog:
         toolkg = subprocess.Popen(
             [str(TOOLKG), "mcp", "--store", str(store), "--transport", "http", "--bind", f"127.0.0.1:{port}"]
             + ["--allow-call", "time", "--allow-call", "calls", "--allow-call", "filesystem", "--call-timeout", "30"],
             stdout=subprocess.DEVNULL,
             stderr=errlog,
+            env={**os.environ, "TOOLKG_MCP_TOKEN": mcp_token},
         )
         try:
             wait_listening(port, toolkg)
@@ -259,9 +262,7 @@ def test_twenty_concurrent_clients_over_http_and_no_session_leaks(world, tmp_pat
             seen = {"most": 0}
 
             async def one_client(number: int, answers: dict) -> None:
-                from mcp import Client
-
-                async with Client(url, mode="legacy") as client:
+                async with bearer_client(url, mcp_token) as client:
                     if number % 3 == 0:
                         convert = {"source_timezone": "UTC", "time": "08:00", "target_timezone": "Asia/Tokyo"}
                         call = ("time::convert_time", convert)

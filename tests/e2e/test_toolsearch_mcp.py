@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import TOOLKG
 from tests.support.endpoint_helpers import free_port, request, serving
 from tests.support.live_helpers import TOY_TOOLS, wait_listening
+from tests.support.mcp_http import bearer_client
 
 pytestmark = pytest.mark.slow
 
@@ -118,11 +119,13 @@ def test_sparql_refuses_updates_caps_rows_and_stops_a_runaway_query(catalog) -> 
 def test_streamable_http_and_a_build_beside_it(catalog, prefect_api: str, tmp_path: Path) -> None:
     manifest, store = catalog
     port = free_port()
+    token = "search-test-" + os.urandom(8).hex()
     process = subprocess.Popen(
         [str(TOOLKG), "mcp", "--store", str(store), "--transport", "http", "--bind", f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "TOOLKG_MCP_TOKEN": token},
     )
     try:
         wait_listening(port, process)
@@ -131,7 +134,14 @@ def test_streamable_http_and_a_build_beside_it(catalog, prefect_api: str, tmp_pa
         async def search(client):
             return (await client.call_tool("search_tools", {"query": "list my bookings", "k": 2})).structured_content
 
-        before = _session(url, search)
+        def over_http(calls):
+            async def run():
+                async with bearer_client(url, token) as client:
+                    return await calls(client)
+
+            return anyio.run(run)
+
+        before = over_http(search)
         tools = json.loads(TOY_TOOLS.read_text()) + [
             {
                 "name": "list_bookings",
@@ -141,7 +151,7 @@ def test_streamable_http_and_a_build_beside_it(catalog, prefect_api: str, tmp_pa
         ]
         manifest.write_text(json.dumps({"server": "bookings", "tools": tools}))
         _build(manifest, store, prefect_api)  # the server keeps running; the build publishes a new snapshot
-        after = _session(url, search)
+        after = over_http(search)
     finally:
         process.kill()
     assert before["snapshot"] != after["snapshot"]

@@ -31,7 +31,7 @@ def _add_serve(sub) -> None:
     add_store(serve)
     serve.add_argument("--bind", default="127.0.0.1:7878", metavar="HOST:PORT", help="default 127.0.0.1:7878")
     serve.add_argument("--timeout", type=int, default=30, metavar="SECONDS", help="query timeout (default 30)")
-    _add_allow_remote(serve)
+    _add_network(serve, authenticated=False)
     serve.add_argument(
         "--allow-federation",
         action="store_true",
@@ -51,14 +51,15 @@ def _add_mcp(sub) -> None:
         "sparql(query) (read-only, with a timeout and a row cap); call_tool(id, arguments) forwards a call to the "
         "live server that owns the tool and relays its result (off unless --allow-call). Builds can run beside "
         "it: it moves to each newly published snapshot. Over stdio (the default) an MCP client starts it as a "
-        "command; over HTTP it listens on --bind at /mcp.",
+        "command; over HTTP it listens on --bind at /mcp and every request needs a bearer token.",
     )
     add_store(mcp)
     mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default stdio")
     mcp.add_argument(
         "--bind", default="127.0.0.1:7879", metavar="HOST:PORT", help="with --transport http (default 127.0.0.1:7879)"
     )
-    _add_allow_remote(mcp)
+    _add_network(mcp, authenticated=True)
+    _add_auth_options(mcp)
     mcp.add_argument("--sparql-timeout", type=float, default=10.0, metavar="SECONDS", help="default 10")
     mcp.add_argument(
         "--max-rows", type=int, default=1000, metavar="N", help="SPARQL rows returned at most (default 1000)"
@@ -134,31 +135,69 @@ def _add_call_options(mcp) -> None:
     )
 
 
-def _add_allow_remote(parser) -> None:
+def _add_network(parser, authenticated: bool) -> None:
+    caveat = "clients need a token; put TLS in front" if authenticated else "there is no authentication"
     parser.add_argument(
         "--allow-remote",
         action="store_true",
-        help="allow a --bind address other machines can reach (there is no authentication; a warning is printed)",
+        help="allow a --bind address other than 127.0.0.1, ::1 or localhost, which other machines may reach "
+        f"({caveat}; a warning is printed)",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests whose Host (or Origin) is NAME, a name or address clients use for this server, "
+        "e.g. behind a proxy; others are refused against DNS rebinding (repeatable)",
     )
 
 
-def _check_bind(host: str, allow_remote: bool) -> None:
-    """Non-loopback addresses only when asked for, and then with a warning (there is no authentication)."""
-    from toolkg.serve.endpoint import is_loopback
+def _add_auth_options(mcp) -> None:
+    auth = mcp.add_argument_group(
+        "authentication (--transport http)",
+        "Every HTTP request needs 'Authorization: Bearer TOKEN'. The tokens come from --token-file, else "
+        "$TOOLKG_MCP_TOKEN, else the per-user file ~/.config/toolkg/mcp-tokens.toml ($TOOLKG_CONFIG_DIR, "
+        "$XDG_CONFIG_HOME), created with one token on first use. A token's scope is search, call or "
+        "call:SERVER,...; over stdio no token is needed.",
+    )
+    auth.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="the tokens clients may use: TOML [[token]] entries (name, token, scope) or one bare token; mode 0600",
+    )
+    auth.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="accept requests without a token (a loopback --bind only; every local process can then use it)",
+    )
+    auth.add_argument(
+        "--show-token",
+        action="store_true",
+        help="print the token clients send (the first of the token file, created if need be) and exit",
+    )
 
-    if is_loopback(host):
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _check_bind(host: str, allow_remote: bool, authenticated: bool = False) -> None:
+    """Only 127.0.0.1, ::1 and localhost without --allow-remote; another address then with a warning."""
+    from toolkg.netpolicy import is_local_bind
+
+    if is_local_bind(host):
         return
     usage(
         allow_remote,
-        f"refusing to listen on {host}: other machines could reach it and there is no authentication "
-        "(add --allow-remote to do it anyway)",
+        f"refusing to listen on {host}: it is not 127.0.0.1, ::1 or localhost, the only addresses kept to this "
+        "machine's own clients (add --allow-remote to listen there anyway)",
     )
-    print(
-        f"toolkg: warning: listening on {host}, reachable from other machines, with no authentication; "
-        "put it behind a proxy that authenticates, or bind 127.0.0.1",
-        file=sys.stderr,
-        flush=True,
-    )
+    if authenticated:
+        risk = "clients need a token, which plain HTTP carries in clear: put a TLS proxy in front"
+    else:
+        risk = "with no authentication; put it behind a proxy that authenticates, or bind 127.0.0.1"
+    print(f"toolkg: warning: listening on {host}, which other machines may reach, {risk}", file=sys.stderr, flush=True)
 
 
 def _add_report(sub) -> None:
@@ -189,17 +228,25 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from toolkg import progress
     from toolkg.config import BuildConfig, ToolSearchOptions
     from toolkg.errors import StoreError
-    from toolkg.serve.endpoint import is_loopback, parse_bind
+    from toolkg.netpolicy import HostPolicy
+    from toolkg.serve.endpoint import parse_bind
     from toolkg.store.oxigraph_store import ToolStore
+    from toolkg.toolsearch.auth import load_tokens
     from toolkg.toolsearch.calls import CallPolicy, CallSettings
     from toolkg.toolsearch.mcp_server import serve
 
+    if args.show_token:  # for scripts: --header "Authorization: Bearer $(toolkg mcp --show-token)"
+        print(load_tokens(args.token_file).first_secret)
+        return EXIT_OK
     usage(args.sparql_timeout > 0, "--sparql-timeout must be positive")
     usage(args.max_rows >= 1, "--max-rows must be at least 1")
     usage(args.call_timeout > 0, "--call-timeout must be positive")
     usage(args.call_idle > 0, "--call-idle must be positive")
     usage(args.call_concurrency >= 1, "--call-concurrency must be at least 1")
     usage(args.min_score is None or 0 <= args.min_score <= 1, "--min-score must be between 0 and 1")
+    http = args.transport == "http"
+    usage(http or not (args.no_auth or args.token_file), "--no-auth and --token-file are for --transport http")
+    usage(not (args.no_auth and args.token_file), "--no-auth and --token-file exclude each other")
     searching = BuildConfig.from_file(args.config).toolsearch if args.config else ToolSearchOptions()
     pinned = (*searching.pinned, *args.pin)
     min_score = args.min_score if args.min_score is not None else searching.min_score
@@ -211,15 +258,30 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         timeout=args.call_timeout, idle=args.call_idle, per_server=args.call_concurrency, live=tuple(args.live)
     )
     host, port = parse_bind(args.bind)
-    _check_bind(host, args.allow_remote)
-    if calling and args.transport == "http" and not is_loopback(host):
-        print("toolkg: warning: with --allow-call, whoever reaches it can call your tools", file=sys.stderr, flush=True)
+    hosts = tokens = None
+    if http:
+        from toolkg.netpolicy import is_local_bind
+
+        usage(
+            not args.no_auth or is_local_bind(host),
+            f"--no-auth is for a loopback --bind only: on {host} whoever reaches the port could use it",
+        )
+        _check_bind(host, args.allow_remote, authenticated=not args.no_auth)
+        hosts = HostPolicy.for_bind(host, args.allow_host)
+        tokens = None if args.no_auth else load_tokens(args.token_file)
     if not ToolStore.exists(args.store):  # checked, not opened: a build may hold the store's lock
         raise StoreError(f"no toolkg store at {args.store} (run 'toolkg build PATH... --store {args.store}' first)")
     progress.enable(False)  # over stdio, standard output is the protocol's
-    if args.transport == "http":
+    if http:
         calls = "calls off" if not calling else "calls on: " + policy.describe().removeprefix("It calls ").rstrip(".")
-        print(f"toolkg MCP server on http://{host}:{port}/mcp ({calls}); Ctrl-C stops it", file=sys.stderr, flush=True)
+        _say(f"toolkg MCP server on http://{_url_host(host)}:{port}/mcp ({calls}); Ctrl-C stops it")
+        if tokens is None:
+            what = "search the catalog and call tools through it" if calling else "use it (calls are off)"
+            _say(f"toolkg: warning: --no-auth: every process on this machine can {what}")
+        else:
+            created = " (created now, mode 0600)" if tokens.created else ""
+            shown = "; toolkg mcp --show-token prints it" if tokens.path else ""
+            _say(f"toolkg: clients send 'Authorization: Bearer TOKEN', a token from {tokens.source}{created}{shown}")
     try:
         serve(
             args.store,
@@ -232,10 +294,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             call_settings=settings,
             pinned=pinned,
             min_score=min_score,
+            hosts=hosts,
+            tokens=tokens,
         )
     except KeyboardInterrupt:
         pass
     return EXIT_OK
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -245,12 +313,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     usage(args.timeout >= 1, "--timeout must be at least 1 second")
     _check_bind(parse_bind(args.bind)[0], args.allow_remote)
     limits = QueryLimits(allow_service=args.allow_federation)
-    server = make_server(args.store, args.bind, args.timeout, allow_remote=args.allow_remote, limits=limits)
+    server = make_server(
+        args.store,
+        args.bind,
+        args.timeout,
+        allow_remote=args.allow_remote,
+        limits=limits,
+        allowed_hosts=tuple(args.allow_host),
+    )
     host, port = server.server_address[:2]
     status = server.endpoint.status()
     federation = "SERVICE allowed" if args.allow_federation else "SERVICE refused"
     print(
-        f"toolkg endpoint on http://{host}:{port}/ (SPARQL at /query, read-only, {federation}, snapshot "
+        f"toolkg endpoint on http://{_url_host(host)}:{port}/ (SPARQL at /query, read-only, {federation}, snapshot "
         f"{status['snapshot']}, query timeout {args.timeout}s); Ctrl-C stops it",
         file=sys.stderr,
         flush=True,

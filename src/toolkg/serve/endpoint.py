@@ -22,8 +22,8 @@ the ontology's page, ``/status`` (the backend's real state) and ``/search`` (``t
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import json
+import socket
 import sys
 import threading
 import time
@@ -35,6 +35,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from toolkg.display import one_line
 from toolkg.errors import ConfigError, NotFoundError, StoreError, ToolkgError
+from toolkg.netpolicy import HostPolicy, is_local_bind
 from toolkg.ontology import PREFIXES
 from toolkg.serve.backend import Backend, Backends
 from toolkg.serve.sparql_protocol import READ_ONLY, BadRequest, parse_request, read_body
@@ -158,6 +159,7 @@ def _page() -> bytes:
 
 class Handler(BaseHTTPRequestHandler):
     endpoint: Endpoint  # set on the subclass make_server makes
+    host_policy: HostPolicy  # likewise: the names this endpoint answers to
     protocol_version = "HTTP/1.1"
     timeout = CLIENT_TIMEOUT_S
     # What the standard library answers for requests it cannot parse: one plain line like every other refusal,
@@ -188,20 +190,11 @@ class Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(value, ensure_ascii=False).encode(), "application/json")
 
     def _foreign(self) -> str | None:
-        """Why a request that a web page could have made must be refused, if it must.
+        """Why a request that a web page could have made must be refused, if it must (``toolkg.netpolicy``).
 
-        A page in the user's browser can POST a form to 127.0.0.1 (a "simple" request) or, by DNS rebinding,
-        reach it under its own host name. So: the Host must be a loopback name (unless --allow-remote), and an
-        Origin, when sent, must be this endpoint's own."""
-        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].strip("[]").lower()
-        if not self.endpoint.allow_remote and host and not is_loopback(host):
-            return f"Host {host!r} is not this loopback endpoint (toolkg serve --allow-remote serves other names)"
-        origin = self.headers.get("Origin")
-        if origin and origin != "null" and urlsplit(origin).netloc.lower() != (self.headers.get("Host") or "").lower():
-            return f"cross-site request from {origin} refused"
-        if origin == "null":
-            return "cross-site request from an opaque origin refused"
-        return None
+        A page in the user's browser can POST a form to the endpoint (a "simple" request, with its Origin) or, by
+        DNS rebinding, reach it under its own host name (the Host), whatever address the endpoint listens on."""
+        return self.host_policy.refusal(self.headers.get_all("Host") or [], self.headers.get_all("Origin") or [])
 
     def do_GET(self) -> None:
         if self.headers.get("Content-Length", "0").strip() not in ("", "0"):
@@ -353,12 +346,9 @@ def parse_bind(bind: str) -> tuple[str, int]:
 
 
 def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    """Whether listening on ``host`` keeps the endpoint to this machine: 127.0.0.1, ::1, or localhost resolving
+    to them; not the rest of 127.0.0.0/8 (``toolkg.netpolicy``)."""
+    return is_local_bind(host)
 
 
 def make_server(
@@ -368,18 +358,24 @@ def make_server(
     *,
     allow_remote: bool = False,
     limits: QueryLimits = DEFAULT_LIMITS,
+    allowed_hosts: tuple[str, ...] = (),
 ) -> PooledHTTPServer:
-    """The endpoint's HTTP server (not yet serving); ``server.endpoint.close()`` stops Oxigraph."""
+    """The endpoint's HTTP server (not yet serving); ``server.endpoint.close()`` stops Oxigraph. It answers
+    requests naming the bound address (the loopback names on a local bind) or one of ``allowed_hosts``."""
     host, port = parse_bind(bind)
     if not is_loopback(host) and not allow_remote:
         raise ConfigError(
-            f"refusing to listen on {host}: that is reachable from other machines and the endpoint has no "
+            f"refusing to listen on {host}: it is not 127.0.0.1, ::1 or localhost and the endpoint has no "
             "authentication (add --allow-remote to do it anyway)"
         )
+    policy = HostPolicy.for_bind(host, allowed_hosts)
     endpoint = Endpoint(store_dir, timeout_s, limits, allow_remote)
-    handler = type("BoundHandler", (Handler,), {"endpoint": endpoint})
+    handler = type("BoundHandler", (Handler,), {"endpoint": endpoint, "host_policy": policy})
+    # An IPv6 address needs an IPv6 socket (HTTPServer's is IPv4).
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    server_class = type("PooledHTTPServer", (PooledHTTPServer,), {"address_family": family})
     try:
-        server = PooledHTTPServer((host, port), handler)
+        server = server_class((host, port), handler)
     except OSError as exc:
         endpoint.close()
         raise ConfigError(f"cannot listen on {bind}: {exc.strerror or exc}") from None

@@ -22,6 +22,8 @@ from pydantic import Field
 from toolkg import __version__
 from toolkg.display import one_line
 from toolkg.errors import ToolkgError
+from toolkg.netpolicy import HostPolicy
+from toolkg.toolsearch.auth import Tokens, caller_scope
 from toolkg.toolsearch.calls import CallPolicy, CallSettings, ToolCaller
 from toolkg.toolsearch.service import MAX_K, ToolSearch
 
@@ -37,9 +39,10 @@ _DEFERRED = (signal.SIGINT, signal.SIGTERM)
 _READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 
 
-def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None):
+def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None, *, scoped: bool = False):
     """An ``MCPServer`` whose tools answer from ``search``; ``call_tool`` calls through ``caller`` (without
-    one, it answers that calls are off)."""
+    one, it answers that calls are off). ``scoped``: every request carries a token whose scope (set by
+    ``http_gate``) limits ``call_tool`` further."""
     from mcp.server import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
@@ -116,12 +119,30 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None):
             dict[str, Any] | None, Field(description="the tool's arguments, as its input_schema describes them")
         ] = None,
     ) -> CallToolResult:
+        if scoped:
+            id = await answer(_within_scope, search, id)
         try:
             return await caller.call(id, arguments)
         except ToolkgError as exc:
             raise ToolError(one_line(str(exc))) from None
 
     return server
+
+
+def _within_scope(search: ToolSearch, tool: str) -> str:
+    """The tool's id, resolved once so the call made is the one checked; a refusal if the caller's token may
+    not call it. No scope here (it is set for every authenticated request) refuses: never call unchecked."""
+    from toolkg.toolsearch.calls import CallRefused
+
+    scope = caller_scope.get()
+    if scope is None:
+        raise CallRefused("this request carries no token scope, so no call is made")
+    if scope.calls and not scope.servers:
+        return tool
+    record = search.get_tool(tool) if scope.calls else {"id": tool, "server": ""}
+    if refusal := scope.call_refusal(record["id"], record["server"]):
+        raise CallRefused(refusal)
+    return record["id"]
 
 
 def _call_tool_description(policy: CallPolicy) -> str:
@@ -144,23 +165,33 @@ def serve(
     call_settings: CallSettings | None = None,
     pinned: tuple[str, ...] = (),
     min_score: float | None = None,
+    hosts: HostPolicy | None = None,
+    tokens: Tokens | None = None,
 ) -> None:
     """Run the MCP server until stopped (stdio: until the client closes the pipe). Leaving closes every
     session ``call_tool`` opened (their server processes stop). ``pinned`` tools come with every search;
-    ``min_score`` replaces the calibrated abstention threshold."""
+    ``min_score`` replaces the calibrated abstention threshold. Over HTTP, requests must name one of ``hosts``
+    (default: those of the bind) and carry one of ``tokens`` (None: no authentication, --no-auth)."""
     opened = ToolSearch(store_dir, sparql_timeout=sparql_timeout, max_rows=max_rows, pinned=pinned, min_score=min_score)
     with opened as search:
         caller = ToolCaller(search, policy, call_settings)
         try:
-            server = make_mcp_server(search, caller)
+            server = make_mcp_server(search, caller, scoped=transport == "http" and tokens is not None)
             if transport == "stdio":
                 with _closing_on_sigterm(caller):
                     server.run("stdio")
                 return
             import uvicorn
+            from mcp.server.transport_security import TransportSecuritySettings
 
-            app = server.streamable_http_app(host=host)
-            uvicorn.run(app, host=host, port=port, log_level="warning")
+            from toolkg.toolsearch.http_gate import McpHttpGate
+
+            # The SDK's own Host check is off: it holds only on the binds it knows for local (none on 127.0.0.2
+            # or 0.0.0.0, issue 40); the gate checks every bind with the policy toolkg serve uses.
+            unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+            app = server.streamable_http_app(host=host, transport_security=unchecked)
+            gate = McpHttpGate(app, hosts or HostPolicy.for_bind(host), tokens)
+            uvicorn.run(gate, host=host, port=port, log_level="warning")
         finally:
             with _signals_deferred():  # a client's SIGTERM while its servers stop must not cut that short
                 caller.close()

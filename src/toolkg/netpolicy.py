@@ -1,0 +1,180 @@
+"""Where toolkg's HTTP servers may listen and which requests they answer: one policy for ``toolkg serve`` and
+``toolkg mcp --transport http``.
+
+**Local** is 127.0.0.1 or ::1, or ``localhost`` when every address it resolves to is one of those two. The rest
+of 127.0.0.0/8 is loopback too, but nothing else takes 127.0.0.2 for "this machine" (browsers, clients, the checks
+below), and a name that /etc/hosts points elsewhere is not local at all; so binding any other address needs
+``--allow-remote``.
+
+**Host and Origin** are checked on every bind, against DNS rebinding: a page on evil.example re-points its own
+name at the server's address, and the browser then sends it requests, as same-origin, with ``Host:
+evil.example``. So a server answers only the names it is known by: on a local bind the loopback ones (127.0.0.1,
+::1, localhost); on another address that address itself (on 0.0.0.0 or ::, every address of the machine plus the
+loopback ones); everywhere, the names the admin lists (``--allow-host``). The port is not compared: the name is
+what a rebinding page cannot forge, and a proxy or a port mapping may change the port. An ``Origin``, when sent
+(browsers send one on cross-site requests), must name one of those hosts too; ``null`` (a sandboxed or local
+file's page) never does.
+
+>>> is_local_bind("127.0.0.1"), is_local_bind("::1"), is_local_bind("127.0.0.2"), is_local_bind("0.0.0.0")
+(True, True, False, False)
+>>> policy = HostPolicy.for_bind("127.0.0.1")
+>>> [policy.accepts(h) for h in ("127.0.0.1:7878", "[::1]", "LOCALHOST:80", "evil.example", "127.0.0.2")]
+[True, True, True, False, False]
+>>> policy.refusal(["127.0.0.1:7878"], ["https://evil.example"])
+"cross-site request from 'https://evil.example' refused (an Origin must name this server: 127.0.0.1, ::1, localhost)"
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from toolkg.errors import ConfigError
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+LOCAL_ADDRESSES = frozenset({ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")})
+LOCAL_NAMES = frozenset({"localhost"})
+WILDCARDS = frozenset({ipaddress.ip_address("0.0.0.0"), ipaddress.ip_address("::")})
+_NAME = re.compile(r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*")
+_PORT = re.compile(r"(:[0-9]{0,5})?")
+_QUOTED = 100  # a refused header is quoted up to this many characters
+
+
+def _address(text: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def is_local_bind(host: str) -> bool:
+    """Whether listening on ``host`` keeps the server to this machine's own clients (see the module's doc)."""
+    if host.lower() == "localhost":
+        try:
+            resolved = {_address(info[4][0]) for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
+        except OSError:
+            return False
+        return bool(resolved) and resolved <= LOCAL_ADDRESSES
+    return _address(host) in LOCAL_ADDRESSES
+
+
+def split_host(value: str) -> IPAddress | str | None:
+    """The host a ``Host`` header value (or an Origin's ``host[:port]``) names: an address, or a name in lower
+    case; None when it is not one (an IPv6 address outside brackets, an IPv4 one inside, a user part...).
+
+    >>> split_host("[::1]:7878"), split_host("LocalHost:80"), split_host("::1"), split_host("a@b")
+    (IPv6Address('::1'), 'localhost', None, None)
+    """
+    if value.startswith("["):
+        inside, bracket, port = value[1:].partition("]")
+        host = _address(inside) if bracket else None
+        if not isinstance(host, ipaddress.IPv6Address):
+            return None
+    else:
+        name, _, rest = value.partition(":")
+        port = value[len(name) :]
+        if ":" in rest or not _NAME.fullmatch(name.lower()):
+            return None
+        host = _address(name) or name.lower()
+    return host if _PORT.fullmatch(port) else None
+
+
+def _allowed_host(text: str) -> IPAddress | str:
+    """One ``--allow-host`` value: a name or an address (an IPv6 one with or without brackets), no port."""
+    host = _address(text.strip("[]")) or (text.lower() if _NAME.fullmatch(text.lower()) else None)
+    if host is None:
+        raise ConfigError(f"--allow-host takes a host name or an address without a port, not {text!r}")
+    return host
+
+
+def _machine_addresses() -> set[IPAddress]:
+    """Every address of this machine's interfaces (what a wildcard bind listens on)."""
+    import psutil
+
+    found = set()
+    for addresses in psutil.net_if_addrs().values():
+        for entry in addresses:
+            if entry.family in (socket.AF_INET, socket.AF_INET6) and (address := _address(entry.address)):
+                found.add(address)
+    return found
+
+
+def _quoted(value: str) -> str:
+    return repr(value if len(value) <= _QUOTED else value[:_QUOTED] + "...")
+
+
+@dataclass(frozen=True)
+class HostPolicy:
+    """The hosts one server answers to (see the module's doc); ``refusal`` says why a request is not answered."""
+
+    addresses: frozenset[IPAddress]
+    names: frozenset[str]
+
+    @classmethod
+    def for_bind(cls, bind_host: str, allowed_hosts: Iterable[str] = ()) -> HostPolicy:
+        """The policy of a server bound to ``bind_host`` that also answers to ``allowed_hosts`` (--allow-host)."""
+        extra = [_allowed_host(text) for text in allowed_hosts]
+        addresses = {host for host in extra if not isinstance(host, str)}
+        names = {host for host in extra if isinstance(host, str)}
+        bound = _address(bind_host)
+        if is_local_bind(bind_host):
+            addresses |= LOCAL_ADDRESSES
+            names |= LOCAL_NAMES
+        elif bound in WILDCARDS:
+            addresses |= LOCAL_ADDRESSES | _machine_addresses()
+            names |= LOCAL_NAMES
+        elif bound is not None:
+            addresses.add(bound)
+        else:  # a name: it and what it resolves to now
+            names.add(bind_host.lower())
+            try:
+                addresses |= {_address(info[4][0]) for info in socket.getaddrinfo(bind_host, None)} - {None}
+            except OSError:
+                pass  # listening on it fails the same way, and says so
+        return cls(frozenset(addresses), frozenset(names))
+
+    def accepts(self, host: str) -> bool:
+        """Whether a ``Host`` header value names this server."""
+        named = split_host(host.strip())
+        return named in self.addresses if not isinstance(named, str) else named in self.names
+
+    def describe(self) -> str:
+        ordered = sorted(self.addresses, key=lambda a: (a.version, int(a)))
+        return ", ".join([*(str(a) for a in ordered), *sorted(self.names)])
+
+    def refusal(self, hosts: Sequence[str], origins: Sequence[str] = ()) -> str | None:
+        """Why a request with these ``Host`` and ``Origin`` header values must be refused, or None.
+
+        A list for each, as the request carried them: two of either is ambiguous, so refused."""
+        if len(hosts) != 1:
+            return "a request needs exactly one Host header" if hosts else "a request without a Host header is refused"
+        if not self.accepts(hosts[0]):
+            return (
+                f"Host {_quoted(hosts[0])} is not a name of this server (it answers to {self.describe()}; "
+                "--allow-host NAME adds one)"
+            )
+        if not origins:
+            return None
+        if len(origins) > 1:
+            return "cross-site request with several Origin headers refused"
+        origin = origins[0].strip()
+        if origin == "null":
+            return "cross-site request from an opaque origin (null) refused"
+        if not self._same_site(origin):
+            names = self.describe()
+            return f"cross-site request from {_quoted(origin)} refused (an Origin must name this server: {names})"
+        return None
+
+    def _same_site(self, origin: str) -> bool:
+        try:
+            parts = urlsplit(origin)
+        except ValueError:
+            return False
+        if parts.scheme not in ("http", "https") or parts.path or parts.query or parts.fragment:
+            return False
+        return "@" not in parts.netloc and self.accepts(parts.netloc)
