@@ -215,6 +215,7 @@ def _list_live(run: BuildRun, paths: list[str]) -> tuple[list[str], set[str]]:
             )
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+    run.summary.live_skipped = [asdict(skipped) for skipped in live.skipped]  # found in folders: never started
     if live.servers:
         run.summary.live = [asdict(report) for report in live.servers]
         run.summary.quarantined += live.quarantined

@@ -77,6 +77,16 @@ def _live_lines(servers: list[dict], bullet: str) -> list[str]:
     return lines
 
 
+def skipped_live_line(entry: dict) -> str:
+    """'skipped live configuration vendor/x/settings.json (3 servers): found in ., not named: name the file...'
+    for a ``toolkg.live.SkippedConfiguration`` (as a dict)."""
+    count = entry["servers"]
+    return (
+        f"skipped live configuration {one_line(entry['configuration'], 200)} "
+        f"({count} server{'s' * (count != 1)}): {one_line(entry['reason'], 300)}"
+    )
+
+
 class BuildSummary(BaseModel):
     run_id: str
     store: str
@@ -104,6 +114,8 @@ class BuildSummary(BaseModel):
     workers: list[str] = Field(default_factory=list)  # Dask worker processes that ran extraction (--dask)
     snapshot: str = ""  # the read-only snapshot published for the endpoint (snapshots/<name>)
     live: list[dict] = Field(default_factory=list)  # live MCP servers listed (toolkg.live.ServerReport)
+    # configurations found in folders, not named, so not listed (toolkg.live.SkippedConfiguration)
+    live_skipped: list[dict] = Field(default_factory=list)
     orphans_dropped: int = 0  # graphs an interrupted build wrote without their manifest record, dropped
 
     # The figures readers ask for most, named as the summary's JSON has always named them.
@@ -176,6 +188,7 @@ class BuildSummary(BaseModel):
             f"this run loaded: {self.loaded_servers} servers, {self.loaded_tools} tools, {self.loaded_triples} triples",
         ]
         lines += _live_lines(self.live, bullet)
+        lines += [skipped_live_line(entry) for entry in self.live_skipped]
         for label, paths in (
             ("new", self.new),
             ("changed", self.changed),

@@ -37,8 +37,10 @@ def _add_build(sub) -> None:
         description="Ingest tool manifests (MCP tools/list, MCP catalogs, OpenAI functions, OpenAPI 3, ToolLinkOS) "
         "into the store with a Prefect flow. Live MCP servers named by a client configuration or an address are "
         "started or connected to, their tools listed (live.timeout seconds each, live.concurrency at once) and "
-        "kept as snapshots under STORE/live; a server that fails is quarantined with its reason and keeps its "
-        "last listing. Unchanged manifests and listings are skipped; changed ones replace their graphs "
+        "kept as snapshots under STORE/live, their configured secrets blanked out of all they answer; a server "
+        "that fails is quarantined with its reason and keeps its last listing. Only a configuration given as a "
+        "PATH itself is listed: one found inside a folder is reported as skipped, never started. Unchanged "
+        "manifests and listings are skipped; changed ones replace their graphs "
         "atomically. Settings can also come from --config FILE.toml and --set SECTION.KEY=VALUE (sections "
         f"{sections()}); the flags given win over both.",
         epilog=settings_epilog(),
@@ -49,7 +51,7 @@ def _add_build(sub) -> None:
         metavar="PATH",
         help="manifest files or folders (searched recursively), MCP client configurations (mcpServers, VS Code "
         "servers), registry server.json files, or server addresses (mcp+stdio:COMMAND ARGS, https://HOST/mcp, "
-        "mcp+sse:URL)",
+        "mcp+sse:URL); a configuration or server.json is listed when named itself, skipped when found in a folder",
     )
     add_store(build)
     add_settings(build)
@@ -87,7 +89,8 @@ def _add_schedule(sub) -> None:
         nargs="+",
         metavar="PATH",
         help="catalog files or folders, MCP client configurations or server addresses: each run re-lists the "
-        "live servers and reloads only those whose tools changed",
+        "live servers and reloads only those whose tools changed (configurations named themselves; one found in "
+        "a folder is skipped)",
     )
     add_store(schedule)
     schedule.add_argument("--cron", required=True, help="cron expression, e.g. '0 * * * *' (hourly)")
@@ -112,17 +115,26 @@ def _add_prefect_server(sub) -> None:
     prefect_server.set_defaults(handler=cmd_prefect_server)
 
 
-def _require_manifests(paths: list[str]) -> None:
-    """Fail fast, before Prefect starts: a bad address, or nothing to read."""
+def _require_manifests(paths: list[str]) -> list[str]:
+    """Fail fast, before Prefect starts: a bad address, or nothing to read (a folder holding only MCP
+    configurations, which are never listed unless named, says how to name them). Returns the summary lines
+    of the configurations skipped."""
+    from dataclasses import asdict
+
     from toolkg.extractors.manifests.reading import discover
-    from toolkg.live import find_sources
+    from toolkg.live import live_inputs
+    from toolkg.summary import skipped_live_line
 
     try:
-        sources, rest, _ = find_sources(paths)
+        inputs = live_inputs(paths)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    found = sources.servers or sources.unlistable or discover(rest)
-    usage(found, f"no manifest files (.json, .yaml, .yml), MCP configurations or servers in: {' '.join(paths)}")
+    skipped = [skipped_live_line(asdict(s)) for s in inputs.skipped]
+    manifests = [f for f in discover(inputs.rest) if str(f) not in inputs.configurations]
+    found = inputs.sources.servers or inputs.sources.unlistable or manifests
+    nothing = f"no manifest files (.json, .yaml, .yml), MCP configurations or servers in: {' '.join(paths)}"
+    usage(found, "; ".join([nothing, *skipped]))
+    return skipped
 
 
 def _quiet_prefect(verbose: bool) -> None:
@@ -140,7 +152,7 @@ def _quiet_prefect(verbose: bool) -> None:
 def cmd_build(args: argparse.Namespace) -> int:
     from toolkg import progress
 
-    _require_manifests(args.paths)  # fail fast, before Prefect starts
+    skipped = _require_manifests(args.paths)  # fail fast, before Prefect starts
     config = build_config(args)
     runner = args.dask or ("local" if config.dask else None)
     in_process = "--dask fans out the offline extractor; the LLM extractor is concurrent in-process"
@@ -149,7 +161,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     progress.enable(not args.quiet)
     started = time.perf_counter()
     if args.only:
-        return _build_only(args, config, started)
+        return _build_only(args, config, started, skipped)
     from toolkg.flows.local_server import use_shared_server
 
     # No PREFECT_API_URL: the shared local server (started on demand, stops when idle), not a temporary one.
@@ -188,8 +200,9 @@ def _timing(wall: float, pipeline: float, server: SharedServer | None) -> list[s
     return [f"{once}: {start:.2f}s", f"wall time: {wall:.2f}s ({parts}, Prefect server start {start:.2f}s)"]
 
 
-def _build_only(args: argparse.Namespace, config: BuildConfig, started: float) -> int:
-    """`toolkg build PATH... --only SERVER`: incremental sync of those servers (flows/sync.py)."""
+def _build_only(args: argparse.Namespace, config: BuildConfig, started: float, skipped: list[str]) -> int:
+    """`toolkg build PATH... --only SERVER`: incremental sync of those servers (flows/sync.py). ``skipped``:
+    the lines of the MCP configurations found in folders and not listed, said on stderr."""
     from toolkg.errors import StoreError
     from toolkg.flows.sync.flow import SyncResult, format_result, sync_servers
     from toolkg.store.oxigraph_store import ToolStore
@@ -209,6 +222,8 @@ def _build_only(args: argparse.Namespace, config: BuildConfig, started: float) -
     # With a Prefect server the sync is a flow run that shows in its UI; without one it runs in-process
     # rather than spend 10-15 s starting a temporary server for a sub-second change.
     run = sync_servers if os.environ.get("PREFECT_API_URL") else sync_servers.fn
+    for line in skipped:  # first (an --only naming a server of one fails), on stderr (stdout is the results)
+        print(line, file=sys.stderr)
     results = run(paths=list(args.paths), store_dir=args.store, servers=args.only, links=config.link, live=config.live)
     timing = f"  wall time: {time.perf_counter() - started:.2f}s"
     if args.output_format == "json":
@@ -231,7 +246,8 @@ def cmd_schedule(args: argparse.Namespace) -> int:
             "toolkg schedule needs a Prefect server: run 'prefect server start' and set "
             "PREFECT_API_URL=http://127.0.0.1:4200/api"
         )
-    _require_manifests(args.paths)
+    for line in _require_manifests(args.paths):  # each run's summary says it again
+        print(line, file=sys.stderr)
     config = build_config(args)
     usage(not config.dask, "toolkg schedule runs extraction in-process: build.dask goes with toolkg build --dask")
     if config.llm_config:  # the deployment's runs may start elsewhere: an absolute path, like PATH and --store

@@ -1,10 +1,16 @@
 """Live MCP ingestion: list the servers users run and hand their listings to the build as manifests.
 
 ``refresh_live(paths, store_dir)`` splits a build's inputs: manifest files and folders pass through;
-MCP client configurations, registry ``server.json`` files and server addresses are listed live
-(``listing.py``) and each listing is written as a content-hashed snapshot under the store
-(``snapshots.py``), whose path then goes to the build in their place. A server that cannot be listed
-keeps its previous snapshot (nothing already loaded is lost) and is quarantined with its reason.
+MCP client configurations and registry ``server.json`` files named among them, and server addresses,
+are listed live (``listing.py``) and each listing is written as a content-hashed snapshot under the
+store (``snapshots.py``), whose path then goes to the build in their place. A server that cannot be
+listed keeps its previous snapshot (nothing already loaded is lost) and is quarantined with its reason.
+
+Only a file the user named starts anything. A configuration found while walking a folder may be anyone's
+(a vendored package's settings, a downloaded catalog): listing it would run its commands as the user, so
+it is reported as skipped (``SkippedConfiguration``), with how to list it, and kept out of manifest
+discovery as well. Everything a server answers is redacted of its configuration's secrets before it is
+written (``redaction.py``).
 
 Python API::
 
@@ -44,6 +50,8 @@ from toolkg.live.sources import (
     LiveSources,
     ServerSpec,
     Unlistable,
+    config_kind,
+    count_servers,
     is_address,
     parse_address,
     read_config,
@@ -52,12 +60,15 @@ from toolkg.live.sources import (
 from toolkg.models import QuarantinedItem
 
 __all__ = [
+    "LiveInputs",
     "LiveRefresh",
     "Listing",
     "ListingFailure",
     "ServerReport",
     "ServerSpec",
+    "SkippedConfiguration",
     "find_sources",
+    "live_inputs",
     "list_config",
     "list_servers",
     "refresh_live",
@@ -81,47 +92,102 @@ class ServerReport:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class SkippedConfiguration:
+    """A client configuration or server.json found inside a folder given to the build, not named itself:
+    never started nor connected to, only reported (``asdict`` of it is a ``summary.live_skipped`` entry)."""
+
+    configuration: str  # as found under the folder given (a path the user can name as it is)
+    kind: str  # 'client' (mcpServers, servers) or 'registry' (server.json)
+    servers: int
+    folder: str  # the folder given, in which it was found
+    reason: str
+
+
+@dataclass
+class LiveInputs:
+    """A build's inputs split: what may be listed live, what is left for manifest discovery, what is skipped."""
+
+    sources: LiveSources  # server addresses and the servers of configuration files named themselves
+    rest: list[str]  # paths left for manifest discovery
+    configurations: set[str]  # every live-source file, named or found (resolved): never read as a manifest
+    skipped: list[SkippedConfiguration] = field(default_factory=list)
+
+
 @dataclass
 class LiveRefresh:
     paths: list[str]  # what the build reads: the manifest paths given and the live snapshots
-    configurations: set[str]  # live-source files found (kept out of manifest discovery)
+    configurations: set[str]  # live-source files named or found (kept out of manifest discovery)
     servers: list[ServerReport] = field(default_factory=list)
     quarantined: list[QuarantinedItem] = field(default_factory=list)
+    skipped: list[SkippedConfiguration] = field(default_factory=list)  # found in folders, not listed
     seconds: float = 0.0
 
 
-def find_sources(paths: list[str]) -> tuple[LiveSources, list[str], set[str]]:
-    """Live sources among ``paths`` (addresses, configuration files, configurations inside folders),
-    the paths left for manifest discovery, and the configuration files found.
+def live_inputs(paths: list[str]) -> LiveInputs:
+    """Split ``paths``: addresses and configuration files named themselves give the servers to list; a
+    configuration found inside a folder is skipped (see the module docstring). Both kinds of configuration
+    file are left out of manifest discovery.
 
     Raises ``ValueError`` for a malformed address (bad scheme, credentials in it)."""
-    sources, rest, configurations = LiveSources(), [], set()
+    inputs = LiveInputs(sources=LiveSources(), rest=[], configurations=set())
+    found: dict[str, tuple[str, Path, object]] = {}  # resolved path -> (folder given, path found, document)
     for raw in paths:
         if is_address(raw):
-            sources.servers.append(parse_address(raw))
+            inputs.sources.servers.append(parse_address(raw))
             continue
-        rest.append(raw)
+        inputs.rest.append(raw)
         path = Path(raw).expanduser()
-        candidates = [path] if path.is_file() else discover_all([path]).files if path.is_dir() else []
-        for candidate in candidates:
-            document = sniff_config(candidate)
+        if path.is_file():
+            document = sniff_config(path)
             if document is not None:
-                found = read_config(str(candidate.resolve()), document)
-                sources.servers += found.servers
-                sources.unlistable += found.unlistable
-                configurations.add(str(candidate.resolve()))
-    rest = [p for p in rest if str(Path(p).expanduser().resolve()) not in configurations]
-    return sources, rest, configurations
+                named = read_config(str(path.resolve()), document)
+                inputs.sources.servers += named.servers
+                inputs.sources.unlistable += named.unlistable
+                inputs.configurations.add(str(path.resolve()))
+        elif path.is_dir():
+            for candidate in discover_all([path]).files:
+                document = sniff_config(candidate)
+                if document is not None:
+                    found.setdefault(str(candidate.resolve()), (raw, candidate, document))
+    for resolved, (folder, candidate, document) in found.items():
+        if resolved not in inputs.configurations:  # named as well: listed once, as named
+            inputs.skipped.append(_skipped(folder, candidate, document))
+        inputs.configurations.add(resolved)
+    inputs.rest = [p for p in inputs.rest if str(Path(p).expanduser().resolve()) not in inputs.configurations]
+    return inputs
+
+
+def _skipped(folder: str, candidate: Path, document: object) -> SkippedConfiguration:
+    try:  # shown under the folder as given, so the user can name it as it is printed
+        shown = str(Path(folder) / candidate.relative_to(Path(folder).expanduser().resolve()))
+    except ValueError:
+        shown = str(candidate)
+    return SkippedConfiguration(
+        configuration=shown,
+        kind=config_kind(document) or "client",
+        servers=count_servers(document),
+        folder=folder,
+        reason=f"found in {folder}, not named: name the file as a PATH to list its servers (a build starts "
+        "servers only from configurations named on its command line)",
+    )
+
+
+def find_sources(paths: list[str]) -> tuple[LiveSources, list[str], set[str]]:
+    """``live_inputs`` as a tuple: the servers to list, the paths left for manifest discovery, and every
+    configuration file (named or found). Configurations found inside folders give no servers."""
+    inputs = live_inputs(paths)
+    return inputs.sources, inputs.rest, inputs.configurations
 
 
 def list_config(
     path: str | Path, *, timeout: float = DEFAULT_TIMEOUT, concurrency: int = DEFAULT_CONCURRENCY
 ) -> ListingRun:
     """List every server a configuration file (or server.json) names, without touching any store."""
-    sources, _, configurations = find_sources([str(path)])
-    if not configurations:
-        raise ValueError(f"{path}: not an MCP client configuration or server.json")
-    return list_servers(sources.servers, timeout=timeout, concurrency=concurrency)
+    inputs = live_inputs([str(path)])
+    if not Path(path).expanduser().is_file() or not inputs.configurations:
+        raise ValueError(f"{path}: not an MCP client configuration or server.json file")
+    return list_servers(inputs.sources.servers, timeout=timeout, concurrency=concurrency)
 
 
 def refresh_live(
@@ -136,8 +202,9 @@ def refresh_live(
     """List the live servers among ``paths`` (only the ids in ``only``, when given) and write their
     snapshots; see the module docstring."""
     started = time.perf_counter()
-    sources, rest, configurations = find_sources(paths)
-    refresh = LiveRefresh(paths=rest, configurations=configurations)
+    inputs = live_inputs(paths)
+    sources = inputs.sources
+    refresh = LiveRefresh(paths=inputs.rest, configurations=inputs.configurations, skipped=inputs.skipped)
     for item in sources.unlistable:
         refresh.servers.append(ServerReport(item.name, item.source, "-", "not listable", reason=item.reason))
         refresh.quarantined.append(_quarantine(item.source, item.name, f"not listable: {item.reason}"))

@@ -3,11 +3,14 @@
 Servers are listed concurrently (at most ``concurrency`` at once), each within ``timeout`` seconds from
 start to last page. Whatever goes wrong with one server (it cannot start, exits, hangs, answers with
 something that is not a valid tool list) becomes a ``ListingFailure`` with a one-line reason and the
-tail of its standard error, every secret of its configuration blanked out; the others go on.
+tail of its standard error; the others go on. Every secret of a server's configuration is blanked out of
+all it answered (``Listing``) or failed with (``ListingFailure``) before either leaves this module
+(``redaction.py``): nothing downstream sees the server's own words unredacted.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -17,6 +20,7 @@ from typing import Any
 
 import anyio
 
+from toolkg.live.redaction import Redactor, redact  # noqa: F401 - redact: toolsearch imports it from here
 from toolkg.live.sources import ServerSpec, public_url
 from toolkg.models import one_line_text
 
@@ -51,12 +55,6 @@ class ListingFailure:
 class ListingRun:
     listings: list[Listing] = field(default_factory=list)
     failures: list[ListingFailure] = field(default_factory=list)
-
-
-def redact(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
 
 
 def list_servers(
@@ -100,12 +98,13 @@ async def list_one(spec: ServerSpec, timeout: float = DEFAULT_TIMEOUT) -> Listin
     """One server listed, or why not. Never raises (but for cancellation)."""
     started = time.perf_counter()
     refusals: list[str] = []  # HTTP error statuses, which the SDK's error message does not carry
+    redactor = Redactor(spec.secrets())
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
         try:
             with anyio.fail_after(timeout):
                 listing = await _list(spec, errlog, refusals)
             listing.seconds = round(time.perf_counter() - started, 3)
-            return listing
+            return redacted(listing, redactor)
         except TimeoutError:
             reason = f"no answer within {timeout:g}s (server hung or too slow; raise live.timeout)"
         except Exception as exc:  # noqa: BLE001 - every failure of a stranger's server is this server's alone
@@ -113,15 +112,44 @@ async def list_one(spec: ServerSpec, timeout: float = DEFAULT_TIMEOUT) -> Listin
         if refusals:
             reason += f" (HTTP {', '.join(dict.fromkeys(refusals))})"
         errlog.flush()
-        errlog.seek(0)
-        tail = errlog.read()[-STDERR_TAIL:]
-    secrets = spec.secrets()
+        tail = stderr_tail(errlog.fileno(), redactor)
     return ListingFailure(
         spec=spec,
-        reason=one_line_text(redact(reason, secrets), 400),
-        stderr_tail=one_line_text(redact(tail, secrets), STDERR_TAIL),
+        reason=one_line_text(redactor.text(reason), 400),
+        stderr_tail=tail,
         seconds=round(time.perf_counter() - started, 3),
     )
+
+
+def redacted(listing: Listing, redactor: Redactor) -> Listing:
+    """The listing with every secret of its server's configuration blanked out of everything the server said:
+    ``serverInfo``, instructions, protocol version, and each tool whole (names, descriptions, schemas with
+    their keys, annotations, ``_meta``)."""
+    if not redactor:
+        return listing
+    listing.server_info = redactor.value(listing.server_info)
+    listing.instructions = redactor.text(listing.instructions) if listing.instructions else listing.instructions
+    listing.protocol_version = redactor.text(listing.protocol_version)
+    listing.tools = redactor.value(listing.tools)
+    return listing
+
+
+def stderr_tail(fd: int, redactor: Redactor) -> str:
+    """The last ``STDERR_TAIL`` characters of a server's standard error, on one line, secrets blanked.
+
+    Redaction needs whole secrets: a window starting inside one would show its end. So a window longer than
+    what is shown is read, blanked, and (when it does not start at the beginning) its first ``longest secret``
+    characters dropped before the tail is cut."""
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - 4 * STDERR_TAIL - redactor.longest)
+        text = os.pread(fd, size - start, start).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+    text = redactor.text(text)
+    if start > 0:
+        text = text[redactor.longest :]
+    return one_line_text(text)[-STDERR_TAIL:].strip()
 
 
 def _reason(exc: BaseException) -> str:

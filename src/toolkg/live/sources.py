@@ -13,7 +13,8 @@ Formats read (auto-detected by content, like the manifest formats):
 An entry is ``{"command", "args", "env", "cwd"}`` (stdio) or ``{"url", "headers", "type"}`` (HTTP).
 ``${env:NAME}`` / ``${NAME}`` in a value is read from the environment; VS Code's ``${input:...}`` needs
 a prompt, so that server is reported as not listable. The values of ``env`` and ``headers`` are used to
-connect and nowhere else: they are kept out of ``repr`` and of everything ``public`` returns.
+connect and nowhere else: they are kept out of ``repr`` and of everything ``public`` returns, and blanked
+out of whatever the server answers (``redaction.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from toolkg.extractors.manifests.formats import server_id_from
+from toolkg.live.redaction import secret_values
 from toolkg.models import one_line_text
 
 Transport = Literal["stdio", "http", "sse"]
@@ -60,11 +62,9 @@ class ServerSpec:
         return server_id_from(self.name)
 
     def secrets(self) -> list[str]:
-        """Every value that must not appear in anything written (longest first, for redaction)."""
-        values = [*self.env.values(), *self.headers.values()]
-        for value in list(values):  # "Bearer TOKEN": the token alone must not leak either
-            values += [part for part in value.split() if len(part) >= 6]
-        return sorted({v for v in values if len(v) >= 4}, key=len, reverse=True)
+        """Every value that must not appear in anything written, longest first: env and header values,
+        credentials in the URL, secret-looking arguments (``toolkg.live.redaction.secret_values``)."""
+        return secret_values(self.env, self.headers, self.url, self.args)
 
     def public(self) -> dict[str, str]:
         """What may be written about how the server was reached: no env, headers, arguments nor query."""
@@ -194,12 +194,24 @@ def read_config(path: str, document: Any) -> LiveSources:
             entry = entry.get("server") if isinstance(entry.get("server"), Mapping) else entry
             _add(found, lambda e=entry: registry_spec(path, e), path, str(entry.get("name") or "server.json entry"))
         return found
-    nested = document.get("mcp") if isinstance(document.get("mcp"), Mapping) else {}
-    candidates = (document.get("mcpServers"), document.get("servers"), nested.get("servers"))
-    block = next((c for c in candidates if isinstance(c, Mapping)), {})
-    for name, entry in block.items():
+    for name, entry in _client_block(document).items():
         _add(found, lambda n=name, e=entry: client_spec(path, str(n), e), path, str(name))
     return found
+
+
+def count_servers(document: Any) -> int:
+    """How many servers a configuration document names, read without interpreting any entry (nothing of a
+    file that is only reported, never listed, is expanded: no environment variable, no envFile)."""
+    if config_kind(document) == "registry":
+        return len(document["servers"]) if isinstance(document.get("servers"), list) else 1
+    return len(_client_block(document))
+
+
+def _client_block(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A client configuration's servers: ``mcpServers``, ``servers`` or settings.json's ``mcp.servers``."""
+    nested = document.get("mcp") if isinstance(document.get("mcp"), Mapping) else {}
+    candidates = (document.get("mcpServers"), document.get("servers"), nested.get("servers"))
+    return next((c for c in candidates if isinstance(c, Mapping)), {})
 
 
 def _add(found: LiveSources, make, source: str, name: str) -> None:

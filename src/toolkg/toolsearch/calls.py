@@ -154,9 +154,10 @@ class ServerLocator:
             sources, rest, _ = find_sources(list(live))
         except ValueError as exc:  # a malformed address
             raise CallRefused(f"--live: {exc}") from None
-        for path in rest:  # a folder is searched for configurations; a file left over is something else
-            if not Path(path).expanduser().is_dir():
-                raise CallRefused(f"--live {path}: not an MCP client configuration, server.json or server address")
+        for path in rest:  # only a file named here starts servers: a folder is not searched for them (issue 40)
+            if Path(path).expanduser().is_dir():
+                raise CallRefused(f"--live {path}: a folder; name the MCP client configuration or server.json in it")
+            raise CallRefused(f"--live {path}: not an MCP client configuration, server.json or server address")
         self.overrides: dict[str, ServerSpec] = {}
         for spec in sources.servers:
             self.overrides.setdefault(spec.id, spec)

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolkg.live import find_sources
+from toolkg.live import find_sources, live_inputs
 from toolkg.live.sources import config_kind, parse_address, read_config, sniff_config
-from toolkg.summary import _live_lines
+from toolkg.summary import _live_lines, skipped_live_line
 
 CLAUDE_DESKTOP = {
     "mcpServers": {
@@ -190,7 +191,40 @@ def test_only_live_sources_are_sniffed_as_such(tmp_path: Path) -> None:
     sources, rest, configurations = find_sources([str(tmp_path)])
     assert configurations == {str((tmp_path / "claude.json").resolve()), str((tmp_path / "server.json").resolve())}
     assert rest == [str(tmp_path)] and sniff_config(tmp_path / "openapi.json") is None
-    assert {s.name for s in sources.servers} >= {"filesystem", "github"}
+    assert not sources.servers and not sources.unlistable  # found in a folder: never listed (issue 40)
+    sources, rest, _ = find_sources([str(tmp_path / "claude.json"), str(tmp_path)])  # named: listed
+    assert {s.name for s in sources.servers} == {"filesystem", "github"} and rest == [str(tmp_path)]
+
+
+def test_configurations_found_in_a_folder_are_skipped_with_how_to_list_them(tmp_path: Path, monkeypatch) -> None:
+    vendor = tmp_path / "catalog" / "vendor" / "pkg"
+    vendor.mkdir(parents=True)
+    (vendor / "package-settings.json").write_text(
+        json.dumps({"mcpServers": {**CLAUDE_DESKTOP["mcpServers"], "env-file": {"command": "x", "envFile": "/etc/x"}}})
+    )
+    (vendor / "server.json").write_text(json.dumps(BRAVE_REGISTRY))
+    monkeypatch.delenv("BRAVE_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    inputs = live_inputs(["catalog"])
+    assert not inputs.sources.servers and not inputs.sources.unlistable  # not even read: no envFile, no variable
+    assert inputs.rest == ["catalog"] and len(inputs.configurations) == 2
+    skipped = {Path(s.configuration).name: s for s in inputs.skipped}
+    settings = skipped["package-settings.json"]
+    assert (settings.configuration, settings.kind, settings.servers, settings.folder) == (
+        str(Path("catalog/vendor/pkg/package-settings.json")),
+        "client",
+        3,
+        "catalog",
+    )
+    assert (skipped["server.json"].kind, skipped["server.json"].servers) == ("registry", 1)
+    assert skipped_live_line(asdict(settings)) == (
+        f"skipped live configuration {settings.configuration} (3 servers): found in catalog, not named: name the "
+        "file as a PATH to list its servers (a build starts servers only from configurations named on its command "
+        "line)"
+    )
+    named = live_inputs(["catalog", "catalog/vendor/pkg/server.json"])
+    assert [Path(s.configuration).name for s in named.skipped] == ["package-settings.json"]
+    assert [u.name for u in named.sources.unlistable] == ["io.github.brave/brave-search-mcp-server"]  # named: read
 
 
 def test_summary_names_what_changed_per_server() -> None:

@@ -197,6 +197,8 @@ def test_a_server_is_found_from_the_configuration_its_snapshot_names(tmp_path: P
     assert (spec.command, spec.args) == ("mcp-local", ("--flag",))
     with pytest.raises(CallRefused, match="not an MCP client configuration"):
         ServerLocator(store, [str(tmp_path / "nothing.txt")])
+    with pytest.raises(CallRefused, match="a folder; name the MCP client configuration"):  # never searched
+        ServerLocator(store, [str(tmp_path)])
     with pytest.raises(CallRefused, match="credentials"):
         ServerLocator(store, ["https://user:pw@host.example/mcp"])
 
@@ -342,7 +344,7 @@ def test_a_hanging_or_crashing_server_fails_in_one_line_and_the_next_call_gets_a
             caller.call_sync("calls::crash")
         message = str(crashed.value)
         assert "\n" not in message and "closed the connection during the call" in message, message
-        assert "crashing on purpose" in message and SECRET not in message and "***" in message
+        assert "crashing on purpose" in message and SECRET not in message and "[redacted]" in message
         third = caller.call_sync("calls::pid").structured_content["result"]
         assert third not in (first, second)
         assert caller.pool.stats() == {"open": 1, "opened": 3}
