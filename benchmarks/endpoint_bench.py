@@ -3,10 +3,13 @@
 Starts `toolkg serve` on a store (default: the LiveMCPBench catalog built into a temporary store), then for each
 client count runs that many threads, each sending ``--queries`` SPARQL queries one after another over a new
 connection each (form POST to /query): a mix of what analysts run (counts, a server's tools, a tool's
-transitive dependencies, a text filter). Prints a table and writes JSON. Target: 20 clients, p95 <= 200 ms,
-0 errors.
+transitive dependencies, a text filter over descriptions). Prints a table and writes JSON. Target: 20 clients,
+p95 <= 200 ms, 0 errors.
 
-    .venv/bin/python benchmarks/endpoint_bench.py [--store DIR] [--clients 1,5,20,50] [--queries 50]
+    .venv/bin/python benchmarks/endpoint_bench.py [--store DIR] [--clients 1,5,20,30,50] [--queries 50]
+        [--toolkg PATH]   # another build's `toolkg` (a before/after comparison on the same store)
+
+Other benchmarks call ``measure(store, clients, queries)`` for the same figures as a dict.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -22,11 +26,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLKG = Path(sys.executable).with_name("toolkg")
+TARGET = {"clients": 20, "p95_ms": 200.0}
 
 
 def workload(base: str) -> list[str]:
@@ -41,7 +47,8 @@ def workload(base: str) -> list[str]:
         "SELECT ?s (COUNT(?t) AS ?n) WHERE { ?t tk:server ?s } GROUP BY ?s ORDER BY DESC(?n) LIMIT 10",
         saved("server-tools", server="filesystem"),
         saved("transitive-dependencies", tool="filesystem::write_file"),
-        'SELECT ?id WHERE { ?t a tk:Tool ; tk:identifier ?id ; tk:description ?d FILTER(CONTAINS(LCASE(?d), "file")) }',
+        "SELECT ?id WHERE { ?t a tk:Tool ; tk:identifier ?id ; dcterms:description ?d "
+        'FILTER(CONTAINS(LCASE(?d), "file")) }',
         "ASK { ?t tk:dependsOn ?u }",
     ]
 
@@ -84,12 +91,78 @@ def run(base: str, queries: list[str], clients: int, per_client: int) -> dict:
     }
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def measure(
+    store: str | Path,
+    clients: Sequence[int] = (1, 5, 20, 30, 50),
+    queries: int = 50,
+    *,
+    toolkg: str | Path = TOOLKG,
+    port: int | None = None,
+) -> dict:
+    """Start ``toolkg serve`` on ``store``, run the workload at each client count, stop it; the report as a dict:
+    ``{"store", "cpus", "toolkg", "backend_restarts", "runs": [{clients, requests, errors, p50_ms, p95_ms, ...}]}``.
+    """
+    port = port or _free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [str(toolkg), "serve", "--store", str(store), "--bind", f"127.0.0.1:{port}"],
+        stderr=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(base + "/status", timeout=2).read()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"toolkg serve did not start on {store}") from None
+                time.sleep(0.1)
+        mix = workload(base)
+        for query in mix:  # warm: every query answers, and the store's caches are loaded
+            assert one(base, query)[1] == 200, query
+        rows = [run(base, mix, int(c), queries) for c in clients]
+        status = json.loads(urllib.request.urlopen(base + "/status", timeout=5).read())
+    finally:
+        server.terminate()
+        server.wait(10)
+    return {
+        "store": str(store),
+        "cpus": os.cpu_count(),
+        "toolkg": str(toolkg),
+        "backend_restarts": status["backend"]["restarts"],
+        "runs": rows,
+    }
+
+
+def print_table(report: dict) -> None:
+    columns = [("clients", 7), ("requests", 8), ("errors", 6), ("p50 ms", 7), ("p95 ms", 7), ("p99 ms", 7)]
+    print(" ".join(f"{name:>{width}}" for name, width in [*columns, ("max ms", 7), ("q/s", 6)]))
+    for r in report["runs"]:
+        print(
+            f"{r['clients']:>7} {r['requests']:>8} {r['errors']:>6} {r['p50_ms']:>7} {r['p95_ms']:>7} "
+            f"{r['p99_ms']:>7} {r['max_ms']:>7} {r['throughput_qps']:>6}"
+        )
+    target = next((r for r in report["runs"] if r["clients"] == TARGET["clients"]), None)
+    if target:
+        met = target["p95_ms"] <= TARGET["p95_ms"] and target["errors"] == 0
+        print(f"target (20 clients: p95 <= 200 ms, 0 errors): {'met' if met else 'NOT met'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", help="a built store (default: build data/livemcpbench/tools.json)")
-    parser.add_argument("--clients", default="1,5,20,50", help="client counts to run (default 1,5,20,50)")
+    parser.add_argument("--clients", default="1,5,20,30,50", help="client counts to run (default 1,5,20,30,50)")
     parser.add_argument("--queries", type=int, default=50, help="queries per client (default 50)")
-    parser.add_argument("--port", type=int, default=7897)
+    parser.add_argument("--port", type=int, help="the endpoint's port (default: a free one)")
+    parser.add_argument("--toolkg", default=str(TOOLKG), help="the `toolkg` to serve with (default: this venv's)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "endpoint.json"))
     args = parser.parse_args()
 
@@ -103,41 +176,11 @@ def main() -> None:
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
-        base = f"http://127.0.0.1:{args.port}"
-        server = subprocess.Popen(
-            [str(TOOLKG), "serve", "--store", store, "--bind", f"127.0.0.1:{args.port}"],
-            stderr=subprocess.DEVNULL,
-            env=os.environ.copy(),
-        )
-        try:
-            for _ in range(300):
-                try:
-                    urllib.request.urlopen(base + "/status", timeout=2).read()
-                    break
-                except OSError:
-                    time.sleep(0.1)
-            queries = workload(base)
-            for query in queries:  # warm: every query answers, and Oxigraph's caches are loaded
-                assert one(base, query)[1] == 200, query
-            rows = [run(base, queries, int(c), args.queries) for c in args.clients.split(",")]
-            status = json.loads(urllib.request.urlopen(base + "/status", timeout=5).read())
-        finally:
-            server.terminate()
-            server.wait(10)
-    columns = [("clients", 7), ("requests", 8), ("errors", 6), ("p50 ms", 7), ("p95 ms", 7), ("p99 ms", 7)]
-    print(" ".join(f"{name:>{width}}" for name, width in [*columns, ("max ms", 7), ("q/s", 6)]))
-    for r in rows:
-        print(
-            f"{r['clients']:>7} {r['requests']:>8} {r['errors']:>6} {r['p50_ms']:>7} {r['p95_ms']:>7} "
-            f"{r['p99_ms']:>7} {r['max_ms']:>7} {r['throughput_qps']:>6}"
-        )
-    target = next((r for r in rows if r["clients"] == 20), None)
-    if target:
-        met = target["p95_ms"] <= 200 and target["errors"] == 0
-        print(f"target (20 clients: p95 <= 200 ms, 0 errors): {'met' if met else 'NOT met'}")
+        clients = [int(c) for c in args.clients.split(",")]
+        report = measure(store, clients, args.queries, toolkg=args.toolkg, port=args.port)
+    print_table(report)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    report = {"store": store, "cpus": os.cpu_count(), "backend_restarts": status["backend"]["restarts"], "runs": rows}
     out.write_text(json.dumps(report, indent=1))
     print(f"wrote {out}")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import subprocess
 import sys
 import tempfile
@@ -24,7 +25,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.query_shapes import SHAPES, SLOW, largest_accepted  # noqa: E402  (the shapes the tests run)
-from toolkg.serve.backend import _free_port, oxigraph_binary  # noqa: E402
+from toolkg.serve.backend import oxigraph_binary  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
 
 CHILD = """
 import sys, pyoxigraph

@@ -1,16 +1,23 @@
-"""The Oxigraph processes behind `toolkg serve`: started on a snapshot, watched, replaced.
+"""The SPARQL processes behind `toolkg serve`: started on a snapshot, watched, replaced.
 
-Oxigraph answers the queries; this module keeps one answering. A backend is replaced when a build publishes a
-new snapshot (queries in flight on the old one finish first), when its process dies (a query that overflows its
-stack ends it: the guard in ``toolkg.store.query_guard`` refuses the shapes known to, but the endpoint must not
-depend on knowing them all), when it stops answering a health probe (wedged), and when a query outruns the
-timeout (Oxigraph's own timeout does not stop every query: aggregates keep computing). ``status()`` says which
-of these happened last, so ``/status`` tells the truth about the backend rather than about the proxy.
+A backend is a process of its own (``toolkg.serve.backend_worker``: pyoxigraph over the snapshot) so that a query
+which overflows its stack ends it and not the endpoint, and a query which runs away can be stopped by killing it:
+neither pyoxigraph nor Oxigraph can cancel every query from outside (aggregates keep computing past Oxigraph's own
+timeout). It used to be ``oxigraph serve-read-only`` on a loopback port, which anything that found the port could
+query around the endpoint's checks (any ``Host``, ``SERVICE`` towards any local port); now it has no address at
+all. The endpoint holds one end of a Unix socket pair the process inherited and passes it, per query, one end of
+a fresh socket pair (``SCM_RIGHTS``): only this module can ask it anything.
+
+A backend is replaced when a build publishes a new snapshot (queries in flight on the old one finish first),
+when its process dies (the guard in ``toolkg.store.query_guard`` refuses the shapes known to overflow, but the
+endpoint must not depend on knowing them all), when it stops answering a health probe (wedged), and when a query
+outruns the timeout. ``status()`` says which of these happened last, so ``/status`` tells the truth about the
+backend rather than about the proxy.
 """
 
 from __future__ import annotations
 
-import http.client
+import json
 import shutil
 import socket
 import subprocess
@@ -29,12 +36,19 @@ POLL_SECONDS = 1.0  # how often the watcher looks for a new snapshot and a dead 
 PROBE_EVERY_SECONDS = 5.0  # how often an idle-or-busy backend is asked ASK {}
 PROBE_TIMEOUT_SECONDS = 5.0
 PROBE_FAILURES_TO_REPLACE = 2  # one slow answer under load is not a wedge; two in a row are
+MAX_RESULT_BYTES = 64 * 1024 * 1024  # an answer is buffered whole (to be sure it is whole) up to this
+QUERY_THREADS = 32  # as many as the endpoint has request threads: a query never waits for a thread here
 # Backends are started from this one thread, which lives as long as the process (see _die_with_parent).
-_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="oxigraph-spawner")
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparql-spawner")
+
+
+class BackendError(OSError):
+    """The backend process could not be asked, or hung up before its answer was whole."""
 
 
 def oxigraph_binary() -> str:
-    """The `oxigraph` server CLI from the `oxigraph` package, next to this Python first."""
+    """The `oxigraph` server CLI from the `oxigraph` package, next to this Python first (the UI's files are
+    in it; see ``toolkg.serve.assets``)."""
     beside = Path(sys.executable).parent / "oxigraph"
     found = str(beside) if beside.exists() else shutil.which("oxigraph")
     if not found:
@@ -54,72 +68,93 @@ def _die_with_parent() -> None:
         pass
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 @dataclass
 class Backend:
-    """One `oxigraph serve-read-only` process answering from one snapshot."""
+    """One SPARQL process answering from one snapshot, asked through the socket it inherited."""
 
     snapshot: Path
-    port: int
     process: subprocess.Popen
+    control: socket.socket  # our end of the pair the process inherited; queries' sockets are passed on it
     started: float = field(default_factory=time.time)
     in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    _send_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def start(cls, snapshot: Path, timeout_s: int) -> Backend:
-        for _ in range(5):  # another process may take the free port before Oxigraph binds it
-            port = _free_port()
+    def start(cls, snapshot: Path, allow_service: bool = False) -> Backend:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        command = [
+            sys.executable,
+            "-m",
+            "toolkg.serve.backend_worker",
+            "--snapshot",
+            str(snapshot),
+            "--control-fd",
+            str(theirs.fileno()),
+            "--threads",
+            str(QUERY_THREADS),
+            "--max-result-bytes",
+            str(MAX_RESULT_BYTES),
+            *(["--allow-service"] if allow_service else []),
+        ]
+        try:
             process = _SPAWNER.submit(
                 subprocess.Popen,
-                [
-                    oxigraph_binary(),
-                    "serve-read-only",
-                    "--location",
-                    str(snapshot),
-                    "--bind",
-                    f"127.0.0.1:{port}",
-                    "--union-default-graph",
-                    # Later than the proxy's own deadline: Oxigraph ends a timed-out query by closing a 200
-                    # stream early, which would look like a complete (truncated) answer. The proxy answers 504
-                    # at its deadline and replaces the backend instead.
-                    "--timeout-s",
-                    str(timeout_s + 5),
-                ],
+                command,
+                stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                # A file, not a pipe: Oxigraph logs every failed query there, and a pipe nobody reads fills up
-                # and blocks it. Its last line says why a start failed.
+                # A file, not a pipe: a pipe nobody reads fills up and blocks the process. Its last line says
+                # why a start failed.
                 stderr=tempfile.TemporaryFile(),
+                pass_fds=(theirs.fileno(),),
                 preexec_fn=_die_with_parent,
             ).result()
-            backend = cls(snapshot, port, process)
-            if backend._wait_ready(15.0):
-                return backend
-            reason = backend.error()
-            backend.stop(grace=0)
-        raise StoreError(f"oxigraph could not serve {snapshot}: {reason}")
+        finally:
+            theirs.close()  # the process has its copy; ours must not keep the pair open if it dies
+        backend = cls(snapshot, process, ours)
+        if backend._wait_ready(15.0):
+            return backend
+        reason = backend.error()
+        backend.stop(grace=0)
+        raise StoreError(f"the SPARQL backend could not serve {snapshot}: {reason}")
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def ask(
+        self, query: str, deadline: float, *, graphs=(), accept: str = "", base: str | None = None
+    ) -> tuple[int, bytes, str]:
+        """(status, body, content type) for ``query``, read whole before ``deadline`` (else TimeoutError);
+        ``BackendError`` when the process cannot be asked or hangs up before the answer is whole."""
+        request = json.dumps({"query": query, "graphs": list(graphs), "accept": accept, "base": base}).encode()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            with self._send_lock:
+                self.control.settimeout(max(deadline - time.monotonic(), 0.01))
+                try:
+                    socket.send_fds(self.control, [b"q"], [theirs.fileno()])
+                except TimeoutError:
+                    raise
+                except OSError as exc:
+                    raise BackendError(f"the SPARQL backend is not taking queries: {exc}") from None
+            theirs.close()
+            ours.settimeout(max(deadline - time.monotonic(), 0.01))
+            ours.sendall(request)
+            ours.shutdown(socket.SHUT_WR)
+            return _read_answer(ours, deadline)
+        finally:
+            ours.close()
+            theirs.close()
+
     def probe(self, timeout: float) -> bool:
         """Whether it answers ``ASK {}`` within ``timeout`` seconds."""
         try:
-            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-            conn.request("GET", "/query?query=ASK%7B%7D", headers={"Accept": "application/sparql-results+json"})
-            ok = conn.getresponse().status == 200
-            conn.close()
-            return ok
-        except (OSError, http.client.HTTPException):
+            return self.ask("ASK {}", time.monotonic() + timeout)[0] == 200
+        except OSError:  # TimeoutError and BackendError included
             return False
 
     def _wait_ready(self, seconds: float) -> bool:
@@ -127,9 +162,9 @@ class Backend:
         while time.monotonic() < deadline:
             if not self.alive():
                 return False
-            if self.probe(2):
+            if self.probe(min(2.0, max(deadline - time.monotonic(), 0.1))):
                 return True
-            time.sleep(0.1)
+            time.sleep(0.05)
         return False
 
     def error(self) -> str:
@@ -163,17 +198,44 @@ class Backend:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self.control.close()
         if self.process.stderr is not None:
             self.process.stderr.close()
+
+
+def _read_answer(sock: socket.socket, deadline: float) -> tuple[int, bytes, str]:
+    """The backend's answer: a JSON line (status, content type), then the body until it closes.
+
+    A socket timeout bounds each read, not the total, so the remaining time is set before every read."""
+    chunks, size = [], 0
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        sock.settimeout(remaining)
+        chunk = sock.recv(262144)
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > MAX_RESULT_BYTES + 4096:  # the process caps its answers; this only guards against a bug there
+            raise BackendError("the SPARQL backend sent more than it may")
+        chunks.append(chunk)
+    data = b"".join(chunks)
+    head, newline, body = data.partition(b"\n")
+    if not newline:
+        raise BackendError("the SPARQL backend hung up before answering")
+    meta = json.loads(head)
+    return meta["status"], body, meta["content_type"]
 
 
 class Backends:
     """The backend in use, and a watcher that replaces it when it is stale, dead or wedged."""
 
-    def __init__(self, store_dir: str | Path, timeout_s: int = 30) -> None:
+    def __init__(self, store_dir: str | Path, timeout_s: int = 30, *, allow_service: bool = False) -> None:
         self.store_dir = Path(store_dir)
         self.timeout_s = timeout_s
-        self.backend: Backend | None = Backend.start(ensure_snapshot(self.store_dir), timeout_s)
+        self.allow_service = allow_service
+        self.backend: Backend | None = Backend.start(ensure_snapshot(self.store_dir), allow_service)
         self.swaps = 0
         self.restarts = 0
         self.last_restart: dict[str, str] | None = None
@@ -212,7 +274,7 @@ class Backends:
             self.restarts += 1
             self.last_restart = {"at": _now(), "reason": reason}
             try:
-                fresh = Backend.start(backend.snapshot, self.timeout_s)
+                fresh = Backend.start(backend.snapshot, self.allow_service)
             except StoreError as exc:
                 self.backend, self.down_reason = None, f"the SPARQL backend is down: {exc}"
                 print(f"toolkg serve: {self.down_reason}", file=sys.stderr, flush=True)
@@ -261,7 +323,7 @@ class Backends:
 
     def _swap(self, old: Backend, latest: Path) -> None:
         try:
-            fresh = Backend.start(latest, self.timeout_s)
+            fresh = Backend.start(latest, self.allow_service)
         except StoreError as exc:  # keep serving the old snapshot; say why once per attempt
             print(f"toolkg serve: staying on {old.snapshot.name}: {exc}", file=sys.stderr)
             return
@@ -279,7 +341,7 @@ class Backends:
         if snapshot is None:
             return
         try:
-            fresh = Backend.start(snapshot, self.timeout_s)
+            fresh = Backend.start(snapshot, self.allow_service)
         except StoreError as exc:
             self.down_reason = f"the SPARQL backend is down: {exc}"
             return

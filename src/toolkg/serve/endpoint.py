@@ -2,12 +2,14 @@
 
 Consistency while a build runs: Oxigraph documents a read-only open beside a live writer as
 undefined behaviour, so the endpoint never opens the database a build writes. Every build
-publishes a snapshot (``store/snapshots.py``); the endpoint runs ``oxigraph serve-read-only`` on
-the current one behind a small proxy that owns the public address (``toolkg.serve.backend``).
+publishes a snapshot (``store/snapshots.py``); the endpoint queries the current one in a process of its
+own that has no address, only a socket pair to this one (``toolkg.serve.backend``): the proxy's public
+address is the only way in.
 
-What the proxy adds to Oxigraph's own server, in the order a request meets it:
-- a bounded pool of worker threads and a listen backlog of 128, so a burst of clients queues instead of
-  being refused or retried a second later; a socket timeout, so a silent client does not hold a worker;
+What the endpoint adds to the query engine, in the order a request meets it:
+- requests read whole by one thread before a bounded pool of workers answers them, against a deadline for
+  the whole request, with a cap on one address's slow connections (``toolkg.serve.http_server``): a client
+  that drips bytes holds no worker and is cut; a listen backlog of 128, so a burst of clients queues;
 - the request read strictly (``sparql_protocol``): a bad Content-Length is a 400, a huge body a 413;
 - updates and Graph Store writes refused (403) before they reach anything;
 - the query checked (``toolkg.store.query_guard``): size, nesting and complexity under what crashes Oxigraph,
@@ -15,29 +17,28 @@ What the proxy adds to Oxigraph's own server, in the order a request meets it:
 - the project's prefixes (``tk:``...) declared when a query uses them without declaring them;
 - the answer relayed only when it is whole and in time: at the timeout the client gets 504 (never a truncated
   200) and the backend is replaced; a backend that died on a query is replaced and the client gets 502.
-Plus: the UI (Oxigraph's YASGUI from its binary, no CDN), the saved analyst queries with their parameters,
+Plus: the UI (Oxigraph's YASGUI read out of its binary, no CDN), the saved analyst queries with their parameters,
 the ontology's page, ``/status`` (the backend's real state) and ``/search`` (``toolkg.toolsearch``).
 """
 
 from __future__ import annotations
 
-import http.client
 import json
+import re
 import socket
-import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from importlib import resources
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from toolkg.display import one_line
 from toolkg.errors import ConfigError, NotFoundError, StoreError, ToolkgError
 from toolkg.netpolicy import HostPolicy, is_local_bind
 from toolkg.ontology import PREFIXES
-from toolkg.serve.backend import Backend, Backends
+from toolkg.serve.assets import asset
+from toolkg.serve.backend import Backends
+from toolkg.serve.http_server import OneRequestHandler, PooledHTTPServer
 from toolkg.serve.sparql_protocol import READ_ONLY, BadRequest, parse_request, read_body
 from toolkg.store.query_guard import DEFAULT_LIMITS, QueryLimits, QueryRefused, check_query, with_project_prefixes
 from toolkg.store.saved_queries import saved_queries, saved_query
@@ -45,9 +46,7 @@ from toolkg.store.saved_queries import saved_queries, saved_query
 QUERY_PATHS = ("/query", "/sparql")
 ASSETS = ("/yasgui.min.js", "/yasgui.min.css", "/logo.svg")
 WRITE_PATHS = ("/update", "/store")
-MAX_RESULT_BYTES = 64 * 1024 * 1024  # an answer is buffered whole (to be sure it is whole) up to this
-WORKERS = 32
-CLIENT_TIMEOUT_S = 15  # a client that sends nothing for this long is disconnected
+_PLAIN_HOST = re.compile(r"[A-Za-z0-9.\-]+(:\d+)?|\[[0-9A-Fa-f:.]+\](:\d+)?")  # host[:port], [v6][:port]
 
 
 class Endpoint:
@@ -60,9 +59,8 @@ class Endpoint:
         self.allow_remote = allow_remote
         self.timeout_s = timeout_s
         self.limits = limits
-        self.backends = Backends(store_dir, timeout_s)
+        self.backends = Backends(store_dir, timeout_s, allow_service=limits.allow_service)
         self._lock = threading.Lock()
-        self._assets: dict[str, tuple[str, bytes]] = {}
         self._search = None  # toolkg.toolsearch.ToolSearch, when /search is first asked
 
     def status(self) -> dict[str, object]:
@@ -75,20 +73,6 @@ class Endpoint:
         }
         return status
 
-    def asset(self, path: str) -> tuple[str, bytes]:
-        """YASGUI's files, fetched once from Oxigraph's binary."""
-        if path not in self._assets:
-            backend = self.backends.acquire()
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", backend.port, timeout=10)
-                conn.request("GET", path)
-                response = conn.getresponse()
-                self._assets[path] = (response.getheader("Content-Type", "application/octet-stream"), response.read())
-                conn.close()
-            finally:
-                self.backends.release(backend)
-        return self._assets[path]
-
     def search(self, query: str, k: int, steps: list[str]) -> dict[str, object]:
         """``/search``: ranked tools with what to call first (toolkg.toolsearch), loaded on first use."""
         with self._lock:
@@ -99,17 +83,19 @@ class Endpoint:
         found = self._search.search_tools(query, k, steps)
         return {"query": query, "steps": steps, "snapshot": self._search.snapshot, **found}
 
-    def run(self, query: str, graphs: list[tuple[str, str]], accept: str) -> tuple[int, bytes, str, str]:
+    def run(
+        self, query: str, graphs: list[tuple[str, str]], accept: str, base: str | None = None
+    ) -> tuple[int, bytes, str, str]:
         """(status, body, content type, snapshot) for a checked query; 504 at the timeout, never partial."""
         backend = self.backends.acquire()
         deadline = time.monotonic() + self.timeout_s
         try:
-            status, body, content_type = _forward(backend, query, graphs, accept, deadline)
+            status, body, content_type = backend.ask(query, deadline, graphs=graphs, accept=accept, base=base)
         except TimeoutError:
             self.backends.replace(backend, f"a query ran past the {self.timeout_s}s timeout")
             message = f"query timed out after {self.timeout_s}s (toolkg serve --timeout); its answer was dropped"
             return 504, message.encode(), "text/plain; charset=utf-8", backend.snapshot.name
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, ValueError) as exc:  # BackendError included; ValueError: an answer that is not one
             self.backends.check(backend)
             reason = "it died on this query and was restarted" if not backend.alive() else one_line(str(exc))
             return 502, f"SPARQL backend failed: {reason}".encode(), "text/plain; charset=utf-8", backend.snapshot.name
@@ -123,45 +109,14 @@ class Endpoint:
             self._search.close()
 
 
-def _forward(backend: Backend, query: str, graphs, accept: str, deadline: float) -> tuple[int, bytes, str]:
-    """POST the query to the backend and read the whole answer before ``deadline`` (else TimeoutError).
-
-    A socket timeout bounds each read, not the total, so the remaining time is set before every read."""
-    remaining = deadline - time.monotonic()
-    conn = http.client.HTTPConnection("127.0.0.1", backend.port, timeout=max(remaining, 0.01))
-    try:
-        conn.connect()
-        sock = conn.sock  # kept: http.client drops conn.sock once a response says it closes the connection
-        headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": accept}
-        conn.request("POST", "/query", body=urlencode([("query", query), *graphs]).encode(), headers=headers)
-        response = conn.getresponse()
-        chunks, size = [], 0
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            sock.settimeout(remaining)
-            chunk = response.read1(65536)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > MAX_RESULT_BYTES:
-                return 413, f"result larger than {MAX_RESULT_BYTES // 2**20} MiB: add a LIMIT".encode(), "text/plain"
-            chunks.append(chunk)
-        return response.status, b"".join(chunks), response.getheader("Content-Type", "application/octet-stream")
-    finally:
-        conn.close()
-
-
 def _page() -> bytes:
     return (resources.files("toolkg.serve") / "ui" / "index.html").read_bytes()
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(OneRequestHandler):
     endpoint: Endpoint  # set on the subclass make_server makes
     host_policy: HostPolicy  # likewise: the names this endpoint answers to
     protocol_version = "HTTP/1.1"
-    timeout = CLIENT_TIMEOUT_S
     # What the standard library answers for requests it cannot parse: one plain line like every other refusal,
     # and a status line even for a request line without a version (it would answer HTTP/0.9: a bare body).
     default_request_version = "HTTP/1.0"
@@ -226,9 +181,9 @@ class Handler(BaseHTTPRequestHandler):
             self._search(parse_qs(url.query))
         elif path in ASSETS:
             try:
-                content_type, body = self.endpoint.asset(path)
-            except (OSError, StoreError, http.client.HTTPException) as exc:
-                return self._text(503, f"the SPARQL backend is unavailable: {exc}")
+                content_type, body = asset(path)
+            except (OSError, StoreError) as exc:
+                return self._text(503, f"the UI file is unavailable: {exc}")
             self._send(200, body, content_type, {"Cache-Control": "max-age=3600"})
         elif path in QUERY_PATHS:
             self._query()
@@ -278,6 +233,12 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(404 if isinstance(exc, NotFoundError) else 400, {"error": one_line(str(exc))})
         self._json(200, answer)
 
+    def _base_iri(self) -> str | None:
+        """What relative IRIs in a query resolve against: this endpoint's query URL, as Oxigraph's server did
+        with its own (a Host that is not a plain host[:port] gets none, and relative IRIs are then an error)."""
+        host = self.headers.get("Host") or ""
+        return f"http://{host}/query" if _PLAIN_HOST.fullmatch(host) else None
+
     def _query(self) -> None:
         """A SPARQL query: read, checked, declared, run; each refusal a status and one line."""
         try:
@@ -291,51 +252,15 @@ class Handler(BaseHTTPRequestHandler):
             return self._text(exc.status, exc.message)
         except QueryRefused as exc:
             return self._text(exc.status, str(exc))
-        accept = self.headers.get("Accept") or "application/sparql-results+json"
+        # No Accept: SPARQL JSON for SELECT and ASK, N-Quads for CONSTRUCT and DESCRIBE (as Oxigraph's server).
+        accept = self.headers.get("Accept") or ""
         try:
             status, payload, content_type, snapshot = self.endpoint.run(
-                with_project_prefixes(request.query, shape), request.graphs, accept
+                with_project_prefixes(request.query, shape), request.graphs, accept, self._base_iri()
             )
         except StoreError as exc:  # no backend up
             return self._text(503, str(exc))
         self._send(status, payload, content_type, {"X-Toolkg-Snapshot": snapshot})
-
-
-class PooledHTTPServer(HTTPServer):
-    """An HTTP server whose requests run on a bounded pool of threads, with a realistic listen backlog.
-
-    ``ThreadingHTTPServer`` starts a thread per connection without limit and listens with a backlog of 5, so
-    20 clients connecting at once see refused SYNs retried after a second. Here connections wait in the
-    backlog or the pool's queue; none is refused while the pool works through them."""
-
-    request_queue_size = 128
-    allow_reuse_address = True
-
-    def __init__(self, address, handler, workers: int = WORKERS) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolkg-serve")
-        super().__init__(address, handler)
-
-    def process_request(self, request, client_address) -> None:
-        self._pool.submit(self._handle, request, client_address)
-
-    def _handle(self, request, client_address) -> None:
-        try:
-            self.finish_request(request, client_address)
-        except Exception:
-            self.handle_error(request, client_address)
-        finally:
-            self.shutdown_request(request)
-
-    def handle_error(self, request, client_address) -> None:
-        """One line on stderr, no traceback: a client that hangs up or times out is not the server's error."""
-        exc = sys.exc_info()[1]
-        if isinstance(exc, (ConnectionError, TimeoutError)):
-            return
-        print(f"toolkg serve: request from {client_address[0]} failed: {one_line(repr(exc))}", file=sys.stderr)
-
-    def server_close(self) -> None:
-        super().server_close()
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def parse_bind(bind: str) -> tuple[str, int]:
@@ -360,7 +285,7 @@ def make_server(
     limits: QueryLimits = DEFAULT_LIMITS,
     allowed_hosts: tuple[str, ...] = (),
 ) -> PooledHTTPServer:
-    """The endpoint's HTTP server (not yet serving); ``server.endpoint.close()`` stops Oxigraph. It answers
+    """The endpoint's HTTP server (not yet serving); ``server.endpoint.close()`` stops the SPARQL backend. It answers
     requests naming the bound address (the loopback names on a local bind) or one of ``allowed_hosts``."""
     host, port = parse_bind(bind)
     if not is_loopback(host) and not allow_remote:

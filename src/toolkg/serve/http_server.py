@@ -1,0 +1,322 @@
+"""The endpoint's HTTP server: requests read whole off the worker threads, against a deadline, then answered.
+
+A server that gives each connection a thread while it reads the request (``socketserver``'s threading
+servers, or a pool of them) is starved by slow clients: 33 connections that each send one header line every
+5 s held all 32 threads of the pool this replaced, a normal client timed out after 20 s, and a per-read socket
+timeout never cut them (each line resets it). Here:
+
+- One thread (``serve_forever``) owns the listening socket and every connection that is not being answered.
+  It reads what arrives without blocking (a selector) and hands a connection to the pool only once a whole
+  request is in: its headers, and the body its Content-Length announces (up to the body limit). A client
+  that drips bytes costs a file descriptor and a buffer, never a worker.
+- A request must be whole within ``REQUEST_DEADLINE_S`` of the connection opening (or of the previous answer,
+  on a kept-alive connection): a deadline for the whole request, which a drip of bytes cannot push back. Past
+  it the client gets 408 and the connection is closed.
+- A client address may keep ``MAX_SLOW_PER_CLIENT`` connections waiting longer than ``SLOW_AFTER_S`` for
+  their request; past that its oldest ones are closed, so a flood of slow connections from one address stops
+  at a handful (a newcomer is never refused: on a loopback endpoint every client shares the address). In all
+  ``MAX_WAITING`` connections may wait; past that the oldest waiting one makes room.
+- A worker answers one request, then hands a kept-alive connection back with whatever the client sent after
+  it; an answer is written with a total timeout (``sendall``'s), so a client that stops reading cannot hold a
+  worker past ``WRITE_TIMEOUT_S``.
+"""
+
+from __future__ import annotations
+
+import io
+import queue
+import selectors
+import socket
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+from toolkg.display import one_line
+from toolkg.serve.sparql_protocol import MAX_BODY_BYTES
+
+WORKERS = 32
+REQUEST_DEADLINE_S = 10.0  # from the connection opening (or the last answer) to the whole request read
+SLOW_AFTER_S = 1.0  # a connection still without a whole request after this long is a slow one
+MAX_SLOW_PER_CLIENT = 8
+MAX_WAITING = 512  # connections waiting for their request, from every client together
+MAX_HEAD_BYTES = 128 * 1024  # request line and headers; the standard library refuses lines over 64 KiB anyway
+WRITE_TIMEOUT_S = 15.0  # the whole of one answer's headers, and again of its body
+SWEEP_EVERY_S = 0.2  # how often deadlines and the per-client cap are looked at
+
+
+@dataclass(eq=False)
+class Waiting:
+    """A connection waiting for (the rest of) its next request, with what it sent so far."""
+
+    sock: socket.socket
+    address: tuple
+    since: float = field(default_factory=time.monotonic)
+    data: bytearray = field(default_factory=bytearray)
+    continued: bool = False  # "100 Continue" sent for the request being read
+
+
+def head_end(data: bytes | bytearray) -> int | None:
+    """Where the request line and headers end in ``data`` (the body starts there), or None until they do."""
+    line_end = data.find(b"\n")
+    if line_end < 0:
+        return None
+    if len(data[:line_end].split()) < 3:  # no HTTP version: an HTTP/0.9-style line, no headers follow
+        return line_end + 1
+    ends = [i + n for i, n in ((data.find(b"\r\n\r\n"), 4), (data.find(b"\n\n"), 2)) if i >= 0]
+    return min(ends) if ends else None
+
+
+def header_fields(head: bytes | bytearray) -> dict[str, str]:
+    """The first value of each header (as ``email.message`` reads them), names lower-cased."""
+    fields: dict[str, str] = {}
+    for line in bytes(head).split(b"\n")[1:]:
+        name, colon, value = line.partition(b":")
+        if colon:
+            fields.setdefault(name.strip().lower().decode("latin-1"), value.strip().decode("latin-1"))
+    return fields
+
+
+def request_end(head: int, fields: dict[str, str]) -> int:
+    """Where the request ends: after its body when the handler will read one, else at the end of the headers
+    (chunked, a bad or an over-limit Content-Length: the handler refuses those without reading the body)."""
+    length = fields.get("content-length")
+    if "transfer-encoding" in fields or length is None or not length.isdigit() or int(length) > MAX_BODY_BYTES:
+        return head
+    return head + int(length)
+
+
+class _SocketWriter(io.RawIOBase):
+    """``wfile``: writes straight to the socket with ``sendall`` (its timeout bounds the whole write)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self._sock.sendall(data)
+        return len(data)
+
+
+class OneRequestHandler(BaseHTTPRequestHandler):
+    """A request handler for ``PooledHTTPServer``: the request is already read (``self.request`` is the
+    ``Waiting`` connection with its bytes); it answers that one request and leaves the connection to the server."""
+
+    def setup(self) -> None:
+        waiting: Waiting = self.request
+        self.connection = waiting.sock
+        self.rfile = io.BytesIO(bytes(waiting.data))
+        self.wfile = _SocketWriter(waiting.sock)
+
+    def handle(self) -> None:
+        self.close_connection = True
+        self.handle_one_request()
+
+    def handle_expect_100(self) -> bool:
+        return True  # the server sent "100 Continue" itself when it waited for the body
+
+    def finish(self) -> None:
+        pass
+
+
+class PooledHTTPServer(HTTPServer):
+    """An HTTP server that reads requests on one thread and answers them on a bounded pool (module doc).
+
+    The listen backlog is 128, not socketserver's 5: with 5, 20 clients connecting at once saw refused SYNs
+    retried a second later."""
+
+    request_queue_size = 128
+    allow_reuse_address = True
+
+    def __init__(self, address, handler, workers: int = WORKERS) -> None:
+        super().__init__(address, handler)
+        self.socket.setblocking(False)
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolkg-serve")
+        self._selector = selectors.DefaultSelector()
+        self._waiting: dict[socket.socket, Waiting] = {}
+        self._returned: queue.SimpleQueue[Waiting] = queue.SimpleQueue()  # kept-alive connections, from workers
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._wake_write.setblocking(False)
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self._stopped.set()
+
+    # -- the reading thread -------------------------------------------------------------------------------
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        self._stopped.clear()
+        self._selector.register(self.socket, selectors.EVENT_READ, "listen")
+        self._selector.register(self._wake_read, selectors.EVENT_READ, "wake")
+        next_sweep = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                for key, _ in self._selector.select(min(poll_interval, SWEEP_EVERY_S)):
+                    if key.data == "listen":
+                        self._accept()
+                    elif key.data == "wake":
+                        self._wake_read.recv(4096)
+                    else:
+                        self._read(key.data)
+                self._take_returned()
+                if time.monotonic() >= next_sweep:
+                    self._sweep()
+                    next_sweep = time.monotonic() + SWEEP_EVERY_S
+        finally:
+            for key in (self.socket, self._wake_read):
+                self._selector.unregister(key)
+            self._stop.clear()
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._wake()
+        self._stopped.wait()
+
+    def _accept(self) -> None:
+        for _ in range(64):  # a burst, not forever: reading the others matters as much
+            try:
+                sock, address = self.socket.accept()
+            except BlockingIOError:
+                return
+            except OSError:  # out of file descriptors: make room, the connection waits in the backlog
+                self._drop_oldest()
+                return
+            sock.setblocking(False)
+            waiting = Waiting(sock, address)
+            self._waiting[sock] = waiting
+            self._selector.register(sock, selectors.EVENT_READ, waiting)
+            if len(self._waiting) > MAX_WAITING:
+                self._drop_oldest()
+
+    def _read(self, waiting: Waiting) -> None:
+        try:
+            chunk = waiting.sock.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            return self._drop(waiting)
+        if not chunk:  # the client is done sending: what it sent is answered if anything (it may still read)
+            return self._hand_over(waiting) if waiting.data else self._drop(waiting)
+        waiting.data += chunk
+        self._advance(waiting)
+
+    def _advance(self, waiting: Waiting) -> None:
+        """Hand the connection over if its request is whole; else send 100 Continue or refuse huge headers."""
+        head = head_end(waiting.data)
+        if head is None:
+            if len(waiting.data) > MAX_HEAD_BYTES:
+                self._refuse(waiting, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "request headers too large")
+            return
+        fields = header_fields(waiting.data[:head])
+        if len(waiting.data) >= request_end(head, fields):
+            return self._hand_over(waiting)
+        if fields.get("expect", "").lower() == "100-continue" and not waiting.continued:
+            waiting.continued = True
+            self._send_quietly(waiting.sock, b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def _hand_over(self, waiting: Waiting) -> None:
+        self._selector.unregister(waiting.sock)
+        del self._waiting[waiting.sock]
+        self._pool.submit(self._answer, waiting)
+
+    def _take_returned(self) -> None:
+        while True:
+            try:
+                waiting = self._returned.get_nowait()
+            except queue.Empty:
+                return
+            self._waiting[waiting.sock] = waiting
+            self._selector.register(waiting.sock, selectors.EVENT_READ, waiting)
+            if waiting.data:  # a pipelined request may be whole already
+                self._advance(waiting)
+
+    def _sweep(self) -> None:
+        """Close connections past the request deadline, and each client's slow connections past the cap."""
+        now = time.monotonic()
+        slow: dict[str, list[Waiting]] = {}
+        for waiting in list(self._waiting.values()):
+            if now - waiting.since > REQUEST_DEADLINE_S:
+                if waiting.data:
+                    message = f"the request was not whole within {REQUEST_DEADLINE_S:g}s"
+                    self._refuse(waiting, HTTPStatus.REQUEST_TIMEOUT, message)
+                else:  # an idle connection (kept alive, or opened and never used): nothing to say
+                    self._drop(waiting)
+            elif now - waiting.since > SLOW_AFTER_S:
+                slow.setdefault(waiting.address[0], []).append(waiting)
+        for client, connections in slow.items():
+            connections.sort(key=lambda waiting: waiting.since)
+            for waiting in connections[: len(connections) - MAX_SLOW_PER_CLIENT]:
+                message = f"more than {MAX_SLOW_PER_CLIENT} slow connections from {client}"
+                self._refuse(waiting, HTTPStatus.REQUEST_TIMEOUT, message)
+
+    def _drop_oldest(self) -> None:
+        if self._waiting:
+            self._drop(min(self._waiting.values(), key=lambda waiting: waiting.since))
+
+    def _refuse(self, waiting: Waiting, status: HTTPStatus, message: str) -> None:
+        body = f"{status.value} {message}\n".encode()
+        head = (
+            f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
+        self._send_quietly(waiting.sock, head.encode() + body)
+        self._drop(waiting)
+
+    @staticmethod
+    def _send_quietly(sock: socket.socket, data: bytes) -> None:
+        """Best effort, never blocking the reading thread: a client that does not read misses it."""
+        try:
+            sock.send(data)
+        except OSError:
+            pass
+
+    def _drop(self, waiting: Waiting) -> None:
+        if self._waiting.pop(waiting.sock, None) is not None:
+            self._selector.unregister(waiting.sock)
+        waiting.sock.close()
+
+    def _wake(self) -> None:
+        try:
+            self._wake_write.send(b"x")
+        except OSError:  # full: the reading thread is awake already
+            pass
+
+    # -- the workers --------------------------------------------------------------------------------------
+
+    def _answer(self, waiting: Waiting) -> None:
+        sock = waiting.sock
+        keep = False
+        try:
+            sock.settimeout(WRITE_TIMEOUT_S)  # blocking, with a total bound on each sendall
+            handler = self.RequestHandlerClass(waiting, waiting.address, self)
+            keep = not handler.close_connection and not self._stop.is_set()
+            rest = handler.rfile.read() if keep else b""
+        except Exception:
+            self.handle_error(sock, waiting.address)
+        if not keep:
+            self.shutdown_request(sock)
+            return
+        sock.setblocking(False)
+        self._returned.put(Waiting(sock, waiting.address, data=bytearray(rest)))
+        self._wake()
+
+    def handle_error(self, request, client_address) -> None:
+        """One line on stderr, no traceback: a client that hangs up or times out is not the server's error."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        print(f"toolkg serve: request from {client_address[0]} failed: {one_line(repr(exc))}", file=sys.stderr)
+
+    def server_close(self) -> None:
+        super().server_close()
+        for waiting in list(self._waiting.values()):
+            self._drop(waiting)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._selector.close()
+        self._wake_read.close()
+        self._wake_write.close()
