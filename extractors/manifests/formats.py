@@ -50,7 +50,7 @@ DEPENDENCE_KINDS = {upper_snake(kind): kind for kind in DEPENDENCY_KINDS}
 class ParsedServers:
     servers: list[Server] = field(default_factory=list)
     quarantined: list[QuarantinedItem] = field(default_factory=list)
-    notices: list[Notice] = field(default_factory=list)  # tools kept but trimmed to fit a limit
+    notices: list[Notice] = field(default_factory=list)  # tools kept but trimmed to fit a limit or read leniently
 
 
 def server_id_from(text: str) -> str:

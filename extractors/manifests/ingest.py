@@ -29,7 +29,8 @@ PARSERS: dict[str, Callable[[str, Any, str | None, Limits], ParsedServers]] = {
 
 
 class IngestResult(StageInfo):
-    """One manifest parsed: its servers and tools, what was quarantined, what was trimmed (notices)."""
+    """One manifest parsed: its servers and tools, what was quarantined, what was trimmed or read leniently
+    (notices)."""
 
     file: ManifestFile
     manifest: Manifest | None  # None when the whole file was quarantined

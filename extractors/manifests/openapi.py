@@ -1,15 +1,21 @@
 """OpenAPI 3.0 / 3.1 documents: the API is the server, each operation a tool.
 
 Tool name: ``operationId``, else ``<method>_<path>`` with the path's punctuation folded to
-underscores. Parameters: path, query, header and cookie parameters (operation-level
-overriding path-level by name + location) plus the JSON request body's properties. Output:
-the first 2xx response's JSON schema. Local ``$ref``s (``#/components/...``) are resolved.
+underscores (also for an operation whose operationId an earlier one already took). Parameters: path,
+query, header and cookie parameters (operation-level overriding path-level by name + location) plus the
+JSON request body's properties. Output: the first 2xx response's JSON schema. Local ``$ref``s
+(``#/...``) are resolved.
+
+Descriptions are read as other OpenAPI tools read them (``laxities``): booleans written as text, nameless
+properties, ``$ref``s that cannot be followed, junk where a keyword belongs and Swagger 2 habits each cost
+the one part they are in and leave a notice. Only what is no document, path item or operation at all, and
+names no client could call, are refused.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +28,17 @@ from toolkg.extractors.manifests.formats import (
     server_name,
     str_or_none,
 )
+from toolkg.extractors.manifests.laxities import (
+    PARAMETER_BOOLEAN_KEYS,
+    Lenient,
+    Notes,
+    Refs,
+    boolean_field,
+    kind_of,
+    shown,
+    text_field,
+)
 from toolkg.extractors.manifests.schema import (
-    optional_str,
     outputs_from_schema,
     parameter_from_schema,
     parameters_from_object_schema,
@@ -34,126 +49,199 @@ from toolkg.limits import Limits
 from toolkg.models import Notice, Parameter, QuarantinedItem, Server, Tool
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-_LOCATIONS = {"path", "query", "header", "cookie"}
+_LOCATIONS = ("path", "query", "header", "cookie")
+_SWAGGER2_BODY = {"body": "the request body", "formdata": "a request body property"}
 _NAME_RE = re.compile(r"[^A-Za-z0-9]+")
 
 
-class _Refs:
-    """Resolves local JSON pointers, refusing cycles and remote references."""
-
-    def __init__(self, document: Mapping[str, Any]) -> None:
-        self.document = document
-
-    def __call__(self, node: Any) -> Any:
-        seen: set[str] = set()
-        while isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
-            ref = node["$ref"]
-            if not ref.startswith("#/"):
-                raise ItemError(ref, "only local $ref ('#/...') is supported")
-            if ref in seen:
-                raise ItemError(ref, "circular $ref")
-            seen.add(ref)
-            node = self._pointer(ref)
-        return node
-
-    def _pointer(self, ref: str) -> Any:
-        node: Any = self.document
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            if not isinstance(node, Mapping) or part not in node:
-                raise ItemError(ref, f"$ref {ref!r} points nowhere")
-            node = node[part]
-        return node
-
-
-def _tool_name(method: str, route: str, operation: Mapping[str, Any]) -> str:
-    operation_id = operation.get("operationId")
-    if isinstance(operation_id, str) and operation_id.strip():
-        return operation_id.strip()
+def _route_name(method: str, route: str) -> str:
     return f"{method}_{_NAME_RE.sub('_', route).strip('_')}" if route.strip("/") else method
 
 
-def _operation_parameters(
-    path_item: Mapping[str, Any], operation: Mapping[str, Any], refs: _Refs, item: str
-) -> list[Parameter]:
-    merged: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for scope in (path_item.get("parameters") or [], operation.get("parameters") or []):
-        if not isinstance(scope, list):
-            raise ItemError(item, "parameters must be a list")
-        for raw in scope:
-            raw = require_mapping(refs(raw), "parameter", item)
-            name, location = raw.get("name"), raw.get("in")
-            if not isinstance(name, str) or location not in _LOCATIONS:
-                raise ItemError(
-                    item, f"parameter needs a name and 'in' of {sorted(_LOCATIONS)}, got {name!r}/{location!r}"
+def _tool_name(method: str, route: str, operation: Mapping[str, Any], taken: Mapping[str, str], notes: Notes) -> str:
+    """The operationId, else the route's name; an operationId an earlier operation took (``taken``: name ->
+    'GET /route') leaves this one its route's name, as openapi-generator renames a duplicate."""
+    operation_id = operation.get("operationId")
+    if isinstance(operation_id, str) and operation_id.strip():
+        name = operation_id.strip()
+        fallback = _route_name(method, route)
+        if name in taken and fallback not in taken:
+            notes.add(
+                "",
+                f"operationId {shown(name)} is already used by {taken[name]}: named {shown(fallback)} after its route",
+            )
+            return fallback
+        return name
+    if operation_id is not None and not isinstance(operation_id, str):
+        notes.add("", f"operationId {shown(operation_id)} is not text: named after its route")
+    return _route_name(method, route)
+
+
+def _parameter_entries(scope: Any, where: str, notes: Notes) -> list[Any]:
+    if scope is None or isinstance(scope, list):
+        return scope or []
+    if isinstance(scope, Mapping):  # written as name -> parameter: the values are the parameters
+        notes.add(where, "parameters is an object, not a list: its values read as the parameters")
+        return list(scope.values())
+    notes.add(where, f"parameters is {kind_of(scope)}, not a list: ignored")
+    return []
+
+
+def _merged_parameters(
+    path_item: Mapping[str, Any], operation: Mapping[str, Any], reader: Lenient
+) -> dict[tuple[str, str], tuple[Mapping[str, Any], str]]:
+    """(name, location) -> (parameter object, its 'in' as written): path-level first, the operation's over them.
+    A parameter that cannot be followed or has no name or place is dropped with a note."""
+    notes = reader.notes
+    merged: dict[tuple[str, str], tuple[Mapping[str, Any], str]] = {}
+    for scope, label in ((path_item.get("parameters"), "path parameter"), (operation.get("parameters"), "parameter")):
+        for index, raw in enumerate(_parameter_entries(scope, label + "s", notes), start=1):
+            where = f"{label} #{index}"
+            raw = reader.follow(raw, where, "parameter dropped")
+            if raw is None:
+                continue
+            if not isinstance(raw, Mapping):
+                notes.add(where, f"is {kind_of(raw)}, not an object: parameter dropped")
+                continue
+            name, written = raw.get("name"), raw.get("in")
+            if not isinstance(name, str) or not name.strip():
+                notes.add(
+                    where,
+                    "no name: parameter dropped"
+                    if name in (None, "") or isinstance(name, str)
+                    else f"name {shown(name)} is not text: parameter dropped",
                 )
-            merged[(name, location)] = raw
-    parameters = []
-    for (name, location), raw in merged.items():
-        required = raw.get("required", location == "path")
-        if not isinstance(required, bool):
-            raise ItemError(item, f"parameter {name!r}: required must be a boolean")
-        schema = raw.get("schema") or {}
-        description = optional_str(raw.get("description"), f"parameter {name!r} description", item)
+                continue
+            location = written.strip().lower() if isinstance(written, str) else ""
+            if location not in _LOCATIONS and location not in _SWAGGER2_BODY:
+                notes.add(
+                    f"parameter {name!r}",
+                    f"in {shown(written)} is not path, query, header or cookie: parameter dropped",
+                )
+                continue
+            merged[(name, location)] = (raw, written)
+    return merged
+
+
+def _operation_parameters(
+    path_item: Mapping[str, Any], operation: Mapping[str, Any], reader: Lenient, item: str
+) -> list[Parameter]:
+    notes = reader.notes
+    parameters: list[Parameter] = []
+    for (name, location), (raw, written) in _merged_parameters(path_item, operation, reader).items():
+        where = f"parameter {name!r}"
+        required = boolean_field(raw, "required", where, notes, default=location == "path")
+        for key in PARAMETER_BOOLEAN_KEYS:
+            boolean_field(raw, key, where, notes)
+        description = text_field(raw, "description", where, notes)
+        if location == "body":  # Swagger 2: the body is a parameter whose schema is the request body's
+            notes.add(where, f"in {shown(written)} is Swagger 2: read as {_SWAGGER2_BODY[location]}")
+            parameters += _body_parameters(raw.get("schema"), required, name, description, reader, item, where)
+            continue
+        if location == "formdata":
+            notes.add(where, f"in {shown(written)} is Swagger 2: read as {_SWAGGER2_BODY[location]}")
         parameters.append(
             parameter_from_schema(
                 name,
-                schema,
+                _parameter_schema(raw, where, notes),
                 required=required,
                 item=item,
-                location=location,  # type: ignore[arg-type]
-                resolve=refs,
+                location="body" if location == "formdata" else location,  # type: ignore[arg-type]
+                resolve=reader,
                 description=description or None,
             )
         )
-    body = refs(operation.get("requestBody"))
-    if isinstance(body, Mapping):
-        schema = _json_schema(body.get("content"), refs)
+    body = reader.follow(operation.get("requestBody"), "request body", "no request body read")
+    if body is not None and not isinstance(body, Mapping):
+        notes.add("request body", f"is {kind_of(body)}, not an object: ignored")
+    elif body is not None:
+        schema = _json_schema(body.get("content"), "request body", notes)
         if schema is not None:
-            schema = require_mapping(refs(schema), "request body schema", item)
-            if "properties" in schema or schema.get("type") == "object":
-                body_params = parameters_from_object_schema(schema, item=item, location="body", resolve=refs)
-                if body.get("required") is False:
-                    body_params = [p.model_copy(update={"required": False}) for p in body_params]
-                parameters.extend(body_params)
-            else:
-                parameters.append(
-                    parameter_from_schema(
-                        "body",
-                        schema,
-                        required=bool(body.get("required", False)),
-                        item=item,
-                        location="body",
-                        resolve=refs,
-                        description=optional_str(body.get("description"), "request body description", item),
-                    )
-                )
+            required = boolean_field(body, "required", "request body", notes)
+            description = text_field(body, "description", "request body", notes)
+            parameters += _body_parameters(schema, required, "body", description, reader, item, "request body schema")
     return parameters
 
 
-def _json_schema(content: Any, refs: _Refs) -> Any:
+def _parameter_schema(raw: Mapping[str, Any], where: str, notes: Notes) -> Any:
+    """A parameter's schema: its ``schema``, else its ``content``'s, else (Swagger 2) its own type fields."""
+    if raw.get("schema") is not None:
+        return raw["schema"]
+    if raw.get("content") is not None:
+        return _json_schema(raw["content"], where, notes) or {}
+    if "type" in raw:
+        notes.add(where, "type given on the parameter, not in a schema (Swagger 2): read as its schema")
+        return {key: raw[key] for key in ("type", "enum", "default", "items", "format") if key in raw}
+    return {}
+
+
+def _body_parameters(
+    schema: Any, required: bool | None, name: str, description: str, reader: Lenient, item: str, what: str
+) -> list[Parameter]:
+    """An object body's properties, each a parameter (all optional when the body is); another body, one
+    parameter called ``name``."""
+    schema = reader(schema, what)
+    if "properties" in schema or schema.get("type") == "object":
+        found = parameters_from_object_schema(schema, item=item, location="body", resolve=reader, what=what)
+        return [p.model_copy(update={"required": False}) for p in found] if required is False else found
+    return [
+        parameter_from_schema(
+            name, schema, required=bool(required), item=item, location="body", resolve=reader, description=description
+        )
+    ]
+
+
+def _json_schema(content: Any, where: str, notes: Notes) -> Any:
     """The schema of the JSON media type (or the first media type) of a content map."""
+    if content is not None and not isinstance(content, Mapping):
+        notes.add(where, f"content is {kind_of(content)}, not an object: ignored")
     if not isinstance(content, Mapping) or not content:
         return None
     for media_type, entry in content.items():
-        if "json" in media_type and isinstance(entry, Mapping):
+        if "json" in str(media_type) and isinstance(entry, Mapping):
             return entry.get("schema")
     first = next(iter(content.values()))
     return first.get("schema") if isinstance(first, Mapping) else None
 
 
-def _output_schema(operation: Mapping[str, Any], refs: _Refs) -> Any:
+def _output_schema(operation: Mapping[str, Any], reader: Lenient) -> Any:
     responses = operation.get("responses")
     if not isinstance(responses, Mapping):
+        if responses is not None:
+            reader.notes.add("", f"responses is {kind_of(responses)}, not an object: no output read")
         return None
     codes = sorted(str(code) for code in responses if str(code).startswith("2"))
     for code in codes:
-        response = refs(responses.get(code, responses.get(int(code) if code.isdigit() else code)))
+        where = f"response {code!r}"
+        raw = responses.get(code, responses.get(int(code) if code.isdigit() else code))
+        response = reader.follow(raw, where, "no output read")
         if isinstance(response, Mapping):
-            schema = _json_schema(response.get("content"), refs)
+            schema = _json_schema(response.get("content"), where, reader.notes)
             if schema is not None:
                 return schema
     return None
+
+
+def _operation(
+    server_id: str, name: str, path_item: Mapping[str, Any], refs: Refs, notes: Notes
+) -> Callable[[Mapping[str, Any], str], Tool]:
+    """The parser of one operation for ``checked_tool``; what it reads leniently goes to ``notes``."""
+
+    def parse(operation: Mapping[str, Any], label: str) -> Tool:
+        reader = Lenient(refs, notes)
+        summary = text_field(operation, "summary", "", notes)
+        description = text_field(operation, "description", "", notes)
+        # Summary first; the description often repeats it, so keep it only when it adds text.
+        text = summary if description in ("", summary) else f"{summary} {description}".strip()
+        return Tool(
+            server_id=server_id,
+            name=name,
+            description=text,
+            parameters=tuple(_operation_parameters(path_item, operation, reader, label)),
+            outputs=tuple(outputs_from_schema(_output_schema(operation, reader), item=label, resolve=reader)),
+        )
+
+    return parse
 
 
 def parse_openapi(path: str, document: Any, server: str | None, limits: Limits | None = None) -> ParsedServers:
@@ -169,13 +257,18 @@ def parse_openapi(path: str, document: Any, server: str | None, limits: Limits |
     paths = document.get("paths") or {}
     if not isinstance(paths, Mapping):
         raise ManifestError(path, "'paths' must be an object")
-    refs = _Refs(document)
+    refs = Refs(document)
     tools: list[Tool] = []
     quarantined: list[QuarantinedItem] = []
     notices: list[Notice] = []
-    seen: set[str] = set()
+    taken: dict[str, str] = {}  # tool name -> the operation that has it ('GET /pets')
     for route, path_item in paths.items():
         route = str(route)
+        route_notes = Notes()
+        path_item = refs.follow(path_item, "path item", route_notes, "its operations are not read")
+        notices += [Notice(source=path, item=f"{server_id}::{route[:200]}", what=note) for note in route_notes]
+        if path_item is None:
+            continue
         if not isinstance(path_item, Mapping):
             quarantined.append(
                 QuarantinedItem(
@@ -192,36 +285,25 @@ def parse_openapi(path: str, document: Any, server: str | None, limits: Limits |
             if operation is None:
                 continue
             label = f"{server_id}::{method.upper()} {route[:200]}"
+            notes = Notes()
             try:
                 operation = require_mapping(operation, "operation", label)
-                name = _tool_name(method, route, operation)
+                name = _tool_name(method, route, operation, taken, notes)
                 if len(name) <= limits.max_name_chars:
                     label = f"{server_id}::{name}"
-                if name in seen:
+                if name in taken:
                     raise ItemError(label, f"duplicate tool name {name!r}")
 
-                def parse(operation: Mapping[str, Any], label: str, name: str = name, item=path_item) -> Tool:
-                    summary = optional_str(operation.get("summary"), "summary", label)
-                    description = optional_str(operation.get("description"), "description", label)
-                    # Summary first; the description often repeats it, so keep it only when it adds text.
-                    text = summary if description in ("", summary) else f"{summary} {description}".strip()
-                    return Tool(
-                        server_id=server_id,
-                        name=name,
-                        description=text,
-                        parameters=tuple(_operation_parameters(item, operation, refs, label)),
-                        outputs=tuple(outputs_from_schema(_output_schema(operation, refs), item=label, resolve=refs)),
-                    )
-
-                tool, notes = checked_tool(operation, label, parse, limits)
+                tool, trimmed = checked_tool(
+                    operation, label, _operation(server_id, name, path_item, refs, notes), limits
+                )
                 tools.append(tool)
-                notices += [Notice(source=path, item=tool.id, what=note) for note in notes]
-                seen.add(name)
+                notices += [Notice(source=path, item=tool.id, what=note) for note in [*notes, *trimmed]]
+                taken[name] = f"{method.upper()} {route[:200]}"
             except Exception as exc:
                 quarantined.append(quarantine(exc, source=path, item=label, stage="parse", raw=operation))
-    tags = [
-        t.get("name") for t in document.get("tags") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)
-    ]
+    listed = document.get("tags") if isinstance(document.get("tags"), list) else []
+    tags = [t.get("name") for t in listed if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
     description = info.get("description") if isinstance(info.get("description"), str) else ""
     result = Server(
         id=server_id,

@@ -2,6 +2,11 @@
 
 Shared by every manifest parser so a parameter means the same thing whatever format it
 came from. Wrong shapes raise ``ItemError`` with a message naming the offending field.
+
+Each schema part read goes through a *resolver* first, told what the part is (``"parameter 'city'"``,
+``"output schema"``): for MCP and OpenAI the part as it is; for OpenAPI ``laxities.Lenient``, which follows
+``$ref``s and hands back a copy cleaned of the laxities real descriptions have, so these strict checks
+pass and one bad part costs only itself.
 """
 
 from __future__ import annotations
@@ -26,10 +31,10 @@ _TYPE_ALIASES = {
     "none": "null",
 }
 
-Resolver = Callable[[Any], Any]
+Resolver = Callable[[Any, str], Any]  # (schema part, what it is) -> the part to read
 
 
-def _identity(value: Any) -> Any:
+def _identity(value: Any, what: str = "schema") -> Any:
     return value
 
 
@@ -109,7 +114,7 @@ def require_mapping(value: Any, what: str, item: str) -> Mapping[str, Any]:
 MAX_ALTERNATIVE_DEPTH = 8  # anyOf inside anyOf...: deeper (or a $ref cycle through them) reads as 'any'
 
 
-def json_type(schema: Mapping[str, Any], resolve: Resolver = _identity, _depth: int = 0) -> str:
+def json_type(schema: Mapping[str, Any], resolve: Resolver = _identity, _depth: int = 0, what: str = "schema") -> str:
     """The JSON type of a schema; 'any' when unstated, alternatives joined by '|'."""
     raw = schema.get("type")
     if raw is None:
@@ -121,8 +126,10 @@ def json_type(schema: Mapping[str, Any], resolve: Resolver = _identity, _depth: 
                 types = []
                 for option in options:
                     if isinstance(option, Mapping):
-                        resolved = resolve(option)
-                        found = json_type(resolved, resolve, _depth + 1) if isinstance(resolved, Mapping) else "any"
+                        resolved = resolve(option, what)
+                        found = (
+                            json_type(resolved, resolve, _depth + 1, what) if isinstance(resolved, Mapping) else "any"
+                        )
                         if found not in types and found not in ("null", "any"):
                             types.append(found)
                 return "|".join(types) or "any"
@@ -166,9 +173,9 @@ def parameter_from_schema(
 ) -> Parameter:
     """One parameter from its JSON Schema (``properties[name]``)."""
     what = f"parameter {name!r}"
-    schema = require_mapping(resolve(schema), what, item)
+    schema = require_mapping(resolve(schema, what), what, item)
     try:
-        kind = json_type(schema, resolve)
+        kind = json_type(schema, resolve, what=what)
     except ValueError as exc:
         raise ItemError(item, f"{what}: {exc}") from None
     text = (
@@ -189,12 +196,17 @@ def parameter_from_schema(
 
 
 def parameters_from_object_schema(
-    schema: Any, *, item: str, location: ParameterLocation = "argument", resolve: Resolver = _identity
+    schema: Any,
+    *,
+    item: str,
+    location: ParameterLocation = "argument",
+    resolve: Resolver = _identity,
+    what: str = "input schema",
 ) -> list[Parameter]:
     """Parameters from an object schema: one per property, ``required`` from its list."""
     if schema is None:
         return []
-    schema = require_mapping(resolve(schema), "input schema", item)
+    schema = require_mapping(resolve(schema, what), "input schema", item)
     properties = schema.get("properties") or {}
     properties = require_mapping(properties, "input schema properties", item)
     required = schema.get("required") or []
@@ -217,23 +229,23 @@ def outputs_from_schema(schema: Any, *, item: str, resolve: Resolver = _identity
     """Output fields: properties of an object schema (or of an array's items); else one 'result'."""
     if schema is None:
         return []
-    schema = require_mapping(resolve(schema), "output schema", item)
+    schema = require_mapping(resolve(schema, "output schema"), "output schema", item)
     if schema.get("type") == "array" and isinstance(schema.get("items"), Mapping):
-        schema = require_mapping(resolve(schema["items"]), "output schema items", item)
+        schema = require_mapping(resolve(schema["items"], "output schema items"), "output schema items", item)
     properties = schema.get("properties")
     if isinstance(properties, Mapping) and properties:
         fields = []
         for name, prop in properties.items():
-            prop = require_mapping(resolve(prop), f"output {name!r}", item)
+            prop = require_mapping(resolve(prop, f"output {name!r}"), f"output {name!r}", item)
             try:
-                kind = json_type(prop, resolve)
+                kind = json_type(prop, resolve, what=f"output {name!r}")
             except ValueError as exc:
                 raise ItemError(item, f"output {name!r}: {exc}") from None
             text = optional_str(prop.get("description"), f"output {name!r} description", item)
             fields.append(OutputField(name=name, json_type=kind, description=text))
         return fields
     try:
-        kind = json_type(schema, resolve)
+        kind = json_type(schema, resolve, what="output schema")
     except ValueError as exc:
         raise ItemError(item, f"output schema: {exc}") from None
     if kind == "any" and not schema.get("description"):

@@ -131,7 +131,8 @@ class QuarantinedItem(Frozen):
 
 
 class Notice(Frozen):
-    """An input kept but changed to fit a limit (a description trimmed, enum values dropped)."""
+    """An input kept but changed: trimmed to fit a limit (a description cut, enum values dropped), or read
+    leniently (an OpenAPI laxity such as ``"required": "true"``: extractors/manifests/laxities.py)."""
 
     source: str
     item: str

@@ -9,7 +9,9 @@ empty, in other scripts or very long. Each bad tool is bad for exactly one state
 What makes a tool good or bad is the documented contract (README, "Limits" and "Bad input"):
 a name must be a string, non-empty once stripped, free of control characters and line breaks
 and at most ``max_name_chars`` long; the same stripped name twice in a server is a duplicate; a
-tool nested deeper than ``max_depth`` is refused; values JSON cannot hold (NaN) are refused.
+tool nested deeper than ``max_depth`` is refused; values JSON cannot hold (NaN) are refused. OpenAPI
+descriptions are read as other OpenAPI tools read them: ``OPENAPI_READS`` lists the flaws that cost them
+only the part they are in, and a duplicate operationId names the later operation after its route.
 """
 
 from __future__ import annotations
@@ -92,10 +94,11 @@ class ToolSpec:
     required: list[str]
     bad: str = ""  # why the tool must be quarantined ('' for a good tool)
     index: int = 0
+    read_as: str = ""  # the name a build gives it when not its own (an OpenAPI duplicate is named after its route)
 
     @property
     def stored_name(self) -> str:
-        return stored_form(self.name.strip())
+        return stored_form((self.read_as or self.name).strip())
 
 
 def _nested(levels: int) -> dict:
@@ -293,9 +296,41 @@ def document(m: ManifestSpec, stem: str) -> Any:
     }
 
 
+# Flaws an OpenAPI description is read despite, as other OpenAPI tools read it: each costs the one schema
+# part or text field it is in, with a notice (extractors/manifests/laxities.py).
+OPENAPI_READS = {
+    "description type",
+    "schema is not an object",
+    "enum is not a list",
+    "default is NaN",
+    "nan",  # tests/integration/test_hostile_manifests.py's name for it
+    "type is not a string",
+}
+
+
+def _as_openapi_reads(tools: list[ToolSpec]) -> None:
+    """What an OpenAPI build makes of ``tools``: the flaws it reads are no longer bad, and a duplicate
+    operationId names the later operation after its route (still a duplicate if that name is taken)."""
+    taken: set[str] = set()
+    for t in tools:
+        if t.bad in OPENAPI_READS or t.bad == "duplicate name":
+            t.bad = ""
+        if t.bad:
+            continue
+        if t.stored_name in taken:
+            t.read_as = f"get_r{t.index}"
+            if t.stored_name in taken:
+                t.read_as, t.bad = "", "duplicate name"
+                continue
+        taken.add(t.stored_name)
+
+
 def write(catalog: Catalog, folder: Path, yaml_for_openapi: bool = True) -> None:
+    """Write each manifest of ``catalog`` into ``folder``, settling what a build must make of its tools."""
     folder.mkdir(parents=True, exist_ok=True)
     for number, m in enumerate(catalog.manifests):
+        if m.format == "openapi":
+            _as_openapi_reads(m.tools)
         stem = f"m{number}"
         doc = document(m, stem)
         suffix = ".yaml" if m.format == "openapi" and yaml_for_openapi and number % 2 else ".json"

@@ -90,7 +90,7 @@ def test_toollinkos_wrong_types(tmp_path):
     assert reasons[2] == "parameters must be a list, got dict"
 
 
-def test_openapi_bad_ref_quarantines_the_operation(tmp_path):
+def test_openapi_bad_ref_costs_only_the_parameter(tmp_path):
     doc = {
         "openapi": "3.0.0",
         "info": {"title": "T", "version": "1"},
@@ -100,8 +100,10 @@ def test_openapi_bad_ref_quarantines_the_operation(tmp_path):
         },
     }
     result = ingest_bytes(tmp_path, "api.json", json.dumps(doc).encode())
-    assert [t.name for t in result.manifest.servers[0].tools] == ["b"]
-    assert "points nowhere" in result.quarantined[0].reason
+    assert [t.name for t in result.manifest.servers[0].tools] == ["a", "b"] and not result.quarantined
+    assert [n.what for n in result.notices] == [
+        "parameter #1: $ref '#/components/parameters/Nope' points nowhere: parameter dropped"
+    ]
 
 
 def test_catalog_entry_without_tools_is_quarantined(tmp_path):
