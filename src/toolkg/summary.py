@@ -205,9 +205,12 @@ class BuildSummary(BaseModel):
             lines.append(f"extraction fanned out over {len(self.workers)} Dask worker process(es)")
         if self.snapshot:
             lines.append(f"snapshot for 'toolkg serve': snapshots/{self.snapshot}")
-        if self.notices:
-            first = one_line(str(self.notices[0]), 160)
-            lines.append(f"trimmed to fit the limits: {len(self.notices)} value(s) (first: {first})")
+        if self.notices:  # one line each, as the quarantine: what was trimmed or read leniently, and where
+            kept = "inputs kept but changed: trimmed to fit a limit, or read leniently"
+            lines.append(f"notices: {len(self.notices)} ({kept})")
+            lines += [f"{bullet}{one_line(str(notice), 300)}" for notice in self.notices[:50]]
+            if len(self.notices) > 50:
+                lines.append(f"{bullet}... {len(self.notices) - 50} more in runs/{self.run_id}/summary.json")
         if self.orphans_dropped:
             lines.append(
                 f"repaired: dropped {self.orphans_dropped} graph(s) an interrupted build left without a manifest record"
