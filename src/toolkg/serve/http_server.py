@@ -15,7 +15,8 @@ timeout never cut them (each line resets it). Here:
 - A client address may keep ``MAX_SLOW_PER_CLIENT`` connections waiting longer than ``SLOW_AFTER_S`` for
   their request; past that its oldest ones are closed, so a flood of slow connections from one address stops
   at a handful (a newcomer is never refused: on a loopback endpoint every client shares the address). In all
-  ``MAX_WAITING`` connections may wait; past that the oldest waiting one makes room.
+  ``MAX_WAITING`` connections may wait (fewer under a low file descriptor limit: half of it, the rest kept
+  for answering); past that, or when ``accept`` runs out of descriptors, the oldest waiting one makes room.
 - A worker answers one request, then hands a kept-alive connection back with whatever the client sent after
   it; an answer is written with a total timeout (``sendall``'s), so a client that stops reading cannot hold a
   worker past ``WRITE_TIMEOUT_S``.
@@ -89,6 +90,17 @@ def request_end(head: int, fields: dict[str, str]) -> int:
     return head + int(length)
 
 
+def waiting_cap() -> int:
+    """``MAX_WAITING``, or half the process's file descriptor limit when that is lower."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # no such limit here
+        return MAX_WAITING
+    return MAX_WAITING if soft == resource.RLIM_INFINITY else max(16, min(MAX_WAITING, soft // 2))
+
+
 class _SocketWriter(io.RawIOBase):
     """``wfile``: writes straight to the socket with ``sendall`` (its timeout bounds the whole write)."""
 
@@ -139,6 +151,7 @@ class PooledHTTPServer(HTTPServer):
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolkg-serve")
         self._selector = selectors.DefaultSelector()
         self._waiting: dict[socket.socket, Waiting] = {}
+        self._max_waiting = waiting_cap()
         self._returned: queue.SimpleQueue[Waiting] = queue.SimpleQueue()  # kept-alive connections, from workers
         self._wake_read, self._wake_write = socket.socketpair()
         self._wake_write.setblocking(False)
@@ -190,7 +203,7 @@ class PooledHTTPServer(HTTPServer):
             waiting = Waiting(sock, address)
             self._waiting[sock] = waiting
             self._selector.register(sock, selectors.EVENT_READ, waiting)
-            if len(self._waiting) > MAX_WAITING:
+            if len(self._waiting) > self._max_waiting:
                 self._drop_oldest()
 
     def _read(self, waiting: Waiting) -> None:
