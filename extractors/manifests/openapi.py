@@ -119,6 +119,8 @@ def _merged_parameters(
                     f"in {shown(written)} is not path, query, header or cookie: parameter dropped",
                 )
                 continue
+            if location in _LOCATIONS and written != location:
+                notes.add(f"parameter {name!r}", f"in {shown(written)} read as {shown(location)}")
             merged[(name, location)] = (raw, written)
     return merged
 

@@ -151,6 +151,7 @@ def test_swagger_2_habits_in_a_3_document():
         [
             "parameter 'payload': in 'body' is Swagger 2: read as the request body",
             "parameter 'payload': $ref '#/definitions/Payload' is Swagger 2: read as '#/components/schemas/Payload'",
+            "parameter 'verbose': in ' Query' read as 'query'",
             "parameter 'verbose': type given on the parameter, not in a schema (Swagger 2): read as its schema",
             "parameter 'note': in 'formData' is Swagger 2: read as a request body property",
             "parameter 'note': type given on the parameter, not in a schema (Swagger 2): read as its schema",
