@@ -28,6 +28,10 @@ after itself: :func:`stage_graph`.
   qualified ``tk:Dependency`` nodes; the infer stage (``store/dependencies.edge_triples``).
 * :data:`LINKS_GRAPH` -- structural links (``tk:linkedTo`` sub-properties, ``tk:ToolLink``
   nodes); the link stage (``store/dependencies.link_triples``).
+* :data:`AUDIT_GRAPH` -- each tool's findings (``tk:hasFinding`` -> ``tk:Finding``: kind, severity, evidence,
+  field path) and text fingerprints (``tk:textFingerprint``, ``tk:acceptedFingerprint``); the audit stage
+  (``canonicalize/findings/``, ``store/findings.py``). Approvals live beside the store, not here
+  (``toolkg.approvals``).
 * :data:`STATE_GRAPH` -- which catalog stages are owed a rerun (``tk:CatalogStage``: pending
   marks, options digests); ``store/build_state.py``, marked before a build writes and cleared by
   each stage as its last step.
@@ -54,6 +58,7 @@ CANONICAL_GRAPH = NamedNode(GRAPH_BASE + "canonical-entities")
 INFERRED_GRAPH = NamedNode(GRAPH_BASE + "inferred-dependencies")
 LINKS_GRAPH = NamedNode(GRAPH_BASE + "structural-links")
 STATE_GRAPH = NamedNode(GRAPH_BASE + "build-state")
+AUDIT_GRAPH = NamedNode(GRAPH_BASE + "audit")  # stage_graph("audit"): the audit stage names its graph after itself
 
 
 def stage_graph(stage: str) -> NamedNode:

@@ -72,6 +72,11 @@ def link_iri(source: NamedNode, kind: str, target: NamedNode) -> NamedNode:
     return NamedNode(f"{source.value}/link/{short_hash(kind, target.value)}")
 
 
+def finding_iri(tool: NamedNode, kind: str, where: str, evidence: str) -> NamedNode:
+    """One finding of a tool: ``<tool>/finding/<kind>-<hash of where and evidence>``."""
+    return NamedNode(f"{tool.value}/finding/{_q(kind)}-{short_hash(where, evidence, length=12)}")
+
+
 def entity_iri(entity_type: str, label: str) -> NamedNode:
     """An entity by ontology type and canonical name: ``entity/line-of-business/finance``."""
     kind = re.sub(r"(?<=[a-z])(?=[A-Z])", "-", entity_type)

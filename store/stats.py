@@ -1,8 +1,12 @@
-"""Counts over the store: the run summary's totals and `toolkg stats`."""
+"""Counts over the store: the run summary's totals and `toolkg stats` (with the audit's findings)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
+from toolkg.approvals import Approvals, approved
 from toolkg.ontology import TK_NS
+from toolkg.store.findings import read_findings, read_fingerprints
 from toolkg.store.oxigraph_store import ToolStore, compact
 
 _CLASS_TOTALS = {
@@ -55,4 +59,37 @@ def stats(store: ToolStore) -> dict[str, object]:
                 "dependencies": int(r["deps"].value),
             }
         )
-    return {"totals": totals(store), "by_class": by_class, "by_predicate": by_predicate, "servers": per_server}
+    return {
+        "totals": totals(store),
+        "by_class": by_class,
+        "by_predicate": by_predicate,
+        "servers": per_server,
+        "findings": findings_summary(store),
+    }
+
+
+def findings_summary(store: ToolStore) -> dict[str, object]:
+    """The audit's findings: counts by kind and severity, and every flagged tool (a medium or high finding) with
+    its findings and whether a person approved its current text. Tools with low findings only (a name another
+    server has too) are counted as notes."""
+    found = read_findings(store)
+    by_kind: dict[str, Counter] = {}
+    for findings in found.values():
+        for f in findings:
+            by_kind.setdefault(f.kind.value, Counter())[f.severity.value] += 1
+    flagged = {tool: fs for tool, fs in found.items() if any(f.severity != "low" for f in fs)}
+    approvals = Approvals(store.directory).load()
+    fingerprints = read_fingerprints(store, approvals.keys() & flagged.keys())
+    return {
+        "by_kind": {kind: dict(counts) for kind, counts in sorted(by_kind.items())},
+        "tools_flagged": len(flagged),
+        "tools_with_notes_only": len(found) - len(flagged),
+        "flagged": [
+            {
+                "tool": tool,
+                "approved": approved(approvals, tool, fingerprints.get(tool)),
+                "findings": [f.short() for f in fs if f.severity != "low"],
+            }
+            for tool, fs in flagged.items()
+        ],
+    }

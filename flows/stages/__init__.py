@@ -1,4 +1,4 @@
-"""The catalog-wide stages after loading: canonicalize, infer, link, the retrieval index, then the snapshot.
+"""The catalog-wide stages after loading: canonicalize, infer, link, audit, the retrieval index, then the snapshot.
 
 Each stage is one class (``base.CatalogStage``) in its own module that states, once: its name, the
 graph it writes, its options (a section of ``BuildConfig``), the modules whose code decides its
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolkg.failures import fault_point
+from toolkg.flows.stages.audit import Audit
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Runner, in_process
 from toolkg.flows.stages.canonicalize import Canonicalize
 from toolkg.flows.stages.infer import Infer
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CATALOG_STAGES", "CatalogRun", "CatalogStage", "Runner", "in_process", "run_catalog_stages"]
 
-CATALOG_STAGES: tuple[CatalogStage, ...] = (Canonicalize(), Infer(), Link(), RetrievalIndex())
+CATALOG_STAGES: tuple[CatalogStage, ...] = (Canonicalize(), Infer(), Link(), Audit(), RetrievalIndex())
 
 
 def run_catalog_stages(run: CatalogRun, changed: bool, pending: set[str]) -> bool:

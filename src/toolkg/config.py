@@ -3,7 +3,7 @@
 Every knob a build has lives in one section: ``build`` (what to read and which stages run),
 ``limits`` (toolkg.limits), ``inference``, ``links`` and ``entities`` (the catalog-wide stages), and
 ``live`` (listing live MCP servers) and ``toolsearch`` (what ``toolkg mcp`` answers: pinned tools, the
-abstention threshold).
+abstention threshold, which findings hide a tool and which tools are approved).
 ``toolkg build --config FILE.toml`` reads a file of those sections; ``--set SECTION.KEY=VALUE``
 (repeatable) overrides one value; the command's own flags win over both.
 
@@ -86,6 +86,17 @@ class ToolSearchOptions(Options):
     pinned: tuple[str, ...] = Field((), description="tools offered with every answer (ids or names, as typed)")
     min_score: float | None = Field(
         None, ge=0, le=1, description="answer no tool below this score (default: the calibrated threshold)"
+    )
+    hide: tuple[Literal["injection", "hidden", "shadowing", "changed"], ...] = Field(
+        (), description="tools with a finding of these kinds are left out of answers until approved (toolkg approve)"
+    )
+    hide_severity: Literal["low", "medium", "high"] = Field(
+        "medium", description="the lowest severity of finding that hides a tool (low: also a name another server has)"
+    )
+    approved: tuple[str, ...] = Field(
+        (),
+        description="tools accepted whatever their findings: 'server::tool', or 'server::tool@FINGERPRINT' for that "
+        "text only",
     )
 
 

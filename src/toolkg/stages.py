@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 class StageName(StrEnum):
     """Every stage of a build, in pipeline order (the first three read inputs, the next three run per
-    manifest batch, the last six over the whole stored catalog)."""
+    manifest batch, the last seven over the whole stored catalog)."""
 
     LIST = "list"  # live MCP servers listed into snapshots (toolkg.live)
     READ = "read"  # a manifest file hashed and decoded (its quarantine entries; timed as part of ingest)
@@ -52,6 +52,7 @@ class StageName(StrEnum):
     INFER = "infer"  # dependency edges
     CONFIRM = "confirm"  # an LLM's review of the inferred edges (part of infer)
     LINK = "link"  # structural links (embeddings)
+    AUDIT = "audit"  # findings about each tool's text: injection, hidden, shadowing, changed
     INDEX = "index"  # the retrieval index toolkg retrieve maps (toolkg.retrieval.index_files)
     SNAPSHOT = "snapshot"  # the read-only copy the endpoint serves
 

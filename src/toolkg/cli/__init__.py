@@ -4,6 +4,7 @@
 - ``explore``: query, export, stats, deps
 - ``retrieve``: retrieve, eval
 - ``serve``: serve, report
+- ``trust``: approve (flagged tools a person accepts)
 - ``common``: the parser class, UsageError, --store, the output options (--format / --json), -q / -v
 - ``render``: tables for the terminal
 
@@ -22,13 +23,13 @@ import logging
 import sys
 
 from toolkg import __version__
-from toolkg.cli import build, explore, retrieve, serve
+from toolkg.cli import build, explore, retrieve, serve, trust
 from toolkg.cli.common import Parser
 from toolkg.display import one_line
 from toolkg.errors import RequestError, ToolkgError
 from toolkg.summary import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
 
-GROUPS = (build, explore, retrieve, serve)  # in the order `toolkg --help` lists their commands
+GROUPS = (build, explore, retrieve, serve, trust)  # in the order `toolkg --help` lists their commands
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -151,7 +151,32 @@ def format_stats(data: dict) -> str:
             ],
         ),
     ]
+    if "findings" in data:
+        parts += ["", *format_findings(data["findings"])]
     return "\n".join(parts)
+
+
+def format_findings(summary: dict) -> list[str]:
+    """The audit's findings as `toolkg stats` prints them: counts by kind, then one row per finding of each
+    flagged tool (its evidence is already safe to show: made visible, defanged, short)."""
+    counts = ", ".join(
+        f"{kind} {sum(by.values())} (" + ", ".join(f"{n} {s}" for s, n in sorted(by.items())) + ")"
+        for kind, by in summary["by_kind"].items()
+    )
+    notes = summary["tools_with_notes_only"]
+    lines = [
+        f"findings: {summary['tools_flagged']} tools flagged"
+        + (f"; {notes} with notes only (a name another server has too)" if notes else "")
+        + (f"; by kind: {counts}" if counts else "")
+    ]
+    rows = [
+        [entry["tool"], f["kind"], f["severity"], f["where"], f["evidence"], "yes" if entry["approved"] else ""]
+        for entry in summary["flagged"]
+        for f in entry["findings"]
+    ]
+    if rows:
+        lines.append(table(["tool", "kind", "severity", "where", "evidence", "approved"], rows))
+    return lines
 
 
 def format_eval(report: dict) -> str:

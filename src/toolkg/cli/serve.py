@@ -81,7 +81,8 @@ def _add_mcp(sub) -> None:
     search.add_argument(
         "--config",
         metavar="FILE.toml",
-        help="a settings file: its [toolsearch] section's pinned and min_score (the flags add to / win over it)",
+        help="a settings file: its [toolsearch] section's pinned, min_score, hide, hide_severity, approved (the flags"
+        " add to / win over it)",
     )
     _add_call_options(mcp)
     add_verbosity(mcp)
@@ -234,6 +235,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from toolkg.toolsearch.auth import load_tokens
     from toolkg.toolsearch.calls import CallPolicy, CallSettings
     from toolkg.toolsearch.mcp_server import serve
+    from toolkg.toolsearch.trust import TrustPolicy
 
     if args.show_token:  # for scripts: --header "Authorization: Bearer $(toolkg mcp --show-token)"
         print(load_tokens(args.token_file).first_secret)
@@ -294,6 +296,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             call_settings=settings,
             pinned=pinned,
             min_score=min_score,
+            trust=TrustPolicy.from_settings(searching.hide, searching.hide_severity, searching.approved),
             hosts=hosts,
             tokens=tokens,
         )

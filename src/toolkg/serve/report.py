@@ -3,7 +3,8 @@
 What a run did (its summary.json), the quarantine (quarantine.jsonl), a SHACL validation of the
 store as it is now, and a section per server (report_servers.py): its dependency graph laid out by
 Graphviz dot (inline SVG), the dependencies not drawn and its tools. A table of contents leads to each
-part; server sections stay closed until opened, so the page is as long as its contents list.
+part; server sections stay closed until opened, so the page is as long as its contents list. The tools
+the audit flagged have a section of their own (``report_servers.findings_html``).
 
 Everything is inline: the page opens from disk, mails as one file, and loads nothing from anywhere
 (its only links are to its own sections). It has no <script> element: three event-handler attributes
@@ -23,7 +24,7 @@ from pathlib import Path
 from toolkg.display import one_line
 from toolkg.errors import NotFoundError, StoreError
 from toolkg.ontology.graphs import SERVER_GRAPH_PREFIX
-from toolkg.serve.report_servers import servers_html, table
+from toolkg.serve.report_servers import findings_html, servers_html, table
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.remote import CONFIG_FILE
 from toolkg.store.snapshots import current_snapshot
@@ -115,6 +116,7 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
     try:
         checked, violations = _shacl(store)
         contents, sections, servers = servers_html(store)
+        flagged, flagged_html = findings_html(store)
     finally:
         store.close()
 
@@ -177,6 +179,7 @@ snapshot <code>{escape(snapshot.name)}</code>.</p>
 <nav id="contents"><h2>Contents</h2><ol>
 <li><a href="#counts">Counts</a></li><li><a href="#changes">What changed</a></li>
 <li><a href="#quarantine">Quarantine ({len(quarantine)})</a></li><li><a href="#shacl">SHACL validation</a></li>
+<li><a href="#findings">Flagged tools ({flagged})</a></li>
 <li><a href="#servers">Servers ({servers})</a>: each with its tools and dependencies (the dependencies its tools
 consume)<ul class="servers">{contents}</ul></li>
 <li><a href="#timings">Timings</a></li></ol></nav>
@@ -184,6 +187,7 @@ consume)<ul class="servers">{contents}</ul></li>
 <h2 id="changes">What changed</h2>{table(["manifests", "count", "files"], changes, {1})}<p>{escape(loaded)}</p>
 <h2 id="quarantine">Quarantine ({len(quarantine)})</h2>{quarantine_html}
 <h2 id="shacl">SHACL validation</h2>{shacl_html}
+<h2 id="findings">Flagged tools ({flagged})</h2>{flagged_html}
 <h2 id="servers">Servers ({servers})</h2>
 <p class="legend">Each section opens on a click ({toggle}). A graph's arrows run from a tool to the tools that
 depend on it, producers left of their consumers: solid when declared by the manifest, dashed when inferred; each

@@ -231,3 +231,31 @@ def servers_html(store: ToolStore) -> tuple[str, str, int]:
     contents = "".join(contents_entry(s, ids[s.id]) for s in servers)
     sections = "".join(server_section(s, ids[s.id], pictures.get(s.id)) for s in servers)
     return contents, sections, len(servers)
+
+
+def findings_html(store: ToolStore) -> tuple[int, str]:
+    """(flagged tools, the report's section about them): one row per medium or high finding of each flagged tool
+    (the audit's evidence is already made safe; it is escaped here again, as every name is)."""
+    from toolkg.store.stats import findings_summary
+
+    summary = findings_summary(store)
+    rows = [
+        [one_line(entry["tool"], 200), f["kind"], f["severity"], one_line(f["where"], 120), one_line(f["evidence"])]
+        + ["yes" if entry["approved"] else ""]
+        for entry in summary["flagged"]
+        for f in entry["findings"]
+    ]
+    notes = summary["tools_with_notes_only"]
+    note = (
+        f'<p class="note">{notes} other tool(s) have only notes: a name another server also has.</p>' if notes else ""
+    )
+    if not rows:
+        return 0, '<p class="ok">The audit flagged no tool.</p>' + note
+    legend = (
+        '<p class="legend">What the audit found in these tools\' text (injection: instructions addressed to the '
+        "model; hidden: invisible or deceptive characters; shadowing: a name or text aimed at another server's "
+        "tool; changed: the text differs from the one accepted). Evidence is shown with invisible characters as "
+        "[U+XXXX] and links defanged. <code>toolkg approve TOOL</code> accepts a tool's current text.</p>"
+    )
+    headers = ["tool", "kind", "severity", "where", "evidence", "approved"]
+    return summary["tools_flagged"], legend + table(headers, rows) + note

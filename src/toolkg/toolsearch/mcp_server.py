@@ -26,6 +26,7 @@ from toolkg.netpolicy import HostPolicy
 from toolkg.toolsearch.auth import Tokens, caller_scope
 from toolkg.toolsearch.calls import CallPolicy, CallSettings, ToolCaller
 from toolkg.toolsearch.service import MAX_K, ToolSearch
+from toolkg.toolsearch.trust import TrustPolicy
 
 INSTRUCTIONS = (
     "A knowledge graph of the tools available in this catalog (MCP servers, OpenAPI operations, functions). "
@@ -165,6 +166,7 @@ def serve(
     call_settings: CallSettings | None = None,
     pinned: tuple[str, ...] = (),
     min_score: float | None = None,
+    trust: TrustPolicy | None = None,
     hosts: HostPolicy | None = None,
     tokens: Tokens | None = None,
 ) -> None:
@@ -172,7 +174,9 @@ def serve(
     session ``call_tool`` opened (their server processes stop). ``pinned`` tools come with every search;
     ``min_score`` replaces the calibrated abstention threshold. Over HTTP, requests must name one of ``hosts``
     (default: those of the bind) and carry one of ``tokens`` (None: no authentication, --no-auth)."""
-    opened = ToolSearch(store_dir, sparql_timeout=sparql_timeout, max_rows=max_rows, pinned=pinned, min_score=min_score)
+    opened = ToolSearch(
+        store_dir, sparql_timeout=sparql_timeout, max_rows=max_rows, pinned=pinned, min_score=min_score, trust=trust
+    )
     with opened as search:
         caller = ToolCaller(search, policy, call_settings)
         try:

@@ -18,6 +18,9 @@ What an agent's clients ask of a tool search, besides a ranking:
 - **Pinned tools**: ``pinned`` ids come with every answer, marked ``"pinned": true``.
 - **Freshness**: every answer reads the newest published snapshot; a tool a build removed is never
   returned, and looking it up says it was removed.
+- **Trust** (``trust.py``): every tool carries ``warnings``, the audit's findings about its text (injection,
+  hidden characters, shadowing, a changed text); a ``TrustPolicy`` that hides some kinds keeps those tools out
+  of every answer until a person approves them (``toolkg approve``).
 """
 
 from __future__ import annotations
@@ -32,12 +35,14 @@ from toolkg.errors import NotFoundError, RequestError
 from toolkg.retrieval import Index, Query, make_retriever
 from toolkg.retrieval.abstain import default_min_score, request_score
 from toolkg.store.dependencies import dependency_rows
+from toolkg.store.findings import read_findings, read_fingerprints
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.records import read_tool, read_tool_records
 from toolkg.store.snapshots import current_snapshot, ensure_snapshot
 from toolkg.store.tool_details import resolve_tool, tool_json
 from toolkg.toolsearch.names import NameIndex, first_named
 from toolkg.toolsearch.sparql_worker import SparqlWorker
+from toolkg.toolsearch.trust import TrustPolicy, TrustView, refusal
 
 MAX_K = 50
 MAX_DEPTH = 6
@@ -54,6 +59,8 @@ class _Opened:
         self.edges: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in dependency_rows(self.store):
             self.edges[row["consumer"]].append(row)
+        self.findings = read_findings(self.store)  # the flagged tools only
+        self.fingerprints = read_fingerprints(self.store, self.findings)
         self._names: NameIndex | None = None
 
     def tool_names(self):
@@ -85,8 +92,10 @@ class ToolSearch:
         max_rows: int = 1000,
         pinned: Sequence[str] = (),
         min_score: float | None = None,
+        trust: TrustPolicy | None = None,
     ) -> None:
         self.store_dir = Path(store_dir)
+        self.trust = TrustView(self.store_dir, trust)
         self.sparql_timeout, self.max_rows = sparql_timeout, max_rows
         self.pinned = tuple(dict.fromkeys(p.strip() for p in pinned if p.strip()))
         self.min_score = default_min_score() if min_score is None else min_score
@@ -146,12 +155,17 @@ class ToolSearch:
         threshold = self.min_score if min_score is None else float(min_score)
         with self._lock:
             opened = self._current()
+            hidden = self.trust.hidden(opened.findings, opened.fingerprints)
             named = opened.names.lookup(query) or []
-            ranking = opened.retriever.retrieve(Query("q", query, tuple(steps)), k)
+            # asked for more when some tools are hidden, so the answer still holds k of the rest
+            ranking = opened.retriever.retrieve(Query("q", query, tuple(steps)), min(k + len(hidden), 2 * MAX_K))
             scored = {h.tool.id: h for h in ranking.tools}
             notes = []
             best = request_score(ranking.tools)
             ranked = [h.tool.id for h in ranking.tools]
+            withheld = sorted({t for t in [*named, *ranked[:k]] if t in hidden})
+            named = [t for t in named if t not in hidden]
+            ranked = [t for t in ranked if t not in hidden][:k]
             if not named and best < threshold:
                 ranked = []
                 notes.append(
@@ -162,6 +176,15 @@ class ToolSearch:
             pinned, missing = self._pinned(opened)
             if missing:
                 notes.append(f"pinned tools not in the catalog: {', '.join(missing)}")
+            withheld += [t for t in pinned if t in hidden and t not in withheld]
+            pinned = [t for t in pinned if t not in hidden]
+            if withheld:
+                kinds = sorted({k for t in withheld for k in hidden[t]})
+                notes.append(
+                    f"{len(withheld)} matching tool(s) hidden by this server's trust policy "
+                    f"({', '.join(kinds)} findings) "
+                    "until a person approves them"
+                )
             records = read_tool_records(opened.store, list(dict.fromkeys([*chosen, *pinned])))
             out = []
             for tool_id in chosen:
@@ -173,7 +196,8 @@ class ToolSearch:
                     **tool_json(record),
                     "score": round(hit.score, 6) if hit else 1.0,
                     "why": "named in the request" if tool_id in named else hit.why,
-                    "call_first": self._direct(opened, tool_id),
+                    "call_first": self._direct(opened, tool_id, hidden),
+                    **self.trust.warnings(tool_id, opened.findings, opened.fingerprints),
                 }
                 out.append(entry | ({"pinned": True} if tool_id in pinned else {}))
             shown = {t["id"] for t in out}
@@ -181,7 +205,8 @@ class ToolSearch:
                 if tool_id not in shown and tool_id in records:
                     hit = scored.get(tool_id)
                     entry = {**tool_json(records[tool_id]), "score": round(hit.score, 6) if hit else None}
-                    out.append(entry | {"why": "pinned", "call_first": self._direct(opened, tool_id), "pinned": True})
+                    entry |= {"why": "pinned", "call_first": self._direct(opened, tool_id, hidden), "pinned": True}
+                    out.append(entry | self.trust.warnings(tool_id, opened.findings, opened.fingerprints))
             answer: dict[str, Any] = {"tools": out, "min_score": round(threshold, 6)}
             if notes:
                 answer["note"] = "; ".join(notes)
@@ -204,34 +229,38 @@ class ToolSearch:
         the tools that depend on it."""
         with self._lock:
             opened = self._current()
-            tool_id = self._resolve(opened, tool)
+            hidden = self.trust.hidden(opened.findings, opened.fingerprints)
+            tool_id = self._visible(opened, tool, hidden)
             record = read_tool(opened.store, tool_id)
             if record is None:  # resolved a moment ago in the same snapshot: only a broken store lands here
                 raise NotFoundError(f"no tool {tool_id!r} in the catalog")
             found = tool_json(record)
-            users = sorted({r["consumer"] for rows in opened.edges.values() for r in rows if r["producer"] == tool_id})
-            return {**found, "call_first": self._direct(opened, tool_id), "needed_by": users}
+            users = {r["consumer"] for rows in opened.edges.values() for r in rows if r["producer"] == tool_id}
+            users = sorted(users - set(hidden))
+            warnings = self.trust.warnings(tool_id, opened.findings, opened.fingerprints)
+            return {**found, "call_first": self._direct(opened, tool_id, hidden), "needed_by": users, **warnings}
 
     def tool_dependencies(self, tool: str, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
         """Everything ``tool`` depends on, transitively (breadth first, each tool once, at its shortest depth),
         with the kind and confidence of the edge that reached it."""
         with self._lock:
             opened = self._current()
-            tool_id = self._resolve(opened, tool)
+            hidden = self.trust.hidden(opened.findings, opened.fingerprints)
+            tool_id = self._visible(opened, tool, hidden)
             reached: list[dict[str, Any]] = []
             seen, queue = {tool_id}, deque([(tool_id, 0)])
             while queue:
                 consumer, depth = queue.popleft()
                 if depth >= max_depth:
                     continue
-                for edge in self._direct(opened, consumer):
+                for edge in self._direct(opened, consumer, hidden):
                     if edge["tool"] in seen:
                         continue
                     seen.add(edge["tool"])
                     reached.append({**edge, "needed_by": consumer, "depth": depth + 1})
                     queue.append((edge["tool"], depth + 1))
             within = {tool_id} | {e["tool"] for e in reached}
-            needs = {t: [e["tool"] for e in self._direct(opened, t) if e["tool"] in within] for t in within}
+            needs = {t: [e["tool"] for e in self._direct(opened, t, hidden) if e["tool"] in within] for t in within}
             return {"tool": tool_id, "dependencies": reached, "order": _call_order(tool_id, needs)}
 
     def sparql(self, query: str) -> dict[str, Any]:
@@ -243,6 +272,13 @@ class ToolSearch:
             return self._sparql.run(query, self.sparql_timeout, self.max_rows)
 
     # --- helpers ---------------------------------------------------------------------------
+
+    def _visible(self, opened: _Opened, tool: str, hidden: dict[str, list[str]]) -> str:
+        """``_resolve``, refusing a tool the trust policy hides."""
+        tool_id = self._resolve(opened, tool)
+        if tool_id in hidden:
+            raise refusal(tool_id, hidden[tool_id])
+        return tool_id
 
     def _resolve(self, opened: _Opened, tool: str) -> str:
         if not isinstance(tool, str) or not tool.strip():
@@ -259,11 +295,12 @@ class ToolSearch:
         return ids[0]
 
     @staticmethod
-    def _direct(opened: _Opened, tool_id: str) -> list[dict[str, Any]]:
-        """The tools ``tool_id`` needs called first, strongest first (one line per producer)."""
+    def _direct(opened: _Opened, tool_id: str, hidden: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
+        """The tools ``tool_id`` needs called first, strongest first (one line per producer; none the trust
+        policy hides)."""
         out: dict[str, dict[str, Any]] = {}
         for row in opened.edges.get(tool_id, ()):
-            if row["producer"] not in out:
+            if row["producer"] not in out and row["producer"] not in (hidden or {}):
                 out[row["producer"]] = {
                     "tool": row["producer"],
                     "kind": row["kind"],

@@ -1,0 +1,249 @@
+"""The families of phrasing the injection model weighs (``FEATURES``): one regular expression each, over the
+normalised text (injection.normalise), case ignored. A family's name is the model's feature name: renaming
+or adding one needs a refit (``python benchmarks/trust_bench.py --fit``).
+
+Each family is written as its alternatives, one per line (``either``); ``gap(n)`` stands for up to n
+characters within one sentence, between two parts of a phrase.
+"""
+
+from __future__ import annotations
+
+
+def either(*alternatives: str) -> str:
+    return "|".join(alternatives)
+
+
+def gap(n: int) -> str:
+    """Up to ``n`` characters that end no sentence: the words between two parts of a phrase."""
+    return r"[^.!?\n]{0,%d}" % n  # noqa: UP031 - the braces of a quantifier would need doubling in an f-string
+
+
+USER = r"(?:the user|users?|the human|the operator|anyone)"
+
+FEATURES: dict[str, str] = {
+    # tags and brackets that frame text as the system's or as urgent: <IMPORTANT>, [SYSTEM], <<SYS>>
+    "tag": either(
+        r"<\s*/?\s*(?:important|system|instructions?|critical|priority|override|sys|"
+        r"system[-_ ]?(?:prompt|message|reminder|override|note)|user[-_ ]?instructions?|assistant[-_ ]?note|"
+        r"note[-_ ]to[-_ ](?:the[-_ ])?(?:ai|assistant|model|agent))\b[^>]{0,40}>",
+        r"\[\s*/?\s*(?:important|system|inst|instructions?|critical|override|sys)\s*[\]:]",
+        r"<<\s*/?\s*sys\s*>>",
+        r"<\|(?:im_start|im_end|system|endoftext)\|>",
+        r"\{\{\s*system",
+    ),
+    # override earlier instructions
+    "override": either(
+        r"\b(?:ignore|disregard|forget|override|bypass)\b"
+        + gap(40)
+        + r"\b(?:previous|prior|above|earlier|preceding|all|any|other|original|existing|system|safety|security|"
+        r"user'?s?)\b"
+        + gap(30)
+        + r"\b(?:instructions?|prompts?|rules|directions|guidelines|guidance|polic(?:y|ies)|constraints|restrictions|"
+        r"messages|requests?)\b",
+        r"\bnew (?:system )?instructions\b",
+        r"\btakes? precedence over\b",
+        r"\bsupersedes? (?:all|any|the|every)\b",
+        r"\b(?:is|are) superseded by\b",
+        r"\bsystem override\b",
+        r"\bpriority override\b",
+        r"\byour (?:real|true|actual|new|primary|only) (?:task|goal|instructions?|objective|purpose|job)\b",
+    ),
+    # keep the user from knowing
+    "secrecy": either(
+        r"\b(?:do not|don'?t|never|must not|should not|shouldn'?t|no need to)\b"
+        + gap(30)
+        + r"\b(?:tell|mention|inform|notify|reveal|disclose|alert|let)\b"
+        + gap(25)
+        + r"\b"
+        + USER
+        + r"\b",
+        r"\bwithout (?:telling|informing|notifying|alerting|letting)\b" + gap(15) + r"\b(?:the user|users?|anyone)\b",
+        r"\bthe user (?:must|should|need|will|does) not "
+        r"(?:know|see|notice|be told|be aware|be informed|need to know)\b",
+        r"\b(?:hide|conceal|keep)\b" + gap(20) + r"\bfrom (?:the )?(?:user|human|operator)\b",
+        r"\bwithout (?:the )?(?:user'?s?|human'?s?) (?:knowledge|awareness|noticing)\b",
+        r"\b(?:mere|an?) implementation detail\b",
+        r"\bkeep (?:this|it) between us\b",
+        r"\bnever reveal these\b",
+    ),
+    # skip the user's say: weak alone ("don't ask the user for the id, look it up")
+    "no_confirm": either(
+        r"\b(?:do not|don'?t|never|no need to|without)\b"
+        + gap(15)
+        + r"\b(?:ask|asking|confirm|confirming|bother|bothering|check with|prompt|prompting)\b"
+        + gap(20)
+        + r"\b(?:the user|users?|them|again|first)\b",
+        r"\b(?:skip|bypass) (?:all|any|every) (?:confirmations?|confirmation prompts?|approvals?|user approval)\b",
+        r"\bthe user has (?:already )?(?:consented|agreed|approved|granted)\b",
+        r"\bwithout asking\b",
+        r"\b(?:never|don'?t|do not) ask (?:before|for (?:permission|confirmation|approval))\b",
+    ),
+    # stealth adverbs: weak alone ("fails silently"), telling beside an instruction
+    "stealth": r"\b(?:silently|secretly|quietly|covertly|discreetly|invisibly|in the background)\b",
+    # paths and files that hold secrets (a public key is not one)
+    "secret_path": either(
+        r"(?:~|\$home|%userprofile%)/\.(?!ssh/(?:id_\w+\.pub|known_hosts|config)\b)\w",
+        r"\bid_(?:rsa|dsa|ecdsa|ed25519)\b(?!\.pub)",
+        r"/etc/(?:passwd|shadow|sudoers)",
+        r"\.aws/credentials|\.npmrc|\.pypirc|\.netrc|\.git-credentials|\.docker/config|\.kube/config|\bkubeconfig\b",
+        r"\bmcp\.json\b|claude_desktop_config|\.cursor/",
+        r"(?:^|[\s/'\"`])\.env\b",
+        r"\.bash_history|\.zsh_history|\bkeychain\b|wallet\.dat|\.gnupg",
+        r"\bseed phrase\b|\brecovery phrase\b|\bsecrets\.ya?ml\b",
+    ),
+    # secrets by name
+    "secret_word": r"\b(?:api[_ -]?keys?|access[_ -]?tokens?|secret[_ -]?keys?|private[_ -]?keys?|credentials?|"
+    r"passwords?|passwd|session cookies?|auth(?:entication)?[_ -]?tokens?|bearer tokens?|ssh keys?|"
+    r"environment variables?|env vars|secrets)\b",
+    # read something, then put it in an argument
+    "read_pass": r"\b(?:read|cat|open|load|fetch|collect|gather|retrieve|obtain|extract|grab|copy|dump|list)\b"
+    + gap(90)
+    + r"\b(?:pass|include|put|insert|add|append|attach|embed|send|provide|supply|place|set|fill|store)\b"
+    + gap(60)
+    + r"\b(?:as|in|into|inside|within|to|via)\b\s+(?:the\s+|its\s+|this\s+)?(?:['`\"][\w-]+['`\"]|parameter|argument|"
+    r"field|param|arg|notes?|sidenote|context|metadata|comment|payload|body|request)\b",
+    # send something elsewhere
+    "exfil": either(
+        r"\b(?:send|sent|sends|sending|post(?:s|ed|ing)?|upload(?:s|ed|ing)?|forward(?:s|ed|ing)?|transmit(?:s|ted)?|"
+        r"exfiltrate[sd]?|leak(?:s|ed)?|cop(?:y|ies|ied)|mirror(?:s|ed)?|relay(?:s|ed)?|e?mail(?:s|ed)?|cc|bcc|"
+        r"submit(?:s|ted)?|log(?:s|ged)?|sync(?:s|ed)?|share[sd]?|report(?:s|ed)?)\b"
+        + gap(60)
+        + r"\b(?:to|at)\b\s*(?:https?://|[\w.+-]+@[\w-]+\.\w|(?:our|the|an?|their) (?:partner |own )?(?:webhook|"
+        r"collector|external|remote|backup|logging|audit|telemetry|archive|endpoint|server)\b|attacker|"
+        r"[\w-]+(?:\.[\w-]+)*\.(?:example|com|net|org|io|xyz|ru|cn|dev|app|co|me|info|biz|site|online|top)\b)",
+        r"\b(?:all|every|each|any) (?:outgoing |future |other )?(?:emails?|messages?|requests?|calls?|results?|"
+        r"outputs?|files?|data|responses?|replies|transfers?|payments?)\b"
+        + gap(40)
+        + r"\bbe (?:sent|forwarded|copied|redirected|routed|cc'?d|bcc'?d|mirrored|included|addressed|posted|"
+        r"uploaded)\b",
+        r"\b(?:hidden|blind|additional|extra) (?:bcc|cc|recipient|copy)\b",
+        r"\bredirect(?:ed)? (?:all|every|the recipient)",
+        r"\b(?:bcc|cc)\b\s*:?\s*[\w.+-]+@[\w-]+\.\w",
+    ),
+    # the model or the assistant addressed and told what to do
+    "addressed": either(
+        r"\b(?:the assistant|the ai|the model|the agent|the llm|claude|chatgpt|gpt-?4o?|gemini|copilot|"
+        r"(?:ai|llm|language model) (?:assistant|agent|model)s?)\b"
+        + gap(25)
+        + r"\b(?:must|should|needs? to|has to|have to|is required to|are required to|shall|is instructed to|"
+        r"are instructed to|will)\b(?! not\b)",
+        r"\b(?:ai|llm) (?:model|agent|assistant)s?\s*:",
+        r"\bas an ai\b",
+        r"\b(?:dear|attention|note to|hey|hello)[ ,]+(?:the )?(?:assistant|ai|model|agent|llm|claude)\b",
+        r"\b(?:important|attention|notes?|instructions?|tip|hint|message) (?:for|to) (?:the )?"
+        r"(?:ai|assistants?|models?|agents?|llms?)\b",
+        r"\bfor the (?:language )?model only\b",
+        r"\bpsst\b",
+        r"[(\[]\s*(?:assistant|ai|agent|model)\s*:",
+        r"\b(?:ai|assistant|agent|model)s? reading this\b",
+        r"\bif you are an? (?:ai|llm|assistant|agent|language model)\b",
+    ),
+    # "you must" style orders (common in honest descriptions too: weighted by the fit)
+    "you_must": r"\byou (?:must|should always|must always|have to|are required to|need to always|shall|will need to|"
+    r"are instructed to|always)\b",
+    # something to do before the task, or the tool "fails"
+    "precondition": either(
+        r"\bbefore (?:using|calling|invoking|executing|running|you use|you call|any other|responding|answering|"
+        r"proceeding|doing anything|you do anything|replying|returning)\b",
+        r"\botherwise (?:the|this) (?:tool|function|call|request|operation) (?:will|would|may|might|won'?t)\b",
+        r"\b(?:this|it) is (?:required|mandatory|necessary|needed) for (?:the tool|audit|logging|security|compliance|"
+        r"verification|authentication|it to work|the call|proper operation|price accuracy|rate limiting)\b",
+        r"\bas a (?:mandatory|required) (?:first )?step\b",
+    ),
+    # call order and preference ("always call this first"): common in honest servers, weighted by the fit
+    "call_order": either(
+        r"\b(?:first|always) (?:call|run|use|invoke|execute|read|check|send)\b",
+        r"\b(?:must|should) (?:always )?be called (?:first|before)\b",
+        r"\bthe only \w+ tool you\b",
+    ),
+    # use me rather than another tool
+    "instead": either(
+        r"\binstead of (?:using |calling |invoking )?(?:the |any |a )?(?:[a-z]+(?:[_.:-][\w]+)+|"
+        r"[a-z]+(?:[A-Z][a-z0-9]+)+|(?:\w+ ){0,2}(?:tool|function|server|command))\b",
+        r"\b(?:do not|don'?t|never|must not) (?:use|call|invoke) (?:the |any )?(?:other|original|built-?in|default|"
+        r"native|official|old|\w+(?: server)?'s|[a-z]+_[\w]+)\b",
+        r"\b(?:use|call|prefer|choose) (?:this (?:tool|function|one)|[a-z]+_\w+) "
+        r"(?:instead|rather|over|in place|whenever|for all|for every)\b",
+        r"\b(?:deprecated|obsolete|broken|disabled|unsafe|compromised|a fake)\b"
+        + gap(40)
+        + r"\b(?:use|call|prefer) (?:this|me)\b",
+        r"\b(?:replaces?|supersedes?) (?:the )?[\w.:-]+ (?:tool|function|server)\b",
+    ),
+    # a hook on other tools' calls, or on every answer the agent gives
+    "cross_tool": either(
+        r"\b(?:when|whenever|every time|each time|if|after|once|before)\b"
+        + gap(30)
+        + r"(?:\b[\w.:-]+ (?:tool|function)\b|\b[a-z]+_\w+)"
+        + gap(20)
+        + r"\b(?:is|gets|was|are)\s(?:called|used|invoked|executed|run|available|present)\b",
+        r"\b(?:before|after|on) (?:any|every|each)? ?(?:call|calls|invocation|use)s? (?:to|of) [a-z]+_\w+",
+        r"\b(?:when|whenever|after|before|once|each time|every time)\b"
+        + gap(20)
+        + r"\b(?:calls?|uses?|invokes?|runs?)\s+(?:the\s+)?[a-z]+_\w+",
+        r"\b(?:all|any|every) (?:other |future |subsequent )?(?:tool calls?|function calls?|tools)\b",
+        r"\b(?:any|every|each|all) other tools?\b",
+        r"\btools? from other servers\b",
+        r"\bside[ -]effects? on\b",
+        r"\b(?:in|at the end of|to|with|into) (?:every|each|all) (?:of your )?"
+        r"(?:repl(?:y|ies)|responses?|answers?|messages you)\b",
+        r"\b(?:other|another) (?:server|mcp server)'?s? tools?\b",
+    ),
+    "urgency": either(
+        r"\b(?:very important|extremely important|critically important|critical (?:rule|requirement|instruction|step|"
+        r"notice)|mandatory|crucial|urgent|security requirement|compliance requirement|strictly required)\b",
+        r"!{2,}",
+    ),
+    # shell one-liners that fetch and run, wipe or decode
+    "shell": either(
+        r"\b(?:curl|wget)\b[^|\n]{0,100}\|\s*(?:ba|z)?sh\b",
+        r"\b(?:bash|sh|zsh|powershell|cmd)(?:\.exe)?\s+-c\b",
+        r"\brm\s+-rf\b|\bchmod\s+\+x\b|\bbase64\s+(?:-d|--decode)\b|\bnc\s+-e\b|/dev/tcp/|\biex\s*\(|invoke-expression",
+    ),
+    # a long base64 blob (a payload the text hides)
+    "encoded": r"(?<![\w/+])[A-Za-z0-9+/]{80,}={0,2}(?![\w/+])",
+    # role play and jailbreak phrasing
+    "role": either(
+        r"\byou are now\b",
+        r"\bnever refuse\b|\bcomply with (?:any|every) request\b|\bhowever harmful\b",
+        r"\bact as (?:an?|the) (?:unrestricted|system|admin|developer|root)\b",
+        r"\bpretend (?:to be|you are)\b",
+        r"\bdeveloper mode\b|\bjailbreak|\bdo anything now\b|\bfrom now on\b|\bno longer bound\b",
+    ),
+    # fake turn boundaries: the description "ends" and a system or user turn begins
+    "turns": either(
+        r"(?:^|[\n.]\s*)(?:system|assistant|human|user)\s*:\s",
+        r"</?\s*(?:tool_description|description|function|tool_call|functions|tool_result)\s*>",
+        r"\bend of (?:the )?(?:tool )?(?:description|documentation|instructions)\b",
+    ),
+    # tell the user something false, or hide a result
+    "deceive": either(
+        r"\btell (?:them|the user|users) (?:it|that|this) (?:is|was)\b",
+        r"\breport (?:success|that it worked|ok)\b",
+        r"\bregardless of the (?:result|outcome|error)\b",
+        r"\bpretend (?:that|it)\b",
+        r"\bmake (?:it|this) look like\b",
+        r"\b(?:mark|rate|score|grade|give)\b[^.\n]{0,40}\b(?:full marks|reject|approved?)\b[^.\n]{0,60}"
+        r"\b(?:don'?t|do not|never)\b",
+    ),
+    # move money the user did not ask to move
+    "money": either(
+        r"\b(?:move|transfer|send|wire|pay|charge)\b\s*(?:\$|€|£|usd |eur )?\d[\d,.]*\s*(?:\$|€|£|usd|eur|dollars|"
+        r"euros)?\s*(?:to|into|from)\b[^.\n]{0,20}\b(?:account|iban|wallet|card)\b",
+        r"\bchange the (?:shipping|delivery|billing) address\b",
+        r"\b(?:replace|change|set) (?:the )?(?:to_account|recipient|destination|payee|iban|account number)\b",
+    ),
+    # what the user said, or what only the agent's context holds
+    "user_data": r"\b(?:system prompt|(?:your|the|its) (?:system|hidden|original) instructions|conversation history|"
+    r"chat history|(?:previous|prior|earlier|all|last \w+) (?:user )?messages|(?:full|entire|whole|complete) "
+    r"(?:conversation|transcript)|the user'?s? (?:private data|credentials|clipboard|cookies|browsing history|"
+    r"saved passwords|passwords|contacts|bank login|payment card|card number)|card numbers? and "
+    r"(?:cvv|security codes?)|\bcvv\b)\b",
+    # personal details: honest tools take them as arguments, so weak alone
+    "personal_data": r"\b(?:the user'?s?|their) (?:full name|name|email address|e-?mail|phone number|home address|"
+    r"address|ip address|location|current location|date of birth|personal (?:data|information))\b",
+    # put data into an argument ("include X in the `profile` parameter"): honest texts say this of ids, so weak alone
+    "stuff_param": r"\b(?:include|pass|put|insert|attach|embed|append|send|provide|fill|encode|export|paste|copy|"
+    r"write)\b"
+    + gap(70)
+    + r"\b(?:in|into|as|inside|via)\s+(?:the\s+|its\s+)?(?:['`\"][\w-]+['`\"]|\w+ (?:parameter|argument|field))",
+}

@@ -1,0 +1,86 @@
+"""Audit: findings about each tool's text (injection, hidden, shadowing, changed), one audit graph.
+
+The detectors are ``canonicalize/findings/``; this stage feeds them the catalog as the store holds it now,
+what the last audit stored (each tool's fingerprint and accepted fingerprint: the baseline of ``changed``), the
+previous build's text of the tools whose text changed since (its published snapshot, when there is one: the
+words a change added go into the evidence) and the approvals file (``toolkg approve``; an approved text becomes
+the accepted one). Its digest includes the approvals, so approving a tool makes the next build redo the audit
+even when no manifest changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from typing import Any, ClassVar
+
+from toolkg.approvals import Approvals
+from toolkg.canonicalize.findings import audit
+from toolkg.flows.stages.base import CatalogRun, CatalogStage
+from toolkg.models import StageInfo
+from toolkg.ontology.graphs import AUDIT_GRAPH
+from toolkg.stages import StageName
+from toolkg.store.findings import audit_triples, read_previous, read_tool_texts
+from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.snapshots import current_snapshot
+
+
+class AuditInfo(StageInfo):
+    stage: ClassVar[str] = StageName.AUDIT
+    audit: dict[str, Any] = {}  # tools, flagged (medium or high), by kind, notes (low only)
+
+    def lines(self) -> list[str]:
+        a = self.audit
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(a.get("by_kind", {}).items()))
+        flagged = f"{a.get('flagged', 0)} of {a.get('tools', 0)} tools flagged" + (f" ({kinds})" if kinds else "")
+        notes = a.get("notes", 0)
+        return [f"findings: {flagged}" + (f"; {notes} with notes only (same name on another server)" if notes else "")]
+
+
+class Audit(CatalogStage):
+    """Run the detectors over the stored catalog and swap the audit graph."""
+
+    name = StageName.AUDIT
+    graph = AUDIT_GRAPH
+    code = ("toolkg.canonicalize.findings", "toolkg.findings", "toolkg.approvals", "toolkg.store.findings")
+
+    def extra_options(self, run: CatalogRun) -> dict[str, Any]:
+        approvals = Approvals(run.store.directory).path
+        content = approvals.read_bytes() if approvals.exists() else b""
+        return {"approvals": hashlib.sha256(content).hexdigest()[:16]}
+
+    def run(self, run: CatalogRun) -> AuditInfo:
+        store = run.store
+        texts = read_tool_texts(store)
+        previous = read_previous(store)
+        moved = [t.id for t in texts if t.id in previous and t.fingerprint != previous[t.id].fingerprint]
+        result = audit(texts, previous, _previous_texts(store, moved), Approvals(store.directory).load())
+        store.replace_graph(AUDIT_GRAPH, audit_triples(result.findings, result.fingerprints, result.accepted))
+        alarms = {t: [f for f in fs if f.severity != "low"] for t, fs in result.findings.items()}
+        by_kind = Counter(k for fs in alarms.values() for k in {f.kind.value for f in fs})
+        return AuditInfo(
+            audit={
+                "tools": len(texts),
+                "flagged": sum(1 for fs in alarms.values() if fs),
+                "by_kind": dict(by_kind),
+                "notes": sum(1 for fs in alarms.values() if not fs),
+            }
+        )
+
+    def size(self, run: CatalogRun, info: StageInfo) -> int:
+        return int(info.audit.get("tools", 0))  # type: ignore[attr-defined]
+
+
+def _previous_texts(store: ToolStore, ids: list[str]):
+    """The previous build's text of ``ids``, from the snapshot it published (none without one: a store on a
+    SPARQL server, or the first build)."""
+    if not ids or not store.publishes_snapshots:
+        return {}
+    snapshot = current_snapshot(store.directory)
+    if snapshot is None:
+        return {}
+    before = ToolStore.open_snapshot(snapshot)
+    try:
+        return {t.id: t for t in read_tool_texts(before, ids)}
+    finally:
+        before.close()
