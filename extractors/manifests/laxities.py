@@ -165,15 +165,16 @@ class Refs:
         node: Any = self.document
         for part in pointer[1:].split("/"):
             part = part.replace("~1", "/").replace("~0", "~")
+            index = int(part) if part.isascii() and part.isdigit() and len(part) < 10 else None
             if isinstance(node, Mapping):
                 if part in node:
                     node = node[part]
-                elif part.isdigit() and int(part) in node:  # YAML reads a response code 200: as a number
-                    node = node[int(part)]
+                elif index is not None and index in node:  # YAML reads a response code 200: as a number
+                    node = node[index]
                 else:
                     return _MISSING
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
+            elif isinstance(node, list) and index is not None and index < len(node):
+                node = node[index]
             else:
                 return _MISSING
         return node

@@ -243,7 +243,10 @@ _KEYWORDS = (
     "requestBody",
     "parameters",
 )
-_REFS = ("#/nowhere", "other.yaml#/x", "#/paths", "#", "#/", "#/components/schemas/Pet/properties/0", "%%", "#/0")
+_REFS = (
+    *("#/nowhere", "other.yaml#/x", "#/paths", "#", "#/", "#/components/schemas/Pet/properties/0", "%%", "#/0"),
+    *("#/paths/%C2%B2", "#/tags/" + "9" * 5000, "#/definitions/Pet", "#/components/parameters/TraceId"),
+)
 
 
 def _parts(document: dict) -> list[tuple[Any, Any]]:
