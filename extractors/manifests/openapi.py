@@ -247,6 +247,10 @@ def _operation(
 
 
 def parse_openapi(path: str, document: Any, server: str | None, limits: Limits | None = None) -> ParsedServers:
+    """The API as one server, each operation a tool, what was read leniently as notices.
+
+    Raises ``ManifestError`` only for a document that cannot be read at all (no object, not OpenAPI 3,
+    ``paths`` no object); a path item or operation that cannot be read is a quarantine entry."""
     limits = limits or Limits()
     if not isinstance(document, Mapping):
         raise ManifestError(path, "an OpenAPI document must be an object")
