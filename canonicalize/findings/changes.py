@@ -16,7 +16,6 @@ keeps the evidence it had.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 
 from toolkg.approvals import Approval, approved
@@ -60,14 +59,16 @@ def describe_change(old: ToolText, new: ToolText) -> tuple[str, str]:
 
 
 def _word_diff(before: str, after: str) -> str:
-    """The words inserted and deleted, '+ ...' then '- ...', longest change first."""
+    """The words that changed, as one span each side: '+ added - removed' (the words both texts begin and end
+    with are left out, so a sentence slipped into the middle reads whole)."""
     a, b = before.split(), after.split()
-    added, removed = [], []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-        if op in ("insert", "replace"):
-            added.append(" ".join(b[j1:j2]))
-        if op in ("delete", "replace"):
-            removed.append(" ".join(a[i1:i2]))
-    parts = [f"+ {max(added, key=len)}"] if added else []
-    parts += [f"- {max(removed, key=len)}"] if removed else []
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
+        end += 1
+    added, removed = b[start : len(b) - end], a[start : len(a) - end]
+    parts = [f"+ {' '.join(added)}"] if added else []
+    parts += [f"- {' '.join(removed)}"] if removed else []
     return " ".join(parts) or "whitespace changed"

@@ -27,10 +27,10 @@ from toolkg.store.snapshots import current_snapshot
 
 class AuditInfo(StageInfo):
     stage: ClassVar[str] = StageName.AUDIT
-    audit: dict[str, Any] = {}  # tools, flagged (medium or high), by kind, notes (low only)
+    findings: dict[str, Any] = {}  # tools, flagged (a medium or high finding), by kind, notes (low only)
 
     def lines(self) -> list[str]:
-        a = self.audit
+        a = self.findings
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(a.get("by_kind", {}).items()))
         flagged = f"{a.get('flagged', 0)} of {a.get('tools', 0)} tools flagged" + (f" ({kinds})" if kinds else "")
         notes = a.get("notes", 0)
@@ -59,7 +59,7 @@ class Audit(CatalogStage):
         alarms = {t: [f for f in fs if f.severity != "low"] for t, fs in result.findings.items()}
         by_kind = Counter(k for fs in alarms.values() for k in {f.kind.value for f in fs})
         return AuditInfo(
-            audit={
+            findings={
                 "tools": len(texts),
                 "flagged": sum(1 for fs in alarms.values() if fs),
                 "by_kind": dict(by_kind),
@@ -68,7 +68,7 @@ class Audit(CatalogStage):
         )
 
     def size(self, run: CatalogRun, info: StageInfo) -> int:
-        return int(info.audit.get("tools", 0))  # type: ignore[attr-defined]
+        return int(info.findings.get("tools", 0))  # type: ignore[attr-defined]
 
 
 def _previous_texts(store: ToolStore, ids: list[str]):
