@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.query_shapes import SHAPES, SLOW, largest_accepted  # noqa: E402  (the shapes the tests run)
-from toolkg.serve.backend import oxigraph_binary  # noqa: E402
+from toolkg.serve.assets import oxigraph_binary  # noqa: E402
 
 
 def _free_port() -> int:

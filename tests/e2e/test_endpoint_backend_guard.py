@@ -221,8 +221,7 @@ print("unix sockets work")
 
 def test_the_ui_files_come_out_of_the_oxigraph_binary_whole():
     """The UI's YASGUI files as the `oxigraph` binary itself serves them (an in-memory store, for this test)."""
-    from toolkg.serve.assets import ASSETS, asset
-    from toolkg.serve.backend import oxigraph_binary
+    from toolkg.serve.assets import ASSETS, asset, oxigraph_binary
 
     port = free_port()
     server = subprocess.Popen(

@@ -2,8 +2,9 @@
 
 The UI is Oxigraph's YASGUI build, served from this machine (no CDN). The binary embeds each file verbatim
 (``include_str!``) and used to serve them itself; the endpoint no longer runs an Oxigraph HTTP server (its
-backend has no address, see ``toolkg.serve.backend``), so it reads them out of the binary: each file lies
-between markers of its own (the webpack banner and the source-map comment that open and close it), once.
+backend has no address, see ``toolkg.serve.backend``), so it reads them out of the binary: each file opens
+with bytes found once in it (the webpack banner, the first rule, the XML declaration) and ends at its closing
+bytes (the source-map comment, ``</svg>``).
 ``tests/e2e/test_endpoint_backend_guard.py`` checks the result against what ``oxigraph serve`` itself serves,
 so an `oxigraph` upgrade that moves a marker fails a test instead of the UI.
 """
@@ -11,10 +12,11 @@ so an `oxigraph` upgrade that moves a marker fails a test instead of the UI.
 from __future__ import annotations
 
 import functools
+import shutil
+import sys
 from pathlib import Path
 
-from toolkg.errors import StoreError
-from toolkg.serve.backend import oxigraph_binary
+from toolkg.errors import ConfigError, StoreError
 
 # path -> (content type, first bytes, last bytes): the first bytes are found once in the binary, and the file
 # ends with the first occurrence of its last bytes after them.
@@ -31,6 +33,15 @@ ASSETS: dict[str, tuple[str, bytes, bytes]] = {
     ),
     "/logo.svg": ("image/svg+xml", b'<?xml version="1.0" encoding="UTF-8"?>\n<svg width="450"', b"</svg>"),
 }
+
+
+def oxigraph_binary() -> str:
+    """The `oxigraph` server CLI from the `oxigraph` package, next to this Python first."""
+    beside = Path(sys.executable).parent / "oxigraph"
+    found = str(beside) if beside.exists() else shutil.which("oxigraph")
+    if not found:
+        raise ConfigError("the 'oxigraph' server command is missing (pip install oxigraph)")
+    return found
 
 
 def asset(path: str) -> tuple[str, bytes]:

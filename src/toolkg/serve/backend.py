@@ -18,7 +18,6 @@ backend rather than about the proxy.
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolkg.errors import ConfigError, StoreError
+from toolkg.errors import StoreError
 from toolkg.store.snapshots import current_snapshot, ensure_snapshot
 
 POLL_SECONDS = 1.0  # how often the watcher looks for a new snapshot and a dead process
@@ -44,16 +43,6 @@ _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparql-spawner"
 
 class BackendError(OSError):
     """The backend process could not be asked, or hung up before its answer was whole."""
-
-
-def oxigraph_binary() -> str:
-    """The `oxigraph` server CLI from the `oxigraph` package, next to this Python first (the UI's files are
-    in it; see ``toolkg.serve.assets``)."""
-    beside = Path(sys.executable).parent / "oxigraph"
-    found = str(beside) if beside.exists() else shutil.which("oxigraph")
-    if not found:
-        raise ConfigError("the 'oxigraph' server command is missing (pip install oxigraph)")
-    return found
 
 
 def _die_with_parent() -> None:

@@ -182,7 +182,7 @@ class Handler(OneRequestHandler):
         elif path in ASSETS:
             try:
                 content_type, body = asset(path)
-            except (OSError, StoreError) as exc:
+            except (OSError, ToolkgError) as exc:
                 return self._text(503, f"the UI file is unavailable: {exc}")
             self._send(200, body, content_type, {"Cache-Control": "max-age=3600"})
         elif path in QUERY_PATHS:
