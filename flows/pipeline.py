@@ -13,6 +13,7 @@ extraction batches to a Dask cluster. The layering test checks this module impor
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections import Counter
@@ -24,20 +25,22 @@ from pathlib import Path
 from toolkg import progress
 from toolkg.canonicalize.links.structural import tool_text
 from toolkg.config import BuildConfig
+from toolkg.disk import disk_full_error, notice
 from toolkg.embeddings.ahead import EmbedAhead
 from toolkg.errors import ConfigError, NotFoundError
 from toolkg.extractors.manifests.ingest import IngestResult
 from toolkg.extractors.manifests.reading import Discovered, discover_all
 from toolkg.extractors.triples.semantic import SemanticExtractor, make_extractor
 from toolkg.extractors.triples.structural import NameIndex
-from toolkg.failures import fault_point, quarantine
+from toolkg.failures import fault_point, quarantine, reason_of
 from toolkg.flows.stages import (
     CATALOG_STAGES,
     CatalogRun,
     Runner,
     in_process,
     make_confirmer,
-    publish_if_due,
+    prepare_snapshot_if_due,
+    publish_prepared,
     run_catalog_stages,
 )
 from toolkg.flows.steps import TransformInfo, batches, ingest_batch, retrying, tool_batches, transform_manifests
@@ -48,6 +51,7 @@ from toolkg.stages import StageContext, StageName
 from toolkg.store.build_state import mark_pending, pending_stages
 from toolkg.store.loading import BuildOptions, ManifestParts, load_manifest, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
+from toolkg.store.snapshots import PreparedSnapshot
 from toolkg.store.stats import totals
 from toolkg.store.validation import Validator
 from toolkg.summary import BuildSummary
@@ -84,30 +88,90 @@ def run_pipeline(
     summary = summary or new_summary(store_dir)
     if config.dask and fan_out is None:
         raise ConfigError("--dask needs the build flow's Dask task runner (toolkg build --dask)")
-    semantic = make_extractor(config.extractor, store_dir, config.llm_config)  # fails fast on a missing endpoint
+    store = ToolStore(store_dir)  # first: a read-only or busy store is one line before anything else opens
+    try:
+        return _build(store, paths, config, summary, runner, fan_out)
+    except Exception as exc:
+        full = disk_full_error(exc, store.directory)  # wherever the disk filled up: one line, the run stopped
+        if full is None:
+            raise
+        raise full from exc
+    finally:
+        store.close()  # Prefect keeps task states (and their tracebacks) alive: release the lock explicitly
+
+
+def _build(
+    store: ToolStore,
+    paths: list[str],
+    config: BuildConfig,
+    summary: BuildSummary,
+    runner: Runner,
+    fan_out: FanOut | None,
+) -> BuildSummary:
+    """The run on an opened store. Its summary is saved whatever happens; its snapshot is published only
+    after the summary is on disk, so a build that fails anywhere leaves the previous snapshot current."""
+    semantic = make_extractor(config.extractor, str(store.directory), config.llm_config)  # fails fast
     if config.dask and semantic.name != "offline":
         semantic.close()
         raise ConfigError("--dask fans out the offline extractor; the LLM extractor is concurrent in-process")
-    confirmer = make_confirmer(store_dir, config.llm_config) if config.confirm_deps and config.infer else None
-    store = ToolStore(store_dir)
+    confirmer = (
+        make_confirmer(str(store.directory), config.llm_config) if config.confirm_deps and config.infer else None
+    )
     ctx = StageContext(summary)
     ctx.sampler.start()
     clock = time.perf_counter()
     try:
         catalog = CatalogRun(store, ctx, config, confirmer, runner=runner)
         run = BuildRun(store, config, _load_options(config, semantic), semantic, ctx, catalog, fan_out)
-        _pipeline(run, paths)
-    finally:
-        summary.extraction = semantic.usage()
-        semantic.close()
-        if confirmer is not None:
-            confirmer.close()
-        summary.pipeline_seconds = round(time.perf_counter() - clock, 3)
-        summary.stage_peak_mb = ctx.sampler.stop()
-        summary.ended = datetime.now(UTC).isoformat()
+        prepared = _pipeline(run, paths)
+    except BaseException as exc:
+        _end_run(summary, semantic, confirmer, ctx, clock)
+        summary.stopped = _why_stopped(exc, store)
+        with contextlib.suppress(Exception):  # the failure that stopped the run is the one to report
+            summary.save(store.runs_dir)
+        raise
+    _end_run(summary, semantic, confirmer, ctx, clock)
+    try:
         summary.save(store.runs_dir)
-        store.close()  # Prefect keeps task states (and their tracebacks) alive: release the lock explicitly
+    except BaseException:
+        if prepared is not None:
+            prepared.discard()
+        raise
+    if prepared is not None:
+        _publish(store, prepared)
     return summary
+
+
+def _why_stopped(exc: BaseException, store: ToolStore) -> str:
+    if not isinstance(exc, Exception):
+        return f"interrupted ({type(exc).__name__})"
+    return str(disk_full_error(exc, store.directory) or reason_of(exc))
+
+
+def _end_run(summary: BuildSummary, semantic: SemanticExtractor, confirmer, ctx: StageContext, clock: float) -> None:
+    """Release the extractors and complete the summary's figures."""
+    summary.extraction = semantic.usage()
+    semantic.close()
+    if confirmer is not None:
+        confirmer.close()
+    summary.pipeline_seconds = round(time.perf_counter() - clock, 3)
+    summary.stage_peak_mb = ctx.sampler.stop()
+    summary.ended = datetime.now(UTC).isoformat()
+
+
+def _publish(store: ToolStore, prepared: PreparedSnapshot) -> None:
+    """Make the run's snapshot current. Once it is, the run has succeeded: failing to clear the stage's
+    pending mark afterwards (a full disk) only makes the next build publish again."""
+    try:
+        publish_prepared(store, prepared)
+    except Exception as exc:
+        if not prepared.published:
+            prepared.discard()
+            raise
+        notice(
+            f"snapshot {prepared.name} is published, but its pending mark stayed ({reason_of(exc)}): "
+            "the next build publishes again"
+        )
 
 
 def _load_options(config: BuildConfig, semantic: SemanticExtractor) -> BuildOptions:
@@ -157,7 +221,8 @@ class BuildRun:
             self.marked = True
 
 
-def _pipeline(run: BuildRun, paths: list[str]) -> None:
+def _pipeline(run: BuildRun, paths: list[str]) -> PreparedSnapshot | None:
+    """The run's stages; returns its snapshot, prepared but not yet current (or None when none is due)."""
     store, summary = run.store, run.summary
     paths, configurations = _list_live(run, paths)
     with run.ctx.stage(StageName.INGEST, unit="files", show=False):  # finding the files is part of ingesting them
@@ -186,7 +251,7 @@ def _pipeline(run: BuildRun, paths: list[str]) -> None:
     finally:
         run.catalog.finish_ahead()
     _record(run, used, changed)
-    publish_if_due(run.catalog, changed or wrote, run.owed)
+    return prepare_snapshot_if_due(run.catalog, changed or wrote, run.owed)
 
 
 def _tool_texts(manifests: list[IngestResult]) -> list[str]:

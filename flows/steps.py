@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from toolkg.disk import is_disk_full
 from toolkg.errors import ToolkgError
 from toolkg.extractors.manifests.ingest import IngestResult, ingest_manifest
 from toolkg.extractors.manifests.reading import fingerprint_file
@@ -94,9 +95,9 @@ def parts(result: IngestResult, max_tools: int) -> list[IngestResult]:
 
 
 def transient(exc: BaseException) -> bool:
-    """Failures that can succeed on a second try (storage I/O, a held lock)."""
+    """Failures that can succeed on a second try (storage I/O, a held lock; not a full disk)."""
     if isinstance(exc, OSError):
-        return True
+        return not is_disk_full(exc)
     return isinstance(exc, ToolkgError) and exc.transient
 
 

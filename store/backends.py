@@ -20,7 +20,8 @@ from typing import Any, Protocol
 
 from pyoxigraph import NamedNode, Quad, RdfFormat, Store, Triple
 
-from toolkg.errors import StoreError, StoreLockedError
+from toolkg.disk import disk_full_error, is_read_only, why
+from toolkg.errors import ReadOnlyError, StoreError, StoreLockedError
 
 # Below this many quads a write goes through a transaction: each bulk load writes its own table
 # files, and many tiny ones cost more than the write-ahead log they save.
@@ -70,17 +71,25 @@ class LocalBackend:
         if read_only:
             self._store = Store.read_only(str(database))
         else:
-            database.mkdir(parents=True, exist_ok=True)
             self._store = self._open_writable(directory or database.parent)
 
     def _open_writable(self, directory: Path) -> Store:
         try:
+            self.database.mkdir(parents=True, exist_ok=True)
             return Store(str(self.database))
         except OSError as exc:
             if "lock" in str(exc).lower():
                 raise StoreLockedError(
                     f"store {directory} is in use by another process (a running build?); try again when it ends"
                 ) from None
+            if is_read_only(exc):  # RocksDB writes its LOG file even to open: a read-only store fails here
+                raise ReadOnlyError(
+                    f"store {directory} is read-only ({why(exc)}): this command writes to it; make it writable, "
+                    "or give another --store"
+                ) from None
+            full = disk_full_error(exc, self.database)  # opening replays the write-ahead log into a new file
+            if full is not None:
+                raise full from None
             raise
 
     def close(self) -> None:

@@ -28,7 +28,8 @@ from toolkg.flows.stages.link import Link
 from toolkg.flows.stages.retrieval_index import RetrievalIndex
 from toolkg.stages import StageName
 from toolkg.store.build_state import clear_pending, options_digests
-from toolkg.store.snapshots import current_snapshot, publish_snapshot
+from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.snapshots import PreparedSnapshot, current_snapshot, prepare_snapshot
 
 if TYPE_CHECKING:
     from toolkg.canonicalize.inference.confirm import DependencyConfirmer
@@ -70,17 +71,27 @@ def run_stage(run: CatalogRun, stage: CatalogStage) -> bool:
     return handle.ok
 
 
-def publish_if_due(run: CatalogRun, changed: bool, pending: set[str]) -> None:
-    """The endpoint serves snapshots, never the live database: publish one when the graph changed,
-    when an earlier build owes one, or when there is none yet."""
+def prepare_snapshot_if_due(run: CatalogRun, changed: bool, pending: set[str]) -> PreparedSnapshot | None:
+    """The endpoint serves snapshots, never the live database: checkpoint one when the graph changed, when an
+    earlier build owes one, or when there is none yet. It is not current yet: ``publish_prepared`` makes it
+    so once the run's summary is saved (a failed build publishes nothing)."""
     store, summary = run.store, run.ctx.summary
     if not store.publishes_snapshots:
-        return
+        return None
+    prepared = None
     if changed or StageName.SNAPSHOT in pending or current_snapshot(store.directory) is None:
         with run.ctx.stage(StageName.SNAPSHOT, contain=True):
-            summary.snapshot = publish_snapshot(store, summary.run_id).name
-            fault_point(StageName.SNAPSHOT)
-            clear_pending(store, StageName.SNAPSHOT)
+            prepared = prepare_snapshot(store, summary.run_id)
+            summary.snapshot = prepared.name
+    return prepared
+
+
+def publish_prepared(store: ToolStore, prepared: PreparedSnapshot) -> None:
+    """Make the prepared snapshot current, then clear the stage's pending mark. The mark goes last: a build
+    killed (or stopped by a full disk) in between leaves it, and the next build publishes again."""
+    prepared.publish()
+    fault_point(StageName.SNAPSHOT)
+    clear_pending(store, StageName.SNAPSHOT)
 
 
 def make_confirmer(store_dir: str, llm_config: str | None) -> DependencyConfirmer:

@@ -52,3 +52,18 @@ class StoreLockedError(StoreError):
     """Another process holds the store open for writing."""
 
     transient = True
+
+
+class DiskFullError(StoreError):
+    """The disk filled up while toolkg wrote ``what``: nothing of the run is published (toolkg.disk)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        super().__init__(f"disk full while writing {what}: free space and rerun")
+
+    def __reduce__(self):  # rebuilt from ``what`` (a Dask worker's or Prefect's copy), not the whole message
+        return type(self), (self.what,)
+
+
+class ReadOnlyError(StoreError):
+    """A store or cache folder toolkg must write is read-only; the message names it and what to do."""

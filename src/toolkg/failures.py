@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from toolkg.disk import is_disk_full
 from toolkg.errors import ItemError, ManifestError, ToolkgError
 from toolkg.models import MAX_REASON_CHARS, QuarantinedItem, one_line_text
 
@@ -45,7 +46,12 @@ def reason_of(exc: BaseException, context: str = "internal error") -> str:
 def quarantine(
     exc: BaseException, *, source: str, item: str, stage: str, raw: Any = None, context: str = "internal error"
 ) -> QuarantinedItem:
-    """The quarantine entry for ``exc``; an unexpected one also logs its traceback (``-v`` shows it)."""
+    """The quarantine entry for ``exc``; an unexpected one also logs its traceback (``-v`` shows it).
+
+    A full disk is re-raised instead: it is the machine's failure, not the item's, and every later item
+    would fail the same way, so it stops the run (``toolkg.disk``)."""
+    if is_disk_full(exc):
+        raise exc
     if not isinstance(exc, ToolkgError):
         log.debug("%s: %s: [%s] unexpected failure", source, item, stage, exc_info=exc)
     reason = reason_of(exc, context)
@@ -127,6 +133,7 @@ def _scalar(value: Any) -> str:
 
 
 FAULT_ENV = "TOOLKG_FAULT"
+FAULT_FILL_ENV = "TOOLKG_FAULT_FILL"
 
 
 class InjectedFault(RuntimeError):
@@ -136,10 +143,13 @@ class InjectedFault(RuntimeError):
 def fault_point(name: str) -> None:
     """A test hook for failure handling: ``TOOLKG_FAULT=kill:<name>`` makes the process kill itself
     with SIGKILL right here, as ``kill -9`` or a power cut would (no cleanup runs);
-    ``TOOLKG_FAULT=raise:<name>`` raises an unexpected error here. The build passes a point at every
-    stage boundary (ingest, load, loaded, canonicalize, infer, link, snapshot, and before-<stage> ahead
-    of each catalog-wide stage) and one per manifest it transforms (transform). Used by
-    tests/e2e/test_crash_consistency.py and tests/integration/test_hostile_manifests.py; unset, it costs one lookup."""
+    ``TOOLKG_FAULT=raise:<name>`` raises an unexpected error here; ``TOOLKG_FAULT=fill:<name>`` fills the
+    disk here: it writes the file ``$TOOLKG_FAULT_FILL`` (on a test's small tmpfs) until the file system is
+    full, so every later write meets a real ENOSPC, or without that variable raises ENOSPC itself. The build
+    passes a point at every stage boundary (ingest, load, loaded, canonicalize, infer, link, snapshot, and
+    before-<stage> ahead of each catalog-wide stage) and one per manifest it transforms (transform). Used by
+    tests/e2e/test_crash_consistency.py, tests/e2e/test_build_faults.py and
+    tests/integration/test_hostile_manifests.py; unset, it costs one lookup."""
     import os
 
     fault = os.environ.get(FAULT_ENV)
@@ -151,3 +161,21 @@ def fault_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if fault.startswith("raise:"):
         raise InjectedFault(f"fault injected at {name} (TOOLKG_FAULT)")
+    if fault.startswith("fill:"):
+        _fill_disk(name)
+
+
+def _fill_disk(name: str) -> None:
+    import errno
+    import os
+
+    filler = os.environ.get(FAULT_FILL_ENV)
+    if not filler:
+        raise OSError(errno.ENOSPC, f"No space left on device (TOOLKG_FAULT at {name})", name)
+    try:
+        with open(filler, "ab", buffering=0) as out:
+            while True:
+                out.write(b"\0" * (1 << 16))
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise

@@ -25,6 +25,7 @@ import sys
 from toolkg import __version__
 from toolkg.cli import build, explore, retrieve, serve, trust
 from toolkg.cli.common import Parser
+from toolkg.disk import disk_full_error
 from toolkg.display import one_line
 from toolkg.errors import RequestError, ToolkgError
 from toolkg.summary import EXIT_FAILURE, EXIT_OK, EXIT_USAGE
@@ -72,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return EXIT_OK
     except OSError as exc:
-        print(one_line(f"toolkg: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")), file=sys.stderr)
+        full = disk_full_error(exc, "a file")  # RocksDB's message names the file, errno and strerror unset
+        line = str(full) if full else f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
+        print(one_line(f"toolkg: error: {line}"), file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
         print("toolkg: interrupted", file=sys.stderr)
@@ -83,6 +86,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _unexpected(exc: Exception, verbose: bool) -> int:
     from toolkg.failures import reason_of
+
+    full = disk_full_error(exc, "a file")  # SQLite's "database or disk is full"
+    if full is not None:
+        print(f"toolkg: error: {one_line(str(full))}", file=sys.stderr)
+        return EXIT_FAILURE
 
     if verbose:
         import traceback

@@ -19,8 +19,9 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from toolkg.errors import RequestError, StoreError
+from toolkg.errors import DiskFullError, RequestError, StoreError
 from toolkg.summary import EXIT_USAGE
 
 DEFAULT_STORE = ".toolkg"
@@ -103,9 +104,21 @@ def print_json(data: object, out=None) -> None:
 
 
 def open_store(directory: str, *, create: bool = False):
-    """The store at ``directory``; a missing store is one line saying to build it first."""
+    """The store at ``directory``; a missing store is one line saying to build it first.
+
+    A reader opens the database read-only where a writable open cannot work: one this process may not write
+    (a read-only mount, or another user's; Oxigraph's writable open writes its log file, and no build can be
+    writing a store nobody may write), or one on a full disk (the writable open replays the write-ahead log
+    into a new file; the read-only one replays it in memory)."""
+    from toolkg.disk import writable
     from toolkg.store.oxigraph_store import ToolStore
 
     if not create and not ToolStore.exists(directory):
         raise StoreError(f"no toolkg store at {directory} (run 'toolkg build PATH... --store {directory}' first)")
-    return ToolStore(directory)
+    database = Path(directory) / "oxigraph"
+    if create or not database.is_dir():
+        return ToolStore(directory)
+    try:
+        return ToolStore(directory, read_only=not writable(database))
+    except DiskFullError:
+        return ToolStore(directory, read_only=True)

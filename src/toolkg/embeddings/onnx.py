@@ -14,13 +14,18 @@ and run in batches of similar length, so little of a batch is padding.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
+from toolkg.disk import notice, why_not_writable, writable
 
 PRECISIONS = ("fp32", "int8")
 _export_lock = threading.Lock()
@@ -45,6 +50,12 @@ def _ensure(weights_dir: Path, sha256: str, precision: str) -> Path:
     from toolkg.embeddings.onnx_graph import GRAPH_VERSION
 
     target = cache_dir() / "models" / f"all-MiniLM-L6-v2-{sha256[:12]}-{GRAPH_VERSION}-{precision}.onnx"
+    if not target.exists() and not writable(target.parent):  # a read-only cache folder: this process's own copy
+        notice(
+            f"cache folder {target.parent} is read-only ({why_not_writable(target.parent)}): exporting the "
+            "embedding model for this process only (~1 s)"
+        )
+        target = _scratch_folder() / target.name
     if not target.exists():  # two processes exporting at once each rename a whole, identical file
         target.parent.mkdir(parents=True, exist_ok=True)
         if precision == "fp32":
@@ -53,6 +64,14 @@ def _ensure(weights_dir: Path, sha256: str, precision: str) -> Path:
             source = _ensure(weights_dir, sha256, "fp32")
             _atomic(target, lambda tmp: _quantize(source, tmp))
     return target
+
+
+@functools.cache
+def _scratch_folder() -> Path:
+    """A folder of this process's, removed when it exits."""
+    folder = Path(tempfile.mkdtemp(prefix="toolkg-models-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def _atomic(target: Path, write: Callable[[Path], None]) -> None:

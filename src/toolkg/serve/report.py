@@ -21,6 +21,7 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
+from toolkg.atomic import write_atomically
 from toolkg.display import one_line
 from toolkg.errors import NotFoundError, StoreError
 from toolkg.ontology.graphs import SERVER_GRAPH_PREFIX
@@ -104,7 +105,7 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
     folder = store_dir / "runs" / run_id
     if not (folder / "summary.json").exists():
         raise NotFoundError(f"no run {run_id!r} in {store_dir}/runs")
-    summary = BuildSummary.model_validate_json((folder / "summary.json").read_text(encoding="utf-8"))
+    summary = BuildSummary.load(folder / "summary.json")  # a corrupt one is one line naming it
     lines = (folder / "quarantine.jsonl").read_text(encoding="utf-8").split("\n")
     quarantine = [json.loads(line) for line in lines if line]
     if (store_dir / CONFIG_FILE).exists():
@@ -205,5 +206,5 @@ def write_report(store_dir: str | Path, run_id: str | None = None, output: str |
     html = render_report(store_dir, run_id)
     path = Path(output) if output else store_dir / "runs" / run_id / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(html, encoding="utf-8")
+    write_atomically(path, html)  # whole or not at all; a full disk is one line naming the file
     return path
