@@ -7,9 +7,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, ValidationError, computed_field
 
+from toolkg.atomic import atomic_output, write_atomically
 from toolkg.display import one_line
+from toolkg.errors import NotFoundError, StoreError
 from toolkg.models import Notice, QuarantinedItem, StageInfo
 
 EXIT_OK = 0
@@ -117,6 +119,7 @@ class BuildSummary(BaseModel):
     # configurations found in folders, not named, so not listed (toolkg.live.SkippedConfiguration)
     live_skipped: list[dict] = Field(default_factory=list)
     orphans_dropped: int = 0  # graphs an interrupted build wrote without their manifest record, dropped
+    stopped: str = ""  # why the run stopped before its end (one line; a full disk, ...): nothing was published
 
     # The figures readers ask for most, named as the summary's JSON has always named them.
     @computed_field  # type: ignore[prop-decorator]
@@ -228,6 +231,8 @@ class BuildSummary(BaseModel):
                 lines.append(f"{bullet}... {len(self.quarantined) - 50} more in runs/{self.run_id}/quarantine.jsonl")
         else:
             lines.append("quarantined: none")
+        if self.stopped:
+            lines.append(f"stopped: {one_line(self.stopped, 300)} (its snapshot was not published)")
         return lines
 
     def __str__(self) -> str:
@@ -239,11 +244,30 @@ class BuildSummary(BaseModel):
         )
 
     def save(self, runs_dir: Path) -> Path:
-        """Write summary.json and quarantine.jsonl (with the raw inputs) under runs/<run_id>/."""
+        """Write quarantine.jsonl (with the raw inputs) and then summary.json under runs/<run_id>/, each whole
+        or not at all (a full disk leaves no half file: ``toolkg.atomic``)."""
         folder = runs_dir / self.run_id
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "summary.json").write_text(self.model_dump_json(indent=2), encoding="utf-8")
-        with (folder / "quarantine.jsonl").open("w", encoding="utf-8") as out:
+        with atomic_output(folder / "quarantine.jsonl") as out:
             for item in self.quarantined:
                 out.write(jsonl_line(item.model_dump()))
+        write_atomically(folder / "summary.json", self.model_dump_json(indent=2))
         return folder
+
+    @classmethod
+    def load(cls, path: Path) -> BuildSummary:
+        """A saved summary.json; one that is missing, unreadable, empty or corrupt is one line naming it."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise NotFoundError(f"no run summary at {path}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StoreError(f"cannot read the run summary {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError:
+            what = "empty" if not text.strip() else "not a valid run summary"
+            raise StoreError(
+                f"run summary {path} is {what} (its build stopped while writing it?): rerun the build, "
+                "or choose another run"
+            ) from None
