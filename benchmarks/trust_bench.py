@@ -15,7 +15,9 @@ back from the graph.
 Every tool is in the tuning half when the sha256 of its id is even (the rule of benchmarks/splits.py). ``--fit``
 reads the tuning halves alone: the injection model's weights (non-negative logistic regression, classes
 balanced) and its threshold (the lowest that leaves at most one false alarm per 1,000 tuning-half real tools).
-The tables report both halves; the reporting half is the figure to quote.
+The tables report both halves; the reporting half is the figure to quote. The holdout (poisoned/holdout.json) was
+written after the phrasing families and the fit were frozen, and is measured, never tuned on: the figure for
+attacks phrased without the detectors in view.
 
 Latency: ``--latency`` calls ``measure`` from benchmarks/endpoint_bench.py when that module offers one
 (``measure(store_dir, queries) -> dict``), on a store holding the poisoned catalog with ``[toolsearch] hide``
@@ -48,7 +50,7 @@ CATALOGS = {
     "azure-mcp": ROOT / "data" / "azure-mcp",
     "apibench": ROOT / "data" / "apibench",
 }
-ALARM_RATE = 1.0  # false alarms per 1,000 tuning-half real tools the fitted threshold allows (target: <= 2)
+ALARM_RATE = 2.0  # false alarms per 1,000 tuning-half real tools the fitted threshold allows (the target: <= 2)
 KINDS = ("injection", "hidden", "shadowing", "changed")
 
 
@@ -72,10 +74,10 @@ def load_tools(path: Path):
 
 
 def poisoned_catalog():
-    """The trusted servers and every poisoned server, as one catalog; and the labels."""
+    """The trusted servers and every poisoned server (the holdout's too), as one catalog; and the labels."""
     labels = json.loads((POISONED / "labels.json").read_text(encoding="utf-8"))
     tools = []
-    for name in ("trusted", "injection", "hidden", "shadowing"):
+    for name in ("trusted", "injection", "hidden", "shadowing", "holdout-1", "holdout-2"):
         tools += load_tools(POISONED / f"{name}.json")
     return tools, labels
 
@@ -101,17 +103,19 @@ def _instances(tools, positive: bool):
 
 
 def fit_logistic(
-    x: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float = 1e-2, steps: int = 20000
+    x: np.ndarray, y: np.ndarray, prior: np.ndarray, sign: np.ndarray, l2: float = 1e-2, steps: int = 20000
 ) -> tuple[float, np.ndarray]:
-    """Logistic regression, classes weighted equally, weights kept >= 0 (projected gradient descent) and drawn
-    towards ``prior`` (an L2 penalty on the distance to it)."""
+    """Logistic regression, classes weighted equally, each weight kept to its ``sign`` (+1: >= 0, -1: <= 0;
+    projected gradient descent) and drawn towards ``prior`` (an L2 penalty on the distance to it)."""
+    lower = np.where(sign < 0, -np.inf, 0.0)
+    upper = np.where(sign < 0, 0.0, np.inf)
     weight = np.where(y == 1, 0.5 / max(y.sum(), 1), 0.5 / max((1 - y).sum(), 1))
     bias, beta = 0.0, prior.copy()
     rate = 5.0
     for _ in range(steps):
         p = 1 / (1 + np.exp(-(bias + x @ beta)))
         error = weight * (p - y)
-        beta = np.maximum(beta - rate * (x.T @ error + l2 * (beta - prior)), 0.0)
+        beta = np.clip(beta - rate * (x.T @ error + l2 * (beta - prior)), lower, upper)
         bias -= rate * error.sum()
     return float(bias), beta
 
@@ -127,30 +131,48 @@ def likelihood_ratios(x: np.ndarray, y: np.ndarray, alpha: float = 0.5) -> np.nd
     return np.maximum(np.log(rate_pos) - np.log(rate_neg), 0.0)
 
 
+def _tool_score(model, tool) -> float:
+    from toolkg.canonicalize.findings.injection import scored_fields
+
+    return max((model.score(text).probability for _, text in scored_fields(tool)), default=0.0)
+
+
+def _threshold(model, real_tune) -> float:
+    """The lowest threshold leaving at most ALARM_RATE false alarms per 1,000 tuning-half real tools: just over
+    the score of the real tool ranked ``allowed`` (scores crowd near 1: no rounding)."""
+    scores = sorted((_tool_score(model, t) for t in real_tune), reverse=True)
+    allowed = int(len(real_tune) * ALARM_RATE / 1000)
+    return max(0.5, (scores[allowed] + (1 - scores[allowed]) * 0.01) if allowed < len(scores) else 0.5)
+
+
 def fit(real_by_catalog, poisoned, labels) -> dict:
-    from toolkg.canonicalize.findings.injection import MODEL_PATH, NAMES, Model, scored_fields
+    from toolkg.canonicalize.findings.injection import MODEL_PATH, NAMES, Model
 
     real_tune = [t for tools in real_by_catalog.values() for t in tools if half(t.id) == "tune"]
-    attack_tune = [
-        t for t in poisoned if half(t.id) == "tune" and labels[t.id]["kind"] in ("injection", "shadowing", "hidden")
-    ]
-    benign_tune = [t for t in poisoned if half(t.id) == "tune" and labels[t.id]["kind"] == "benign"]
+    tune = [t for t in poisoned if labels[t.id]["half"] == "tune"]  # never the reporting half, nor the holdout
+    attack_tune = [t for t in tune if labels[t.id]["kind"] in ("injection", "shadowing", "hidden")]
+    benign_tune = [t for t in tune if labels[t.id]["kind"] == "benign"]
     negatives = _instances(real_tune + benign_tune, positive=False)
     positives = _instances(attack_tune, positive=True)
     x = np.array(negatives + positives, dtype=float)
     y = np.array([0] * len(negatives) + [1] * len(positives), dtype=float)
     prior = likelihood_ratios(x, y)
-    bias, beta = fit_logistic(x, y, prior)
-    weights = dict(zip(NAMES, beta.tolist(), strict=True))
-    model = Model(bias, weights, threshold=0.5, high=0.9)
-    # the threshold: the lowest leaving at most ALARM_RATE false alarms per 1,000 tuning-half real tools
-    scores = sorted(
-        (max((model.score(text).probability for _, text in scored_fields(t)), default=0.0) for t in real_tune),
-        reverse=True,
-    )
-    allowed = int(len(real_tune) * ALARM_RATE / 1000)
-    # just over the score of the real tool ranked ``allowed`` (scores crowd near 1: no rounding)
-    threshold = max(0.5, (scores[allowed] + (1 - scores[allowed]) * 0.01) if allowed < len(scores) else 0.5)
+    prior[NAMES.index("no_payload")] = 0.0  # learned from the data alone, and only downwards
+    sign = np.array([-1.0 if name == "no_payload" else 1.0 for name in NAMES])
+    bias, beta = fit_logistic(x, y, prior, sign)
+    # The alarm budget bites at the tail, where honest servers that order the model about ("IMPORTANT: ALWAYS use
+    # this tool first") sit, which the log loss hardly weighs: the no-payload weight is chosen for the tail, the
+    # value (0 to -8) that catches the most tuning-half attacks within the budget.
+    best = None
+    for penalty in np.arange(0.0, -8.01, -0.5):
+        beta[NAMES.index("no_payload")] = penalty
+        model = Model(bias, dict(zip(NAMES, beta.tolist(), strict=True)), threshold=0.5, high=0.9)
+        threshold = _threshold(model, real_tune)
+        caught = sum(_tool_score(model, t) >= threshold for t in attack_tune if labels[t.id]["kind"] == "injection")
+        if best is None or caught > best[0]:
+            best = (caught, penalty, threshold)
+    _, penalty, threshold = best
+    beta[NAMES.index("no_payload")] = penalty
     data = {
         "features": list(NAMES),
         "weights": [round(float(w), 4) for w in beta],
@@ -164,6 +186,7 @@ def fit(real_by_catalog, poisoned, labels) -> dict:
             "negatives": {"fields": len(negatives), "tools": len(real_tune) + len(benign_tune)},
             "positives": {"fields": len(positives), "tools": len(attack_tune)},
             "allowed_false_alarms_per_1000": ALARM_RATE,
+            "no_payload_penalty": float(penalty),
             "prior": dict(zip(NAMES, [round(float(v), 3) for v in prior], strict=True)),
         },
     }
@@ -215,8 +238,8 @@ def detection(poisoned, labels) -> dict:
     result = audit(poisoned)
     out: dict = {}
     for kind in ("injection", "hidden", "shadowing"):
-        for part in ("tune", "report"):
-            members = [t for t in poisoned if labels[t.id]["kind"] == kind and half(t.id) == part]
+        for part in ("tune", "report", "holdout"):
+            members = [t for t in poisoned if labels[t.id]["kind"] == kind and labels[t.id]["half"] == part]
             caught = [t for t in members if any(f.kind == kind for f in alarms(result.findings.get(t.id, [])))]
             missed = [t.id for t in members if t not in caught]
             out.setdefault(kind, {})[part] = {
@@ -225,7 +248,7 @@ def detection(poisoned, labels) -> dict:
                 "rate": round(len(caught) / max(len(members), 1), 3),
                 "missed": missed,
             }
-    benign = [t for t in poisoned if labels[t.id]["kind"] == "benign"]
+    benign = [t for t in poisoned if labels[t.id]["kind"] == "benign"]  # the ordinary tools beside the attacks
     flagged = [t.id for t in benign if alarms(result.findings.get(t.id, []))]
     out["benign_in_poisoned_servers"] = {"tools": len(benign), "flagged": len(flagged), "flagged_tools": flagged}
     out["findings"] = {
@@ -307,11 +330,16 @@ def print_tables(report: dict) -> None:
     )
     print()
     print("detection on the poisoned manifests (a finding of the attack's kind, medium or high)")
-    print(f"{'kind':<11}{'tune':>12}{'report':>12}")
+    print(f"{'kind':<11}{'tune':>12}{'report':>12}{'holdout':>12}")
     for kind in KINDS:
         row = report["detection"][kind]
-        cells = [f"{row[p]['detected']}/{row[p]['tools']} {100 * row[p]['rate']:.0f}%" for p in ("tune", "report")]
-        print(f"{kind:<11}{cells[0]:>12}{cells[1]:>12}")
+        cells = [
+            f"{row[p]['detected']}/{row[p]['tools']} {100 * row[p]['rate']:.0f}%"
+            if row.get(p, {}).get("tools")
+            else "-"
+            for p in ("tune", "report", "holdout")
+        ]
+        print(f"{kind:<11}{cells[0]:>12}{cells[1]:>12}{cells[2]:>12}")
     benign = report["detection"]["benign_in_poisoned_servers"]
     print(f"ordinary tools beside the attacks flagged: {benign['flagged']}/{benign['tools']}")
     print(

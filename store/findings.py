@@ -208,6 +208,34 @@ def read_previous(store: ToolStore) -> dict[str, Previous]:
     }
 
 
+def read_tool_names(store: ToolStore) -> list[ToolText]:
+    """Every stored tool as its name alone (what name shadowing compares), cheaply."""
+    rows = store.select("SELECT ?id ?name WHERE { ?t a tk:Tool ; tk:identifier ?id ; tk:name ?name }")
+    return [
+        ToolText(row["id"].value, row["id"].value.partition("::")[0], row["name"].value, (("name", row["name"].value),))
+        for row in rows
+    ]
+
+
+def replace_audit_of(store: ToolStore, tool_ids: Iterable[str], triples: Iterable[Triple]) -> None:
+    """Swap the audit graph's triples about ``tool_ids`` (their fingerprints and findings) for ``triples``: one
+    update, so one transaction."""
+    ids = sorted(set(tool_ids))
+    parts = []
+    for start in range(0, len(ids), _CHUNK):
+        values = " ".join(str(iris.tool_iri_from_id(i)) for i in ids[start : start + _CHUNK])
+        parts.append(
+            f"DELETE {{ GRAPH {AUDIT_GRAPH} {{ ?s ?p ?o }} }} WHERE {{ VALUES ?t {{ {values} }} "
+            f'GRAPH {AUDIT_GRAPH} {{ ?s ?p ?o }} FILTER(?s = ?t || STRSTARTS(STR(?s), CONCAT(STR(?t), "/finding/"))) }}'
+        )
+    added = list(triples)
+    if added:
+        body = "\n".join(f"{t.subject} {t.predicate} {t.object} ." for t in added)
+        parts.append(f"INSERT DATA {{ GRAPH {AUDIT_GRAPH} {{\n{body}\n}} }}")
+    if parts:
+        store.update(" ;\n".join(parts))
+
+
 def audit_graph_exists(store: ToolStore) -> bool:
     return store.has_graph(AUDIT_GRAPH)
 

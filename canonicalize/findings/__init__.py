@@ -48,12 +48,14 @@ def audit(
     old_texts: Mapping[str, ToolText] | None = None,
     approvals: Mapping[str, Approval] | None = None,
     model: Model | None = None,
+    catalog: Sequence[ToolText] | None = None,
 ) -> AuditResult:
     """Every tool's findings. ``previous`` is what the last audit stored (none: every tool is new),
     ``old_texts`` the texts of the previous build for the tools whose text changed since, ``approvals`` the
-    approvals file's entries."""
+    approvals file's entries; ``catalog``, when ``tools`` are a few of a larger catalog, its every tool (their
+    names at least: what shadowing compares with)."""
     model = model or load_model()
-    names = CatalogNames(tools)
+    names = CatalogNames(catalog if catalog is not None else tools)
     previous, old_texts, approvals = previous or {}, old_texts or {}, approvals or {}
     result = AuditResult()
     for tool in tools:

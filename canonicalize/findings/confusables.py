@@ -38,9 +38,12 @@ _ASCII_FOLD = str.maketrans({"I": "l", "1": "l", "|": "l", "0": "o"})
 _SEPARATORS = re.compile(r"[\s_\-.:/]+")
 
 
+_TO_LATIN = str.maketrans(LOOKALIKE)
+
+
 def to_latin(text: str) -> str:
     """``text`` with every lookalike replaced by the Latin letter it passes for (after NFKC)."""
-    return "".join(LOOKALIKE.get(c, c) for c in unicodedata.normalize("NFKC", text))
+    return text if text.isascii() else unicodedata.normalize("NFKC", text).translate(_TO_LATIN)
 
 
 def skeleton(name: str) -> str:

@@ -30,7 +30,6 @@ import unicodedata
 from toolkg.canonicalize.findings.confusables import LOOKALIKE
 from toolkg.findings import (
     FILLERS,
-    TAGS,
     ZERO_WIDTH,
     Finding,
     FindingKind,
@@ -44,14 +43,19 @@ from toolkg.findings import (
 PADDING_SPACES = 60  # spaces or tabs in a row, then more text
 PADDING_LINES = 15  # blank lines in a row, then more text
 _FLAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]{2,6}\U000e007f")
-_OVERRIDES = frozenset({*range(0x202A, 0x202F), *range(0x2066, 0x206A)})
-_MARKS = frozenset({0x200E, 0x200F, 0x061C})
 _JOINERS = frozenset({0x200C, 0x200D})
 _HORIZONTAL = re.compile(r"[ \t\u00a0\u2000-\u200a\u3000]{" + str(PADDING_SPACES) + r",}(?=\S)")
 _VERTICAL = re.compile(r"(?:[ \t]*\r?\n){" + str(PADDING_LINES) + r",}(?=[ \t]*\S)")
 _COMMENT = re.compile(r"<!--(.*?)(?:-->|$)", re.DOTALL)
 _CARRIAGE = re.compile(r"\r(?!\n)(?=[^\n]*\S)")
 _WORD = re.compile(r"\w+")
+_TAG = re.compile("[\U000e0000-\U000e007f]")
+_OVERRIDE = re.compile("[\u202a-\u202e\u2066-\u2069]")
+_MARK = re.compile("[\u200e\u200f\u061c]")
+_ZERO_WIDTH = re.compile("[" + "".join(chr(c) for c in sorted(ZERO_WIDTH | FILLERS)) + "]")
+_SELECTOR = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_LOOKALIKE = re.compile("[" + "".join(LOOKALIKE) + "]")
 NAME_FIELDS = ("name",)  # plus parameter and output names: inputSchema.properties.<p>, outputs.<o>
 
 
@@ -85,25 +89,11 @@ def hidden_findings(tool: ToolText) -> list[Finding]:
 
 
 def _field(where: str, text: str) -> list[tuple[Severity, str]]:
-    out: list[tuple[Severity, str]] = []
-    stripped = _FLAG.sub("", text)
-    if (i := _first(stripped, lambda c: ord(c) in TAGS)) is not None:
-        out.append((Severity.HIGH, stripped[max(0, i - 12) : i + 80]))
-    if (i := _first(text, lambda c: ord(c) in _OVERRIDES)) is not None:
-        out.append((Severity.HIGH, _around(text, i)))
-    if not any(_rtl(c) for c in text) and (i := _first(text, lambda c: ord(c) in _MARKS)) is not None:
-        out.append((Severity.MEDIUM, _around(text, i)))
-    invisible = [i for i, c in enumerate(text) if _stray_invisible(text, i, c)]
-    if invisible:
-        inside_word = any(0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum() for i in invisible)
-        severity = Severity.HIGH if inside_word or len(invisible) >= 3 else Severity.MEDIUM
-        out.append((severity, _around(text, invisible[0])))
-    if (i := _stray_selector(text)) is not None:
-        out.append((Severity.HIGH, _around(text, i)))
+    out = [] if text.isascii() else _beyond_ascii(text)
     if (i := text.find("\x1b")) >= 0:
         out.append((Severity.HIGH, _around(text, i)))
-    elif (i := _first(text, lambda c: unicodedata.category(c) == "Cc" and c not in "\t\n\r")) is not None:
-        out.append((Severity.MEDIUM, _around(text, i)))
+    elif match := _CONTROL.search(text):
+        out.append((Severity.MEDIUM, _around(text, match.start())))
     if match := _CARRIAGE.search(text):
         out.append((Severity.MEDIUM, _around(text, match.start())))
     if match := _HORIZONTAL.search(text) or _VERTICAL.search(text):
@@ -114,8 +104,24 @@ def _field(where: str, text: str) -> list[tuple[Severity, str]]:
     return out
 
 
-def _first(text: str, test) -> int | None:
-    return next((i for i, c in enumerate(text) if test(c)), None)
+def _beyond_ascii(text: str) -> list[tuple[Severity, str]]:
+    """The checks only a text with characters past ASCII can fail (most texts skip them)."""
+    out: list[tuple[Severity, str]] = []
+    stripped = _FLAG.sub("", text)
+    if match := _TAG.search(stripped):
+        out.append((Severity.HIGH, stripped[max(0, match.start() - 12) : match.start() + 80]))
+    if match := _OVERRIDE.search(text):
+        out.append((Severity.HIGH, _around(text, match.start())))
+    if (match := _MARK.search(text)) and not any(_rtl(c) for c in text):
+        out.append((Severity.MEDIUM, _around(text, match.start())))
+    invisible = [m.start() for m in _ZERO_WIDTH.finditer(text) if _stray_invisible(text, m.start(), m.group())]
+    if invisible:
+        inside_word = any(0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum() for i in invisible)
+        severity = Severity.HIGH if inside_word or len(invisible) >= 3 else Severity.MEDIUM
+        out.append((severity, _around(text, invisible[0])))
+    if (i := _stray_selector(text)) is not None:
+        out.append((Severity.HIGH, _around(text, i)))
+    return out
 
 
 def _rtl(char: str) -> bool:
@@ -142,9 +148,8 @@ def _stray_invisible(text: str, i: int, char: str) -> bool:
 
 def _stray_selector(text: str) -> int | None:
     """A variation selector with no symbol to vary (after ASCII or whitespace), or the second of a run."""
-    for i, char in enumerate(text):
-        if not is_variation_selector(ord(char)):
-            continue
+    for match in _SELECTOR.finditer(text):
+        i = match.start()
         before = text[i - 1] if i else " "
         if ord(before) < 0x80 and before not in "#*0123456789":  # keycaps (#️⃣ 1️⃣) take U+FE0F
             return i
@@ -155,12 +160,16 @@ def _stray_selector(text: str) -> int | None:
 
 def _lookalikes(where: str, text: str) -> list[tuple[Severity, str]]:
     if _is_name_field(where):
+        if text.isascii():
+            return []
         normalised = unicodedata.normalize("NFKC", text)
         odd = [c for c in text if c in LOOKALIKE] or (
             [c for c in text if ord(c) > 0x7F] if normalised.isascii() else []
         )
-        if odd and any("a" <= c.lower() <= "z" for c in normalised if c not in LOOKALIKE):
+        if odd and any("a" <= c.lower() <= "z" for c in normalised if c not in LOOKALIKE):  # mixed with Latin
             return [(Severity.HIGH, text + " (" + ", ".join(f"U+{ord(c):04X}" for c in odd[:3]) + ")")]
+        return []
+    if text.isascii() or not _LOOKALIKE.search(text):
         return []
     for match in _WORD.finditer(text):
         word = match.group()

@@ -20,40 +20,61 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from toolkg.canonicalize.findings.confusables import to_latin
-from toolkg.canonicalize.findings.phrasing import FEATURES
-from toolkg.findings import TAGS, Finding, FindingKind, Severity, ToolText, is_invisible, safe_evidence, safe_where
+from toolkg.canonicalize.findings.phrasing import FEATURES, PAYLOAD, PREFILTER
+from toolkg.findings import INVISIBLE, Finding, FindingKind, Severity, ToolText, safe_evidence, safe_where
 
 MODEL_PATH = Path(__file__).with_name("injection_model.json")
-_COMPILED = {name: re.compile(rx, re.IGNORECASE | re.DOTALL) for name, rx in FEATURES.items()}
-# A model or file fit on other features than these (a renamed family) is refused rather than misread.
-NAMES = tuple(FEATURES)
+# Matched against the lower-cased text (faster than ignoring case, and the same but for a camelCase name,
+# which reads as one word here).
+_COMPILED = {name: re.compile(rx, re.DOTALL) for name, rx in FEATURES.items()}
+# The model's features: a family each, then "no_payload" (no payload family fired). A model file fit on other
+# features (a renamed family) is refused rather than misread.
+NAMES = (*FEATURES, "no_payload")
 
 
+_TAG_CHARS = re.compile("[\U000e0000-\U000e007f]+")
+_SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u3000]+")
+_LINE_BREAK = re.compile(r"\s*\n\s*")
+
+
+def _spell_tags(match: re.Match) -> str:
+    return "".join(chr(ord(c) - 0xE0000) for c in match.group() if 0x20 <= ord(c) - 0xE0000 < 0x7F)
+
+
+@lru_cache(maxsize=16384)
 def normalise(text: str) -> str:
     """The text as the model reads it: tag characters spelled, invisible characters dropped, NFKC, lookalike
-    letters as Latin, runs of whitespace as one space (line breaks kept: sentences end there)."""
-    chars = []
-    for char in text:
-        code = ord(char)
-        if code in TAGS:
-            if 0x20 <= code - 0xE0000 < 0x7F:
-                chars.append(chr(code - 0xE0000))
-        elif not is_invisible(char):
-            chars.append(char)
-    folded = to_latin(unicodedata.normalize("NFKC", "".join(chars)))
-    return re.sub(r"[ \t\u00a0\u2000-\u200a\u3000]+", " ", re.sub(r"\s*\n\s*", "\n", folded))
+    letters as Latin, runs of whitespace as one space (line breaks kept: sentences end there). Cached: the
+    detectors read a field's text more than once."""
+    if not text.isascii():
+        text = to_latin(INVISIBLE.sub("", _TAG_CHARS.sub(_spell_tags, text)))
+    else:
+        text = INVISIBLE.sub("", text)
+    return _SPACES.sub(" ", _LINE_BREAK.sub("\n", text))
+
+
+@lru_cache(maxsize=16384)
+def _fired(plain: str) -> dict[str, re.Match]:
+    """The families whose expression matches, each with its match (on the lower-cased text, which has the
+    same length as ``plain`` for every script but a handful of letters: ``_words_around`` quotes ``plain``)."""
+    lower = plain.lower()
+    return {
+        name: m
+        for name, rx in _COMPILED.items()
+        if (name not in PREFILTER or any(token in lower for token in PREFILTER[name])) and (m := rx.search(lower))
+    }
 
 
 @dataclass(frozen=True)
 class Score:
     probability: float
     features: dict[str, re.Match]  # the families that fired, with their first match
+    text: str = ""  # the normalised text they were read in
 
 
 @dataclass(frozen=True)
@@ -65,9 +86,11 @@ class Model:
 
     def score(self, text: str) -> Score:
         plain = normalise(text)
-        fired = {name: m for name, rx in _COMPILED.items() if (m := rx.search(plain))}
+        fired = _fired(plain)
         z = self.bias + sum(self.weights.get(name, 0.0) for name in fired)
-        return Score(1.0 / (1.0 + math.exp(-z)), fired)
+        if fired and not PAYLOAD & fired.keys():
+            z += self.weights.get("no_payload", 0.0)
+        return Score(1.0 / (1.0 + math.exp(-z)), fired, plain)
 
     def evidence(self, score: Score) -> str:
         """The match of the family that weighs most among those that fired."""
@@ -75,7 +98,8 @@ class Model:
             return ""
         name = max(score.features, key=lambda n: self.weights.get(n, 0.0))
         match = score.features[name]
-        return _words_around(match.string, match.start(), match.end())
+        text = score.text if len(score.text) == len(match.string) else match.string
+        return _words_around(text, match.start(), match.end())
 
 
 def _words_around(text: str, start: int, end: int, before: int = 24, after: int = 40) -> str:
@@ -87,8 +111,8 @@ def _words_around(text: str, start: int, end: int, before: int = 24, after: int 
 
 def feature_vector(text: str) -> list[int]:
     """1 for each family (in ``NAMES`` order) that fires on ``text``: what the fit reads."""
-    plain = normalise(text)
-    return [1 if rx.search(plain) else 0 for rx in _COMPILED.values()]
+    fired = _fired(normalise(text))
+    return [1 if name in fired else 0 for name in FEATURES] + [1 if fired and not PAYLOAD & fired.keys() else 0]
 
 
 @cache

@@ -1,5 +1,5 @@
 """The families of phrasing the injection model weighs (``FEATURES``): one regular expression each, over the
-normalised text (injection.normalise), case ignored. A family's name is the model's feature name: renaming
+normalised text (injection.normalise) in lower case. A family's name is the model's feature name: renaming
 or adding one needs a refit (``python benchmarks/trust_bench.py --fit``).
 
 Each family is written as its alternatives, one per line (``either``); ``gap(n)`` stands for up to n
@@ -15,7 +15,8 @@ def either(*alternatives: str) -> str:
 
 def gap(n: int) -> str:
     """Up to ``n`` characters that end no sentence: the words between two parts of a phrase."""
-    return r"[^.!?\n]{0,%d}" % n  # noqa: UP031 - the braces of a quantifier would need doubling in an f-string
+    # a dot ends a sentence only before a space or the end: ".pem", "mcp.json" and "example.com" do not
+    return r"(?:[^.!?\n]|\.(?=\S)){0,%d}" % n  # noqa: UP031 - an f-string would need the quantifier's braces doubled
 
 
 USER = r"(?:the user|users?|the human|the operator|anyone)"
@@ -40,6 +41,12 @@ FEATURES: dict[str, str] = {
         + gap(30)
         + r"\b(?:instructions?|prompts?|rules|directions|guidelines|guidance|polic(?:y|ies)|constraints|restrictions|"
         r"messages|requests?)\b",
+        r"\b(?:ignore|disregard|forget|override|bypass)\b"
+        + gap(40)
+        + r"\b(?:rules|instructions|guidelines|policies|restrictions|safeguards|guardrails)\b",
+        r"\b(?:previous|prior|earlier|above|original|existing|all other) (?:instructions|guidance|rules|directions|"
+        r"guidelines|prompts?) (?:is|are|were) (?:void|null|obsolete|outdated|cancell?ed|revoked|superseded|"
+        r"no longer (?:valid|apply|in effect))\b",
         r"\bnew (?:system )?instructions\b",
         r"\btakes? precedence over\b",
         r"\bsupersedes? (?:all|any|the|every)\b",
@@ -65,6 +72,11 @@ FEATURES: dict[str, str] = {
         r"\b(?:mere|an?) implementation detail\b",
         r"\bkeep (?:this|it) between us\b",
         r"\bnever reveal these\b",
+        r"\b(?:never|don'?t|do not) (?:bring (?:this|it) up|speak of (?:this|it))\b",
+        r"\b(?:say|tell|mention) nothing\b|\bkeep quiet\b",
+        r"\b(?:do not|don'?t|never) (?:show|display|list|include|report) (?:it|this|them|these)\b"
+        + gap(20)
+        + r"\b(?:in|to|on) (?:the )?(?:summary|answer|reply|response|output|user)\b",
     ),
     # skip the user's say: weak alone ("don't ask the user for the id, look it up")
     "no_confirm": either(
@@ -90,6 +102,7 @@ FEATURES: dict[str, str] = {
         r"(?:^|[\s/'\"`])\.env\b",
         r"\.bash_history|\.zsh_history|\bkeychain\b|wallet\.dat|\.gnupg",
         r"\bseed phrase\b|\brecovery phrase\b|\bsecrets\.ya?ml\b",
+        r"\.(?:pem|key|p12|pfx|kdbx)\b(?: files?)?|\boauth_token\b|\.config/gh/",
     ),
     # secrets by name
     "secret_word": r"\b(?:api[_ -]?keys?|access[_ -]?tokens?|secret[_ -]?keys?|private[_ -]?keys?|credentials?|"
@@ -119,6 +132,8 @@ FEATURES: dict[str, str] = {
         r"\b(?:hidden|blind|additional|extra) (?:bcc|cc|recipient|copy)\b",
         r"\bredirect(?:ed)? (?:all|every|the recipient)",
         r"\b(?:bcc|cc)\b\s*:?\s*[\w.+-]+@[\w-]+\.\w",
+        r"\badd\s+[\w.+-]+@[\w-]+\.[\w.]+\s+(?:as|to)\s+(?:an? |the )?"
+        r"(?:recipient|bcc|cc|attendee|member|collaborator)",
     ),
     # the model or the assistant addressed and told what to do
     "addressed": either(
@@ -128,6 +143,10 @@ FEATURES: dict[str, str] = {
         + r"\b(?:must|should|needs? to|has to|have to|is required to|are required to|shall|is instructed to|"
         r"are instructed to|will)\b(?! not\b)",
         r"\b(?:ai|llm) (?:model|agent|assistant)s?\s*:",
+        r"\b(?:model|assistant|agent|ai|llm) (?:instructions?|notes?|directives?|steps?)\s*:",
+        r"\bhidden step for the (?:model|assistant|agent|ai)\b",
+        r"\bthe (?:assistant|agent|ai|model) (?:now |first |also |then )?(?:acts?|collects?|runs?|reads?|sends?|"
+        r"opens?|looks? up|books?|dumps?|calls?)\b",
         r"\bas an ai\b",
         r"\b(?:dear|attention|note to|hey|hello)[ ,]+(?:the )?(?:assistant|ai|model|agent|llm|claude)\b",
         r"\b(?:important|attention|notes?|instructions?|tip|hint|message) (?:for|to) (?:the )?"
@@ -168,6 +187,7 @@ FEATURES: dict[str, str] = {
         + gap(40)
         + r"\b(?:use|call|prefer) (?:this|me)\b",
         r"\b(?:replaces?|supersedes?) (?:the )?[\w.:-]+ (?:tool|function|server)\b",
+        r"\broute (?:all|every|each|any)\b" + gap(30) + r"\bthrough\b",
     ),
     # a hook on other tools' calls, or on every answer the agent gives
     "cross_tool": either(
@@ -187,6 +207,13 @@ FEATURES: dict[str, str] = {
         r"\b(?:in|at the end of|to|with|into) (?:every|each|all) (?:of your )?"
         r"(?:repl(?:y|ies)|responses?|answers?|messages you)\b",
         r"\b(?:other|another) (?:server|mcp server)'?s? tools?\b",
+        r"\b(?:once|when|after|whenever)\b"
+        + gap(20)
+        + r"\b[a-z]+_\w+\s+(?:returns|completes|finishes|succeeds|runs)\b",
+        r"\b[a-z]+_\w+\b"
+        + gap(20)
+        + r"\b(?:must|should|shall) (?:always |also )?(?:include|add|send|contain|cc|bcc|be)\b",
+        r"\b(?:for|on|with|after|before) (?:every|each|any|all) [a-z]+_\w+",
     ),
     "urgency": either(
         r"\b(?:very important|extremely important|critically important|critical (?:rule|requirement|instruction|step|"
@@ -198,6 +225,7 @@ FEATURES: dict[str, str] = {
         r"\b(?:curl|wget)\b[^|\n]{0,100}\|\s*(?:ba|z)?sh\b",
         r"\b(?:bash|sh|zsh|powershell|cmd)(?:\.exe)?\s+-c\b",
         r"\brm\s+-rf\b|\bchmod\s+\+x\b|\bbase64\s+(?:-d|--decode)\b|\bnc\s+-e\b|/dev/tcp/|\biex\s*\(|invoke-expression",
+        r"\bdd\s+if=|\bmkfs\b|\bto program\s+'|\bcurl\s+-d\s+@",
     ),
     # a long base64 blob (a payload the text hides)
     "encoded": r"(?<![\w/+])[A-Za-z0-9+/]{80,}={0,2}(?![\w/+])",
@@ -211,7 +239,7 @@ FEATURES: dict[str, str] = {
     ),
     # fake turn boundaries: the description "ends" and a system or user turn begins
     "turns": either(
-        r"(?:^|[\n.]\s*)(?:system|assistant|human|user)\s*:\s",
+        r"(?:^|[\n.]\s*)(?:system|assistant|human|user)(?: message| prompt| notice| note)?\s*:\s",
         r"</?\s*(?:tool_description|description|function|tool_call|functions|tool_result)\s*>",
         r"\bend of (?:the )?(?:tool )?(?:description|documentation|instructions)\b",
     ),
@@ -237,6 +265,8 @@ FEATURES: dict[str, str] = {
     r"chat history|(?:previous|prior|earlier|all|last \w+) (?:user )?messages|(?:full|entire|whole|complete) "
     r"(?:conversation|transcript)|the user'?s? (?:private data|credentials|clipboard|cookies|browsing history|"
     r"saved passwords|passwords|contacts|bank login|payment card|card number)|card numbers? and "
+    r"(?:cvv|security codes?)|the user'?s? (?:\w+ ){1,3}(?:passwords|credentials|cookies|tokens|keys)|(?:last|recent) "
+    r"(?:\w+ )?(?:dms|direct messages|emails|messages) (?:the user|they|you) (?:received|sent)|"
     r"(?:cvv|security codes?)|\bcvv\b)\b",
     # personal details: honest tools take them as arguments, so weak alone
     "personal_data": r"\b(?:the user'?s?|their) (?:full name|name|email address|e-?mail|phone number|home address|"
@@ -247,3 +277,23 @@ FEATURES: dict[str, str] = {
     + gap(70)
     + r"\b(?:in|into|as|inside|via)\s+(?:the\s+|its\s+)?(?:['`\"][\w-]+['`\"]|\w+ (?:parameter|argument|field))",
 }
+
+# Literal pieces one of which a family's text must hold: a fast test that skips its expression on most texts.
+PREFILTER: dict[str, tuple[str, ...]] = {
+    "secret_path": (
+        "~/", "$home/", "%userprofile%", "id_", "/etc/", ".aws", ".npmrc", ".pypirc", ".netrc", ".git-credentials",
+        ".docker/", ".kube/", "kubeconfig", "mcp.json", "claude_desktop_config", ".cursor/", ".env", "_history",
+        "keychain", "wallet.dat", ".gnupg", "seed phrase", "recovery phrase", "secrets.y", ".pem", ".key", ".p12",
+        ".pfx", ".kdbx", "oauth_token", ".config/gh/",
+    ),
+    "shell": ("curl", "wget", "-c", "rm", "chmod", "base64", "nc", "/dev/tcp", "iex", "invoke-expression", "dd", "mkfs",
+              "to program"),
+}  # fmt: skip
+
+# The families that say what the text wants done to the user or their data (a payload). Text that only frames,
+# urges or orders ("IMPORTANT: always call this tool first") is what honest servers write too: the model learns a
+# (non-positive) weight for a text with no payload family at all.
+PAYLOAD: frozenset[str] = frozenset(
+    {"tag", "override", "secrecy", "secret_path", "exfil", "shell", "encoded", "role", "turns", "deceive", "money",
+     "user_data", "cross_tool", "read_pass"}
+)  # fmt: skip

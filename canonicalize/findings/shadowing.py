@@ -28,7 +28,8 @@ from toolkg.findings import Finding, FindingKind, Severity, ToolText, safe_evide
 STEERING = ("cross_tool", "instead", "exfil", "secrecy", "override", "tag", "precondition", "addressed")
 _CLAIMS = re.compile(
     r"\b(?:official|updated|improved|newer|latest|fixed|secure|patched|corrected|real|genuine)\b[^.\n]{0,30}"
-    r"\b(?:version|release|implementation|replacement|edition)\b|\breplacement for\b|\bdrop-in replacement\b",
+    r"\b(?:version|release|implementation|replacement|edition)\b|\breplacement for\b|\bdrop-in replacement\b"
+    r"|\b(?:retired|superseded|deprecated|obsolete|outdated|legacy)\b|\bsupersedes (?:it|that|the)\b",
     re.IGNORECASE,
 )
 _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-z0-9]+)+")
@@ -53,7 +54,7 @@ class CatalogNames:
         self._server_mention = (
             re.compile(
                 r"\b(?:the |from |of |on |via )?(" + "|".join(words) + r")(?:'s\b| (?:server|mcp|tools?|integration|"
-                r"plugin|extension|connector)\b)",
+                r"plugin|extension|connector)\b)|\b(?:on|in|via|through) (" + "|".join(words) + r")\b",
                 re.IGNORECASE,
             )
             if words
@@ -70,7 +71,8 @@ class CatalogNames:
                 out.append((f"{sorted(servers)[0]}::{match.group()}", match))
         if self._server_mention is not None:
             for match in self._server_mention.finditer(text):
-                server = next((s for s in self.servers if s.lower() == match.group(1).lower()), None)
+                said = (match.group(1) or match.group(2)).lower()
+                server = next((s for s in self.servers if s.lower() == said), None)
                 if server and server != own_server:
                     out.append((server, match))
         return out
@@ -94,7 +96,7 @@ def _by_name(tool: ToolText, names: CatalogNames, model: Model) -> list[Finding]
     found = []
     lookalikes = [t for t in others if loose(t.name) != loose(tool.name)]
     if lookalikes:
-        other = min(lookalikes, key=lambda t: t.id)
+        other = min(lookalikes, key=lambda t: (_oddness(t.name), t.id))  # the plainest: what an impostor copies
         mine, theirs = _oddness(tool.name), _oddness(other.name)
         if mine >= theirs:  # the odd letters are ours: we are the shadow (neither's more: a note on both)
             severity = Severity.HIGH if mine > theirs else Severity.LOW

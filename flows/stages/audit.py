@@ -16,11 +16,20 @@ from typing import Any, ClassVar
 
 from toolkg.approvals import Approvals
 from toolkg.canonicalize.findings import audit
+from toolkg.canonicalize.findings.confusables import skeleton
+from toolkg.findings import ToolText
 from toolkg.flows.stages.base import CatalogRun, CatalogStage
 from toolkg.models import StageInfo
 from toolkg.ontology.graphs import AUDIT_GRAPH
 from toolkg.stages import StageName
-from toolkg.store.findings import audit_triples, read_previous, read_tool_texts
+from toolkg.store.findings import (
+    audit_graph_exists,
+    audit_triples,
+    read_previous,
+    read_tool_names,
+    read_tool_texts,
+    replace_audit_of,
+)
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.snapshots import current_snapshot
 
@@ -69,6 +78,29 @@ class Audit(CatalogStage):
 
     def size(self, run: CatalogRun, info: StageInfo) -> int:
         return int(info.findings.get("tools", 0))  # type: ignore[attr-defined]
+
+    # --- incremental sync ----------------------------------------------------------------------
+
+    def before(self, store: ToolStore, changed: set[str]) -> dict[str, ToolText]:
+        """The texts of the tools a sync is about to change, as stored (read before it writes)."""
+        return {t.id: t for t in read_tool_texts(store, changed)} if changed and audit_graph_exists(store) else {}
+
+    def update(self, store: ToolStore, changed: set[str], removed: set[str], before: dict[str, ToolText]) -> int:
+        """After a sync wrote its change: audit the changed tools again, and the tools whose name reads like
+        theirs (name shadowing works both ways), and forget the removed ones; one update. Another tool's text
+        that names a changed tool is read again by the next build. Returns the tools audited."""
+        if not (changed or removed) or not audit_graph_exists(store):
+            return 0  # a store never audited: the next build audits it whole
+        catalog = read_tool_names(store)
+        touched = {skeleton(t.name) for t in before.values()} | {
+            skeleton(i.partition("::")[2]) for i in changed | removed
+        }
+        targets = {t.id for t in catalog if t.id in changed or skeleton(t.name) in touched}
+        texts = read_tool_texts(store, targets)
+        previous = {i: p for i, p in read_previous(store).items() if i in targets}
+        result = audit(texts, previous, before, Approvals(store.directory).load(), catalog=catalog)
+        replace_audit_of(store, targets | removed, audit_triples(result.findings, result.fingerprints, result.accepted))
+        return len(texts)
 
 
 def _previous_texts(store: ToolStore, ids: list[str]):

@@ -10,7 +10,8 @@ narrowed to what the change implies:
   is patched by the triple difference, not rewritten, and a removed tool's extraction graph dropped;
 - the inference and link stages bring their graphs up to date for the changed tools'
   neighbourhood (``Infer.update``, ``Link.update`` in flows/stages/), proven equal to a rebuild by
-  tests/integration/test_sync.py.
+  tests/integration/test_sync.py; the audit then reads the changed tools as written (``Audit.update``: their
+  findings, a rug pull's ``changed`` included).
 
 Everything one operation writes goes in one SPARQL update, so one transaction: a failure leaves
 the store as it was. The manifest that owns a synced server is marked stale (its fingerprint
@@ -36,6 +37,7 @@ from toolkg.embeddings.encoder import Embedder
 from toolkg.errors import NotFoundError, ToolkgError
 from toolkg.extractors.triples.semantic import make_extractor
 from toolkg.extractors.triples.structural import NameIndex
+from toolkg.flows.stages.audit import Audit
 from toolkg.flows.stages.base import Change
 from toolkg.flows.stages.infer import Infer
 from toolkg.flows.stages.link import Link, LinkState
@@ -50,7 +52,7 @@ from toolkg.store.records import read_tools
 from toolkg.store.validation import Validator, tool_key
 from toolkg.text.words import lemma
 
-INFER, LINK, INDEX = Infer(), Link(), RetrievalIndex()
+INFER, LINK, INDEX, AUDIT = Infer(), Link(), RetrievalIndex(), Audit()
 
 
 def _signature(tool: Tool) -> tuple:
@@ -180,13 +182,18 @@ class CatalogSync:
                 result.stage_seconds["embed"] = round(embedding, 4)  # part of "link"
         clock = self._lap(result, "link", clock)
         INDEX.update(change)  # the retrieval index no longer matches: retrievers read the store until the next build
+        before = AUDIT.before(self.store, changed)  # the texts as they were: what a changed finding quotes
         deletions, insertions = change.deletions, change.insertions
         self._mark_owner_stale(server_id, deletions, insertions, graph, server is None)
 
         result.triples_deleted = sum(len(t) for t in deletions.values())
         result.triples_inserted = sum(len(t) for t in insertions.values())
         self.store.patch(deletions, insertions, drops)
-        self._lap(result, "write", clock)
+        clock = self._lap(result, "write", clock)
+        # the audit reads what was just written, as a build's audit reads the store (a second transaction: a sync
+        # killed before it leaves the changed tools unaudited until the next build, which audits every tool)
+        AUDIT.update(self.store, changed, removed, before)
+        self._lap(result, "audit", clock)
         result.seconds = round(time.perf_counter() - started, 4)
         return result
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -179,15 +178,32 @@ def is_variation_selector(code: int) -> bool:
     return 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF
 
 
+# The format characters (Unicode category Cf, as of Unicode 14: a test checks them against unicodedata).
+_FORMAT = (
+    (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891),
+    (0x08E2, 0x08E2), (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x2064), (0x2066, 0x206F),
+    (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x13438),
+    (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+)  # fmt: skip
+
+
+def _char_class(codes: frozenset[int] | range, ranges=()) -> str:
+    parts = [f"\\U{c:08x}" for c in sorted(codes)] + [f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges]
+    return "".join(parts)
+
+
+# Everything ``is_invisible`` holds, as one character class: bulk checks run as a regular expression.
+INVISIBLE = re.compile(
+    "["
+    + _char_class(ZERO_WIDTH | BIDI | FILLERS, [*_FORMAT, (0xE0000, 0xE007F), (0xFE00, 0xFE0F), (0xE0100, 0xE01EF)])
+    + "\\x00-\\x08\\x0b\\x0c\\x0e-\\x1f\\x7f-\\x9f]"
+)
+
+
 def is_invisible(char: str) -> bool:
     """A character a reader does not see: the sets above, variation selectors, any other format
     character (Unicode category Cf), and the control characters but tab, newline and carriage return."""
-    code = ord(char)
-    if code in ZERO_WIDTH or code in BIDI or code in FILLERS or code in TAGS or is_variation_selector(code):
-        return True
-    if char in "\t\n\r":
-        return False
-    return unicodedata.category(char) in ("Cf", "Cc")
+    return INVISIBLE.match(char) is not None
 
 
 _WHITESPACE_RUN = re.compile(r"[ \t\u00a0\u2000-\u200a\u3000]{4,}|(?:[ \t]*\r?\n){3,}[ \t]*")
