@@ -20,8 +20,9 @@ written after the phrasing families and the fit were frozen, and is measured, ne
 attacks phrased without the detectors in view.
 
 Latency: ``--latency`` calls ``measure`` from benchmarks/endpoint_bench.py when that module offers one
-(``measure(store_dir, queries) -> dict``), on a store holding the poisoned catalog with ``[toolsearch] hide``
-set; without it the hook reports that it has nothing to call. The audit stage's own cost is always measured.
+(``measure(store, clients, queries) -> dict``: the endpoint under concurrent clients), on a store holding the
+trusted servers and the injections with their findings; without it the hook reports that it has nothing to
+call. The audit stage's own cost is always measured.
 """
 
 from __future__ import annotations
@@ -307,9 +308,9 @@ def latency_hook() -> dict:
         store = Path(tmp) / "store"
         run_pipeline([str(POISONED / "trusted.json"), str(POISONED / "injection.json")], str(store))
         try:
-            return measure(str(store), ["send an email", "read a file", "add two numbers"])
+            return measure(str(store), clients=(1, 5), queries=20)
         except TypeError as exc:
-            return {"skipped": f"measure() takes other arguments than (store_dir, queries): {exc}"}
+            return {"skipped": f"measure() takes other arguments than (store, clients, queries): {exc}"}
 
 
 # --- output ---------------------------------------------------------------------------------------
