@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
-from pyoxigraph import Literal, NamedNode, Triple
+from pyoxigraph import Literal, Triple
 
 from toolkg.findings import Finding, FindingKind, Previous, Severity, ToolText
 from toolkg.models import Annotations, OutputField, Parameter, Tool
@@ -239,7 +239,3 @@ def replace_audit_of(store: ToolStore, tool_ids: Iterable[str], triples: Iterabl
 def audit_graph_exists(store: ToolStore) -> bool:
     return store.has_graph(AUDIT_GRAPH)
 
-
-def finding_node(tool_id: str, finding: Finding) -> NamedNode:
-    """The node a finding is stored as (for tests and readers that want to point at one)."""
-    return iris.finding_iri(iris.tool_iri_from_id(tool_id), finding.kind, finding.where, finding.evidence)
