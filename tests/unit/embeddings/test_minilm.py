@@ -60,12 +60,14 @@ def test_the_graph_equals_sentence_transformers_at_256_tokens(reference):
 def test_int8_weights_stay_close_to_sentence_transformers(reference):
     """Measured on the fixture at batch 1, 8, 16, 32 and 64: real tool texts min cosine 0.986-0.989, mean
     0.993-0.994; the edge cases down to 0.970 (the empty text). Dynamic quantization scales each batch's
-    activations together, so a vector moves a little with its batch mates."""
+    activations together, so a vector moves a little with its batch mates. The int8 kernels differ by CPU: on an
+    Intel Xeon (AVX-512 VNNI) real texts kept >= 0.986, on an AMD EPYC with AVX2 only one fell to 0.9799 (its
+    u8 x s8 products saturate), hence 0.975."""
     weights = _weights()
     int8 = OnnxMiniLM(model_file(weights, MODEL_SHA256, "int8"), weights, MAX_TOKENS, BATCH)
     cosines = (int8.encode(_reference_texts(reference)) * reference["vectors_128"]).sum(1)
     real = cosines[: minilm_reference.REAL_TEXTS]
-    assert real.min() >= 0.98 and cosines.min() >= 0.96 and cosines.mean() >= 0.99, (real.min(), cosines.min())
+    assert real.min() >= 0.975 and cosines.min() >= 0.96 and cosines.mean() >= 0.99, (real.min(), cosines.min())
     assert cosines.min() < 0.9999  # it is the int8 graph, not the float one under another name
 
 
