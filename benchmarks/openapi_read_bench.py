@@ -12,7 +12,7 @@ descriptions of the dlt-hub/openapi-specs collection that parse (files under 4 M
 (tests/cases/real/openapi): 11,226 of 11,226 operations read; 10,592 before extractors/manifests/laxities.py
 (DigitalOcean 30 of 290: pointers with list indices; Brex 26 of 54: percent-encoded pointers; Chargify 6 of
 232: $refs into other files; OSF 152 of 167: duplicate operationIds). apideck-libraries/openapi-specs: 434 of
-434. Nine files of the collection are not parsed at all (YAML that PyYAML refuses, RAML, Swagger 2).
+434. Nine files of the collection are not parsed at all: YAML that PyYAML refuses (one of them is RAML).
 """
 
 from __future__ import annotations
