@@ -105,7 +105,7 @@ class BuildSummary(BaseModel):
     loaded_triples: int = 0
     totals: dict[str, int] = Field(default_factory=dict)  # whole store after the run
     quarantined: list[QuarantinedItem] = Field(default_factory=list)
-    notices: list[Notice] = Field(default_factory=list)  # inputs kept but trimmed to fit a limit
+    notices: list[Notice] = Field(default_factory=list)  # inputs kept but trimmed to fit a limit or read leniently
     stage_seconds: dict[str, float] = Field(default_factory=dict)  # seconds per stage
     stage_peak_mb: dict[str, float] = Field(default_factory=dict)  # peak RSS over all processes, per stage
     pipeline_seconds: float = 0.0  # wall time of the flow body (Prefect start-up excluded)
