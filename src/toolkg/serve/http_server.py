@@ -20,6 +20,8 @@ timeout never cut them (each line resets it). Here:
 - A worker answers one request, then hands a kept-alive connection back with whatever the client sent after
   it; an answer is written with a total timeout (``sendall``'s), so a client that stops reading cannot hold a
   worker past ``WRITE_TIMEOUT_S``.
+
+The deadline and the caps are ``toolkg.slow_clients``'s: ``toolkg mcp --transport http`` holds to them too.
 """
 
 from __future__ import annotations
@@ -38,12 +40,9 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 from toolkg.display import one_line
 from toolkg.serve.sparql_protocol import MAX_BODY_BYTES
+from toolkg.slow_clients import MAX_SLOW_PER_CLIENT, REQUEST_DEADLINE_S, SLOW_AFTER_S, waiting_cap
 
 WORKERS = 32
-REQUEST_DEADLINE_S = 10.0  # from the connection opening (or the last answer) to the whole request read
-SLOW_AFTER_S = 1.0  # a connection still without a whole request after this long is a slow one
-MAX_SLOW_PER_CLIENT = 8
-MAX_WAITING = 512  # connections waiting for their request, from every client together
 MAX_HEAD_BYTES = 128 * 1024  # request line and headers; the standard library refuses lines over 64 KiB anyway
 WRITE_TIMEOUT_S = 15.0  # the whole of one answer's headers, and again of its body
 SWEEP_EVERY_S = 0.2  # how often deadlines and the per-client cap are looked at
@@ -88,17 +87,6 @@ def request_end(head: int, fields: dict[str, str]) -> int:
     if "transfer-encoding" in fields or length is None or not length.isdigit() or int(length) > MAX_BODY_BYTES:
         return head
     return head + int(length)
-
-
-def waiting_cap() -> int:
-    """``MAX_WAITING``, or half the process's file descriptor limit when that is lower."""
-    try:
-        import resource
-
-        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    except (ImportError, OSError, ValueError):  # no such limit here
-        return MAX_WAITING
-    return MAX_WAITING if soft == resource.RLIM_INFINITY else max(16, min(MAX_WAITING, soft // 2))
 
 
 class _SocketWriter(io.RawIOBase):

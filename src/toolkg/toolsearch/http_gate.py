@@ -15,6 +15,9 @@ that cannot succeed instead of telling the user that the header is missing.
 Who may call which server's tools is decided again in ``call_tool`` itself (``auth.caller_scope``): the 403
 here is the specification's answer for a request the scope rules out whole, read from the request body, and
 that reading (a JSON-RPC batch, odd JSON) is not what the refusal depends on.
+
+A POST's body is read whole here, after the token and before the SDK: a body the client abandons, or is cut
+for sending too slowly (``uvicorn_limits``), goes no further, and is never passed on as if it were whole.
 """
 
 from __future__ import annotations
@@ -57,21 +60,29 @@ class McpHttpGate:
         headers = Headers(scope=scope)
         if reason := self.hosts.refusal(headers.getlist("host"), headers.getlist("origin")):
             return await _answer(send, 403, {"content-type": "text/plain; charset=utf-8"}, reason.encode() + b"\n")
-        if self.tokens is None:
-            return await self.app(scope, receive, send)
-        token = self._bearer(headers.getlist("authorization"))
-        if not isinstance(token, Token):
-            challenge = REALM if token is None else f'{REALM}, error="invalid_token"'
-            return await _refuse(send, 401, challenge, NEEDS_TOKEN if token is None else WRONG_TOKEN)
-        access = AccessToken(token=token.name, client_id=token.principal, scopes=[str(token.scope)])
-        scope["user"] = AuthenticatedUser(access)  # the SDK binds each session to the token that opened it
-        scope["auth"] = AuthCredentials(access.scopes)
-        if scope["method"] == "POST" and not token.scope.calls:
-            body, receive = await _buffered(receive)
-            if _calls_call_tool(body):
+        token = None
+        if self.tokens is not None:
+            token = self._bearer(headers.getlist("authorization"))
+            if not isinstance(token, Token):
+                challenge = REALM if token is None else f'{REALM}, error="invalid_token"'
+                return await _refuse(send, 401, challenge, NEEDS_TOKEN if token is None else WRONG_TOKEN)
+            access = AccessToken(token=token.name, client_id=token.principal, scopes=[str(token.scope)])
+            scope["user"] = AuthenticatedUser(access)  # the SDK binds each session to the token that opened it
+            scope["auth"] = AuthCredentials(access.scopes)
+        if scope["method"] == "POST":
+            # The body is read whole before the SDK sees the request: a client that goes away mid-body (or is
+            # cut for sending it too slowly, uvicorn_limits) ends here; in the SDK each one was a logged
+            # traceback, and 32 of them held the event loop for 6 s.
+            buffered = await _buffered(receive)
+            if buffered is None:
+                return None
+            body, receive = buffered
+            if token is not None and not token.scope.calls and _calls_call_tool(body):
                 reason = token.scope.call_refusal("", "")
                 challenge = f'{REALM}, error="insufficient_scope", scope="call", error_description="{reason}"'
                 return await _refuse(send, 403, challenge, reason)
+        if token is None:  # --no-auth
+            return await self.app(scope, receive, send)
         marker = caller_scope.set(token.scope)
         try:
             await self.app(scope, receive, send)
@@ -101,21 +112,19 @@ def _calls_call_tool(body: bytes) -> bool:
     return False
 
 
-async def _buffered(receive: Receive, limit: int = DEFAULT_MAX_REQUEST_BODY_SIZE) -> tuple[bytes, Receive]:
-    """The request body read (up to ``limit``: the SDK refuses more), and a ``receive`` that replays it."""
-    chunks, size, more, trailing = [], 0, True, None
+async def _buffered(receive: Receive, limit: int = DEFAULT_MAX_REQUEST_BODY_SIZE) -> tuple[bytes, Receive] | None:
+    """The request body read (up to ``limit``: the SDK refuses more), and a ``receive`` that replays it; None
+    if the client disconnected before it was whole (a part of a body is never passed on as the whole)."""
+    chunks, size, more = [], 0, True
     while more and size <= limit:
         message = await receive()
-        if message["type"] != "http.request":
-            trailing = message
-            break
+        if message["type"] != "http.request":  # http.disconnect
+            return None
         chunks.append(message.get("body", b""))
         size += len(chunks[-1])
         more = message.get("more_body", False)
     body = b"".join(chunks)
-    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": more and trailing is None}]
-    if trailing is not None:
-        pending.append(trailing)
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": more}]
 
     async def replay() -> Message:
         return pending.pop(0) if pending else await receive()

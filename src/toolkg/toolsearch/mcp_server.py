@@ -185,9 +185,9 @@ def serve(
                 with _closing_on_sigterm(caller):
                     server.run("stdio")
                 return
-            import uvicorn
             from mcp.server.transport_security import TransportSecuritySettings
 
+            from toolkg.toolsearch import uvicorn_limits
             from toolkg.toolsearch.http_gate import McpHttpGate
 
             # The SDK's own Host check is off: it holds only on the binds it knows for local (none on 127.0.0.2
@@ -195,7 +195,7 @@ def serve(
             unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
             app = server.streamable_http_app(host=host, transport_security=unchecked)
             gate = McpHttpGate(app, hosts or HostPolicy.for_bind(host), tokens)
-            uvicorn.run(gate, host=host, port=port, log_level="warning")
+            uvicorn_limits.run(gate, host, port)  # uvicorn, with deadlines and caps against slow clients
         finally:
             with _signals_deferred():  # a client's SIGTERM while its servers stop must not cut that short
                 caller.close()
