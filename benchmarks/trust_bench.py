@@ -14,10 +14,10 @@ back from the graph.
 
 Every tool is in the tuning half when the sha256 of its id is even (the rule of benchmarks/splits.py). ``--fit``
 reads the tuning halves alone: the injection model's weights (non-negative logistic regression, classes
-balanced) and its threshold (the lowest that leaves at most one false alarm per 1,000 tuning-half real tools).
-The tables report both halves; the reporting half is the figure to quote. The holdout (poisoned/holdout.json) was
-written after the phrasing families and the fit were frozen, and is measured, never tuned on: the figure for
-attacks phrased without the detectors in view.
+balanced) and its threshold (the lowest that leaves at most ALARM_RATE, 2, false alarms per 1,000 tuning-half real
+tools). The tables report both halves; the reporting half is the figure to quote. The holdouts
+(poisoned/holdout-1.json, holdout-2.json) were each written after the detectors were frozen and measured blind
+once (the first then became tuning data): the figure for attacks phrased without the detectors in view.
 
 Latency: ``--latency`` calls ``measure`` from benchmarks/endpoint_bench.py when that module offers one
 (``measure(store, clients, queries) -> dict``: the endpoint under concurrent clients), on a store holding the
