@@ -10,28 +10,19 @@ import json
 import os
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 
 import anyio
 import pytest
 
-from tests.support.endpoint_helpers import free_port, get, sparql
+from tests.support.endpoint_helpers import serve_process, sparql
+from tests.support.layout import package_roots
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-# The folders whose files the wheel carries as the `toolkg` package (setup.py's PACKAGE_DIRS).
-PACKAGE_DIRS = {
-    "src/toolkg": "toolkg",
-    "flows": "toolkg/flows",
-    "ontology": "toolkg/ontology",
-    "prompts": "toolkg/prompts",
-    "extractors": "toolkg/extractors",
-    "canonicalize": "toolkg/canonicalize",
-    "store": "toolkg/store",
-}
+PACKAGE_DIRS = package_roots()  # the folders whose files the wheel carries, and where (setup.py's mapping)
 BOOKINGS = ROOT / "tests" / "mcp_servers" / "toy_tools.json"
 
 
@@ -53,8 +44,10 @@ def installed(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     base_python = getattr(sys, "_base_executable", sys.executable)  # not this venv's: a fresh one
     _run([base_python, "-m", "venv", str(work / "venv")], cwd=work)
     bin_dir = work / "venv" / "bin"
-    _run([str(bin_dir / "python"), "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt"), str(wheel)],
-         cwd=work)
+    _run(
+        [str(bin_dir / "python"), "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt"), str(wheel)],
+        cwd=work,
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PREFECT_API_URL")}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
     return bin_dir, work, env
@@ -68,7 +61,7 @@ def _assert_wheel_has_the_tree(wheel: Path) -> None:
     expected = set()
     for path in tracked:
         folder = next(f for f in PACKAGE_DIRS if path == f or path.startswith(f + "/"))
-        expected.add(PACKAGE_DIRS[folder] + path[len(folder):])
+        expected.add(PACKAGE_DIRS[folder] + path[len(folder) :])
     names = set(zipfile.ZipFile(wheel).namelist())
     assert expected - names == set(), f"tracked files missing from the wheel: {sorted(expected - names)}"
 
@@ -101,24 +94,6 @@ def test_the_installed_wheel_builds_retrieves_and_serves_outside_the_checkout(in
     answer = anyio.run(search)
     assert answer.structured_content["tools"][0]["id"] == "bookings::book_flight"
 
-    port = free_port()
-    served = subprocess.Popen(
-        [toolkg, "serve", "--store", str(store), "--bind", f"127.0.0.1:{port}"],
-        cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert served.poll() is None, f"toolkg serve exited: {served.stderr.read()}"
-            try:
-                assert get(base + "/status")
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the installed toolkg serve did not answer within 60 s"
-                time.sleep(0.3)
+    with serve_process(store, toolkg=bin_dir / "toolkg", env=env, cwd=work) as (base, _):
         rows = sparql(base, "SELECT (COUNT(?t) AS ?n) { ?t a tk:Tool }")
-        assert rows == [{"n": str(len(json.loads(BOOKINGS.read_text())))}]
-    finally:
-        served.terminate()
-        served.wait(15)
+    assert rows == [{"n": str(len(json.loads(BOOKINGS.read_text())))}]

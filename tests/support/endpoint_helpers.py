@@ -30,26 +30,28 @@ def serving(store: Path, *extra: str):
 
 
 @contextmanager
-def serve_process(store: Path, *extra: str):
-    """As ``serving``, yielding (base URL, the process) so a test can read what it printed after it stops."""
+def serve_process(store: Path, *extra: str, toolkg: Path = TOOLKG, env: dict | None = None, cwd: Path | None = None):
+    """As ``serving``, yielding (base URL, the process) so a test can read what it printed after it stops; another
+    install's ``toolkg`` (the installed wheel's) may be given, with its environment and working folder."""
     port = free_port()
     process = subprocess.Popen(
-        [str(TOOLKG), "serve", "--store", str(store), "--bind", f"127.0.0.1:{port}", *extra],
+        [str(toolkg), "serve", "--store", str(store), "--bind", f"127.0.0.1:{port}", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=os.environ.copy(),
+        env=env or os.environ.copy(),
+        cwd=cwd,
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while True:
             assert process.poll() is None, f"toolkg serve exited: {process.stderr.read()}"
             try:
                 get(base + "/status")
                 break
             except OSError:
-                assert time.monotonic() < deadline, "toolkg serve did not answer within 30 s"
+                assert time.monotonic() < deadline, "toolkg serve did not answer within 60 s"
                 time.sleep(0.2)
         yield base, process
     finally:
