@@ -74,12 +74,23 @@ def load_tools(path: Path):
     return out
 
 
+# Attacks written by another hand that never saw the detectors, write.py or the other attacks: measured, never tuned
+# on (their own labels file; their part is "blind").
+BLIND_SETS = ("holdout-3",)
+PARTS = ("tune", "report", "holdout", "blind")
+
+
 def poisoned_catalog():
-    """The trusted servers and every poisoned server (the holdout's too), as one catalog; and the labels."""
+    """The trusted servers and every poisoned server (the holdouts' too), as one catalog; and the labels."""
     labels = json.loads((POISONED / "labels.json").read_text(encoding="utf-8"))
     tools = []
     for name in ("trusted", "injection", "hidden", "shadowing", "holdout-1", "holdout-2"):
         tools += load_tools(POISONED / f"{name}.json")
+    for name in BLIND_SETS:
+        if (POISONED / f"{name}.json").exists():
+            tools += load_tools(POISONED / f"{name}.json")
+            blind = json.loads((POISONED / f"{name}-labels.json").read_text(encoding="utf-8"))
+            labels.update({tool_id: {**label, "half": "blind"} for tool_id, label in blind.items()})
     return tools, labels
 
 
@@ -239,7 +250,7 @@ def detection(poisoned, labels) -> dict:
     result = audit(poisoned)
     out: dict = {}
     for kind in ("injection", "hidden", "shadowing"):
-        for part in ("tune", "report", "holdout"):
+        for part in PARTS:
             members = [t for t in poisoned if labels[t.id]["kind"] == kind and labels[t.id]["half"] == part]
             caught = [t for t in members if any(f.kind == kind for f in alarms(result.findings.get(t.id, [])))]
             missed = [t.id for t in members if t not in caught]
@@ -331,16 +342,16 @@ def print_tables(report: dict) -> None:
     )
     print()
     print("detection on the poisoned manifests (a finding of the attack's kind, medium or high)")
-    print(f"{'kind':<11}{'tune':>12}{'report':>12}{'holdout':>12}")
+    print(f"{'kind':<11}" + "".join(f"{part:>12}" for part in PARTS))
     for kind in KINDS:
         row = report["detection"][kind]
         cells = [
             f"{row[p]['detected']}/{row[p]['tools']} {100 * row[p]['rate']:.0f}%"
             if row.get(p, {}).get("tools")
             else "-"
-            for p in ("tune", "report", "holdout")
+            for p in PARTS
         ]
-        print(f"{kind:<11}{cells[0]:>12}{cells[1]:>12}{cells[2]:>12}")
+        print(f"{kind:<11}" + "".join(f"{cell:>12}" for cell in cells))
     benign = report["detection"]["benign_in_poisoned_servers"]
     print(f"ordinary tools beside the attacks flagged: {benign['flagged']}/{benign['tools']}")
     print(
