@@ -145,14 +145,19 @@ def audit_triples(
 # --- reading it back -----------------------------------------------------------------------------
 
 
+def _values(tool_ids: Iterable[str] | None) -> str | None:
+    """A VALUES clause binding ?id to ``tool_ids`` ("" for every tool; None when the set is empty: no rows)."""
+    if tool_ids is None:
+        return ""
+    wanted = sorted(set(tool_ids))
+    return "VALUES ?id { " + " ".join(json.dumps(i) for i in wanted) + " }" if wanted else None
+
+
 def read_findings(store: ToolStore, tool_ids: Iterable[str] | None = None) -> dict[str, list[Finding]]:
     """``{tool id: its findings}`` for every flagged tool (``tool_ids``: among those), most severe first."""
-    values = ""
-    if tool_ids is not None:
-        wanted = sorted(set(tool_ids))
-        if not wanted:
-            return {}
-        values = "VALUES ?id { " + " ".join(json.dumps(i) for i in wanted) + " }"
+    values = _values(tool_ids)
+    if values is None:
+        return {}
     out: dict[str, list[Finding]] = defaultdict(list)
     rows = store.select(f"""SELECT ?id ?kind ?severity ?where ?evidence ?score ?related WHERE {{ {values}
             GRAPH {AUDIT_GRAPH} {{ ?t tk:hasFinding ?f . ?f tk:findingKind ?kind ; tk:severity ?severity ;
@@ -178,12 +183,9 @@ def read_findings(store: ToolStore, tool_ids: Iterable[str] | None = None) -> di
 
 def read_fingerprints(store: ToolStore, tool_ids: Iterable[str] | None = None) -> dict[str, str]:
     """``{tool id: text fingerprint}`` as the last audit stored it."""
-    values = ""
-    if tool_ids is not None:
-        wanted = sorted(set(tool_ids))
-        if not wanted:
-            return {}
-        values = "VALUES ?id { " + " ".join(json.dumps(i) for i in wanted) + " }"
+    values = _values(tool_ids)
+    if values is None:
+        return {}
     rows = store.select(
         f"SELECT ?id ?fp WHERE {{ {values} GRAPH {AUDIT_GRAPH} {{ ?t tk:textFingerprint ?fp }} ?t tk:identifier ?id }}"
     )

@@ -134,22 +134,22 @@ def redacted(listing: Listing, redactor: Redactor) -> Listing:
     return listing
 
 
-def stderr_tail(fd: int, redactor: Redactor) -> str:
-    """The last ``STDERR_TAIL`` characters of a server's standard error, on one line, secrets blanked.
+def stderr_tail(fd: int, redactor: Redactor, limit: int = STDERR_TAIL) -> str:
+    """The last ``limit`` characters of a server's standard error, on one line, secrets blanked.
 
     Redaction needs whole secrets: a window starting inside one would show its end. So a window longer than
     what is shown is read, blanked, and (when it does not start at the beginning) its first ``longest secret``
     characters dropped before the tail is cut."""
     try:
         size = os.fstat(fd).st_size
-        start = max(0, size - 4 * STDERR_TAIL - redactor.longest)
+        start = max(0, size - 4 * limit - redactor.longest)
         text = os.pread(fd, size - start, start).decode("utf-8", "replace")
     except (OSError, ValueError):
         return ""
     text = redactor.text(text)
     if start > 0:
         text = text[redactor.longest :]
-    return one_line_text(text)[-STDERR_TAIL:].strip()
+    return one_line_text(text)[-limit:].strip()
 
 
 def _reason(exc: BaseException) -> str:

@@ -25,7 +25,8 @@ from typing import Any
 import anyio
 
 from toolkg.errors import ToolkgError
-from toolkg.live.listing import _reason, _transport, redact
+from toolkg.live.listing import _reason, _transport, redact, stderr_tail
+from toolkg.live.redaction import Redactor
 from toolkg.live.sources import ServerSpec
 from toolkg.models import one_line_text
 
@@ -66,19 +67,7 @@ class _Session:
         """The end of the server's standard error, read without moving the offset the server writes at."""
         if self.errlog is None or self.errlog.closed:
             return ""
-        secrets = self.spec.secrets()
-        longest = max((len(s) for s in secrets), default=0)
-        try:
-            fd = self.errlog.fileno()
-            size = os.fstat(fd).st_size
-            start = max(0, size - 4 * STDERR_TAIL - longest)
-            text = os.pread(fd, size - start, start).decode("utf-8", "replace")
-        except (OSError, ValueError):
-            return ""
-        text = redact(text, secrets)
-        if start > 0:  # the window may begin inside a secret, which redaction cannot recognise: drop that much
-            text = text[longest:]
-        return one_line_text(text)[-STDERR_TAIL:]
+        return stderr_tail(self.errlog.fileno(), Redactor(self.spec.secrets()), STDERR_TAIL)
 
     def trim_stderr(self) -> None:
         """Start the server's standard error file over once it passes ``STDERR_KEPT``: a chatty server
