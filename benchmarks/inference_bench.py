@@ -114,6 +114,28 @@ LABEL_SETS = {
 }
 
 
+# Data flows observed by executing real call sequences (data/dependency-labels/observed/README.md): positives
+# only, so they give recall; never training data for the pair model (the catalogs are already the label sets').
+OBSERVED_SETS = {
+    "bfcl-multi-turn (observed)": ("bfcl-multi-turn", "data/dependency-labels/observed/bfcl-multi-turn.jsonl"),
+}
+
+
+def observed_recall(name: str) -> dict:
+    """Recall of the observed flows (pairs), overall and over the flows seen in two sequences or more."""
+    catalog, path = OBSERVED_SETS[name]
+    flows = [json.loads(line) for line in (ROOT / path).open(encoding="utf-8") if line.strip()]
+    predicted, _ = _inferred(label_set_tools(catalog))
+    out = {}
+    for label, keep in (("all", flows), ("observed twice or more", [x for x in flows if x.get("observed", 1) >= 2])):
+        pairs = {(x["consumer"], x["producer"]) for x in keep}
+        hits = len(pairs & predicted.keys())
+        out[label] = {"pairs": len(pairs), "hits": hits, "recall": round(hits / len(pairs), 3) if pairs else 0.0}
+    rows = (f"{k}: recall {v['recall']:.3f} ({v['hits']}/{v['pairs']})" for k, v in out.items())
+    print(f"\n{name}: " + "; ".join(rows))
+    return out
+
+
 def label_set_tools(name: str) -> list:
     """The tools of a label set's catalog, every manifest of its paths read as a build reads it."""
     found = discover_all([ROOT / entry for entry in LABEL_SETS[name][0]]).files
@@ -249,6 +271,7 @@ def main() -> None:
                 "seconds": seconds,
                 "missed_producers": dict(missed.most_common(20)),
                 **{name: real_catalog(name) for name in LABEL_SETS if read_labels(name)},
+                "observed": {name: observed_recall(name) for name in OBSERVED_SETS},
             },
             indent=2,
         )

@@ -41,6 +41,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 
+from toolkg.canonicalize.inference.acyclic import acyclic
 from toolkg.canonicalize.inference.candidates import other_server_producers, own_server_producers
 from toolkg.canonicalize.inference.catalog_rules import catalog_rule_edges
 from toolkg.canonicalize.inference.files import file_edges
@@ -108,7 +109,8 @@ def infer_dependencies(
         return found if consumers is None else [e for e in found if e.consumer in consumers]
     hubs = {p.id for p in everyone if not p.needs_input}
     kept = [e for e in _sparsify(edges, options, declared, hubs) if (e.consumer, e.producer) not in judgement.doubted]
-    final = with_learned(kept, learned, declared, options)
+    # no loop the catalog does not declare: the whole catalog's edges decide which pair closes one
+    final = acyclic(with_learned(kept, learned, declared, options), declared)
     return final if consumers is None else [e for e in final if e.consumer in consumers]
 
 

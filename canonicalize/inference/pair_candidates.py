@@ -28,7 +28,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
-from toolkg.canonicalize.inference.profiles import GENERIC_KEYS, IDENTIFIER_SUFFIXES, is_output_location
+from toolkg.canonicalize.inference.profiles import GENERIC_KEYS, is_output_location
+from toolkg.canonicalize.inference.vocabulary import IDENTIFYING, IDENTIFYING_LEMMAS, VERBS, action_of
 from toolkg.models import Parameter, Tool
 from toolkg.text.lexicon import STOP_WORDS
 from toolkg.text.words import lemma, split_identifier
@@ -37,23 +38,6 @@ SMALL_SERVER = 60  # tools written to be used together: an identifying slot meet
 TOP = 5  # candidates a slot of a larger server keeps, best first
 SMALL_TOP = 10  # and of a small server
 DESCRIPTION_CHARACTERS = 400  # of a description read for its words
-# The action a tool's name starts (or contains): general English verbs of tool names, by what they yield.
-_ACTIONS = {
-    "list": "list enumerate",
-    "search": "search find query lookup look browse discover searcher finder",
-    "get": "get fetch read retrieve show view describe getter inspect",
-    "create": "create add new generate make insert upload post put",
-    "open": "open navigate connect login launch start init initialize begin load think authenticate signin",
-}
-ACTION = {word: action for action, words in _ACTIONS.items() for word in words.split()}
-# Verbs that say what a tool does to its object, not what the object is: left out of a consumer's entity.
-VERBS = frozenset(ACTION) | frozenset("update delete remove set edit modify patch".split())
-# Last words of a parameter that identifies something another tool can hand over.
-IDENTIFYING = frozenset(IDENTIFIER_SUFFIXES) | frozenset(
-    "sha slug number uri url path file filename hash pid uuid index title symbol ticker identifier ref label tag "
-    "version account channel user owner repo repository branch package packages ids".split()
-)
-IDENTIFYING_LEMMAS = frozenset(lemma(w) for w in IDENTIFYING)
 _GENERIC_LEMMAS = frozenset(lemma(w) for w in GENERIC_KEYS)
 
 
@@ -65,12 +49,6 @@ def words(text: str | None, limit: int = DESCRIPTION_CHARACTERS) -> frozenset[st
 @cache
 def _words(text: str) -> frozenset[str]:
     return frozenset(lemma(w) for w in split_identifier(text) if len(w) > 1 and w not in STOP_WORDS)
-
-
-@cache
-def action_of(name: str) -> str:
-    """The first action word of a tool name (``search_papers`` -> search), or ``other``."""
-    return next((ACTION[w] for w in split_identifier(name) if w in ACTION), "other")
 
 
 def identifying(parameter: Parameter) -> bool:

@@ -9,7 +9,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from toolkg.canonicalize.inference.incremental import IncrementalInference
+from toolkg.canonicalize.inference.acyclic import dropped_pairs
+from toolkg.canonicalize.inference.incremental import IncrementalInference, edges_of
 from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.config import InferenceOptions
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change
@@ -39,6 +40,7 @@ class InferState:
     edges: dict[EdgeKey, InferredEdge]
     catalogs: dict[str, str]
     engine: IncrementalInference
+    looped: set[tuple[str, str]] = field(default_factory=set)  # the engine's pairs ``acyclic`` leaves out
     by_consumer: dict[str, set[EdgeKey]] = field(default_factory=lambda: defaultdict(set))
     by_producer: dict[str, set[EdgeKey]] = field(default_factory=lambda: defaultdict(set))
 
@@ -161,7 +163,7 @@ class Infer(CatalogStage):
         }
         catalogs = server_catalogs(store)
         engine = IncrementalInference(tools, options or InferenceOptions(), declared_pairs(store), catalogs)
-        return InferState(edges, catalogs, engine)
+        return InferState(edges, catalogs, engine, dropped_pairs(edges_of(engine.final), engine.declared))
 
     def update(self, state: InferState, change: Change) -> tuple[int, int, int]:
         """Re-infer what the change reaches (``IncrementalInference``: the changed tools' neighbourhood,
@@ -176,6 +178,12 @@ class Infer(CatalogStage):
         # a stored edge from a removed tool goes whatever its consumer (a store inferred otherwise: an LLM's)
         for key in {k for i in change.removed for k in state.by_producer.get(i, ())}:
             found.setdefault(key[0], engine.final.get(key[0], []))
+        # a loop is the whole catalog's: a pair the change adds may close one elsewhere (or open one again)
+        looped = dropped_pairs(edges_of(engine.final), engine.declared)
+        for consumer, _ in looped ^ state.looped:
+            found.setdefault(consumer, engine.final.get(consumer, []))
+        state.looped = looped
+        found = {i: [e for e in edges if (e.consumer, e.producer) not in looped] for i, edges in found.items()}
         stale_keys = {k for i in found for k in state.by_consumer.get(i, ())}
         stale = [state.edges[k] for k in stale_keys]
         fresh = [e for edges in found.values() for e in edges]

@@ -1,0 +1,118 @@
+"""Prerequisites without loops: an inferred graph that tells an agent to call A before B and B before A
+says nothing, and a planner walking it never ends (``git_init`` <- ``git_add`` <- ``git_init``).
+
+The inferred (consumer, producer) pairs and the manifests' declared ones form one graph. Only pairs inside
+a strongly connected component can close a loop; there the pairs are taken strongest first (declared, then
+by confidence, then by kind: a parameter's value before a tool-level ordering) and a pair is kept unless
+its producer already reaches its consumer through the pairs kept. A cycle the catalog declares stays; an
+inferred pair that would close one, or close one with declared pairs, goes. A tool never depends on itself.
+
+The result is a function of the whole edge set, so a sync session applies it to the whole catalog's edges
+after each change, as a rebuild does (flows/stages/infer.py).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Collection, Iterable, Sequence
+
+from toolkg.canonicalize.inference.profiles import PARAMETER_DIRECT, PARAMETER_INDIRECT, TOOL_DIRECT
+from toolkg.models import InferredEdge
+
+_KIND_ORDER = {PARAMETER_DIRECT: 0, PARAMETER_INDIRECT: 1, TOOL_DIRECT: 2}
+
+
+def acyclic(edges: Sequence[InferredEdge], declared: Collection[tuple[str, str]] = ()) -> list[InferredEdge]:
+    """``edges`` (in their order) without self-dependencies and without the pairs that would close a loop."""
+    edges = [e for e in edges if e.consumer != e.producer]
+    pairs: dict[tuple[str, str], tuple] = {}
+    for e in edges:
+        key = (-e.confidence, _KIND_ORDER.get(e.kind, 3), e.consumer, e.producer)
+        pairs[e.consumer, e.producer] = min(pairs.get((e.consumer, e.producer), key), key)
+    fixed = {pair for pair in declared if pair[0] != pair[1]}
+    looped = set()
+    for component in _components({*pairs, *fixed}):
+        looped |= _dropped(component, pairs, fixed)
+    return [e for e in edges if (e.consumer, e.producer) not in looped] if looped else edges
+
+
+def dropped_pairs(edges: Sequence[InferredEdge], declared: Collection[tuple[str, str]] = ()) -> set[tuple[str, str]]:
+    """The (consumer, producer) pairs ``acyclic`` leaves out (self-dependencies included)."""
+    kept = {(e.consumer, e.producer) for e in acyclic(edges, declared)}
+    return {(e.consumer, e.producer) for e in edges} - kept
+
+
+def _dropped(members: set[str], pairs: dict, fixed: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Inside one component: the inferred pairs that would close a loop, weakest dropped first."""
+    inside = [p for p in pairs if p[0] in members and p[1] in members and p not in fixed]
+    kept: dict[str, set[str]] = defaultdict(set)  # consumer -> producers it depends on
+    for consumer, producer in fixed:
+        if consumer in members and producer in members:
+            kept[consumer].add(producer)
+    dropped = set()
+    for consumer, producer in sorted(inside, key=lambda p: pairs[p]):
+        if _reaches(kept, producer, consumer):
+            dropped.add((consumer, producer))
+        else:
+            kept[consumer].add(producer)
+    return dropped
+
+
+def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
+    seen, stack = {start}, [start]
+    while stack:
+        node = stack.pop()
+        if node == goal:
+            return True
+        for nxt in graph.get(node, ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return False
+
+
+def _components(pairs: Iterable[tuple[str, str]]) -> list[set[str]]:
+    """The strongly connected components of more than one node (Tarjan's, without recursion)."""
+    graph: dict[str, list[str]] = defaultdict(list)
+    for consumer, producer in sorted(pairs):
+        graph[consumer].append(producer)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    found: list[set[str]] = []
+    counter = 0
+    for root in list(graph):
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack.add(node)
+            successors = graph.get(node, [])
+            if i < len(successors):
+                work.append((node, i + 1))
+                nxt = successors[i]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return found

@@ -1,0 +1,34 @@
+"""The words tool names and parameters share across catalogs: the actions a tool's name starts with, by what
+they yield, and the last words of a parameter that identifies something. General English of tool
+documentation, never a catalog's own names."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from toolkg.canonicalize.inference.profiles import IDENTIFIER_SUFFIXES
+from toolkg.text.words import lemma, split_identifier
+
+# The action a tool's name starts (or contains): general English verbs of tool names, by what they yield.
+_ACTIONS = {
+    "list": "list enumerate",
+    "search": "search find query lookup look browse discover searcher finder",
+    "get": "get fetch read retrieve show view describe getter inspect",
+    "create": "create add new generate make insert upload post put",
+    "open": "open navigate connect login launch start init initialize begin load think authenticate signin",
+}
+ACTION = {word: action for action, words in _ACTIONS.items() for word in words.split()}
+# Verbs that say what a tool does to its object, not what the object is: left out of a consumer's entity.
+VERBS = frozenset(ACTION) | frozenset("update delete remove set edit modify patch".split())
+# Last words of a parameter that identifies something another tool can hand over.
+IDENTIFYING = frozenset(IDENTIFIER_SUFFIXES) | frozenset(
+    "sha slug number uri url path file filename hash pid uuid index title symbol ticker identifier ref label tag "
+    "version account channel user owner repo repository branch package packages ids".split()
+)
+IDENTIFYING_LEMMAS = frozenset(lemma(w) for w in IDENTIFYING)
+
+
+@cache
+def action_of(name: str) -> str:
+    """The first action word of a tool name (``search_papers`` -> search), or ``other``."""
+    return next((ACTION[w] for w in split_identifier(name) if w in ACTION), "other")
