@@ -117,15 +117,21 @@ LABEL_SETS = {
 # Data flows observed by executing real call sequences (data/dependency-labels/observed/README.md): positives
 # only, so they give recall; never training data for the pair model (the catalogs are already the label sets').
 OBSERVED_SETS = {
-    "bfcl-multi-turn (observed)": ("bfcl-multi-turn", "data/dependency-labels/observed/bfcl-multi-turn.jsonl"),
+    "bfcl-multi-turn (observed)": (
+        ["tests/cases/real/openai/bfcl-multi-turn"],
+        "data/dependency-labels/observed/bfcl-multi-turn.jsonl",
+    ),
+    "tau2 airline (observed)": (["tests/cases/real/openai/tau2"], "data/dependency-labels/observed/tau2-airline.jsonl"),
+    "tau2 retail (observed)": (["tests/cases/real/openai/tau2"], "data/dependency-labels/observed/tau2-retail.jsonl"),
 }
 
 
 def observed_recall(name: str) -> dict:
     """Recall of the observed flows (pairs), overall and over the flows seen in two sequences or more."""
-    catalog, path = OBSERVED_SETS[name]
-    flows = [json.loads(line) for line in (ROOT / path).open(encoding="utf-8") if line.strip()]
-    predicted, _ = _inferred(label_set_tools(catalog))
+    paths, labels = OBSERVED_SETS[name]
+    flows = [json.loads(line) for line in (ROOT / labels).open(encoding="utf-8") if line.strip()]
+    found = discover_all([ROOT / entry for entry in paths]).files
+    predicted, _ = _inferred([t for path in found for t in _load(Path(path))])
     out = {}
     for label, keep in (("all", flows), ("observed twice or more", [x for x in flows if x.get("observed", 1) >= 2])):
         pairs = {(x["consumer"], x["producer"]) for x in keep}
