@@ -133,9 +133,11 @@ def connectivity_edges(index: CatalogIndex, consumers: Iterable[Profile]) -> lis
 
 
 def chosen_getter(index: CatalogIndex, setter: Profile) -> Profile | None:
-    """The one getter of the state ``setter`` changes (a near one first), or None when none or several."""
+    """The one near getter (same server or service) of the state ``setter`` changes, or None when none or
+    several. Another server's getter reads another state of the same name: a PowerPoint server's
+    ``list_files`` says nothing of the files a filesystem server's ``write_file`` changes."""
     found = index.getters.get((index.group(setter), state_key(setter)), ())
-    near = [g for g in found if is_near(g, setter)] or found
+    near = [g for g in found if is_near(g, setter)]
     return near[0] if len(near) == 1 else None
 
 

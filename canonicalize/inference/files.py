@@ -17,7 +17,13 @@ import re
 from collections.abc import Iterable, Mapping
 
 from toolkg.canonicalize.inference.calibration import CONFIDENCE
-from toolkg.canonicalize.inference.profiles import PARAMETER_DIRECT, PARAMETER_INDIRECT, Profile, is_output_location
+from toolkg.canonicalize.inference.profiles import (
+    PARAMETER_DIRECT,
+    PARAMETER_INDIRECT,
+    Profile,
+    is_destination,
+    is_output_location,
+)
 from toolkg.canonicalize.inference.returns import described_returns
 from toolkg.models import InferredEdge
 from toolkg.text.words import split_identifier
@@ -72,7 +78,8 @@ def _input_paths(p: Profile) -> list[tuple[object, list[str]]]:
     found = []
     for q in p.tool.parameters:
         words = split_identifier(q.name)
-        if words and (words[-1] in PATH_WORDS or "".join(words) in PATH_WORDS) and not is_output_location(q.name):
+        a_path = words and (words[-1] in PATH_WORDS or "".join(words) in PATH_WORDS)
+        if a_path and not is_destination(p.tool.name, q.name):
             found.append((q, words))
     return found
 

@@ -25,8 +25,8 @@ from toolkg.canonicalize.inference.profiles import (
     TOOL_DIRECT,
     Profile,
     canonical_key,
+    is_destination,
     is_informative,
-    is_output_location,
 )
 from toolkg.canonicalize.inference.returns import described_returns
 from toolkg.models import InferredEdge
@@ -128,7 +128,7 @@ def identifier_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable
             continue
         for consumer in asked:
             for param in consumer.tool.parameters:
-                if is_output_location(param.name):
+                if is_destination(consumer.tool.name, param.name):
                     continue
                 edges += _best_edges(consumer, param, producers)
     return edges

@@ -56,8 +56,8 @@ from toolkg.canonicalize.inference.profiles import (
     PARAMETER_INDIRECT,
     Profile,
     canonical_key,
+    is_destination,
     is_informative,
-    is_output_location,
     profile_of,
 )
 from toolkg.config import InferenceOptions
@@ -170,7 +170,7 @@ def parameter_edges(
         bonus = SAME_SERVER_BONUS if cohesive else 0.0
         reads = None if cutoffs is None else cutoffs.setdefault(consumer.id, {})
         for param in consumer.tool.parameters:
-            if is_output_location(param.name):
+            if is_destination(consumer.tool.name, param.name):
                 continue
             words, keys = _candidate_keys(param.name)
             scored, seen = [], set()  # an offer is filed under its key and its head: scored once
@@ -226,7 +226,7 @@ def candidate_keys(p: Profile) -> list[tuple[object, list[str], tuple[tuple[str,
     """(parameter, its words, the buckets it reads) for each parameter of a tool that rule 1 fills."""
     out = []
     for param in p.tool.parameters:
-        if not is_output_location(param.name):
+        if not is_destination(p.tool.name, param.name):
             words, keys = _candidate_keys(param.name)
             if keys:
                 out.append((param, words, keys))

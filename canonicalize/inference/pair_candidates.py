@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
-from toolkg.canonicalize.inference.profiles import GENERIC_KEYS, is_output_location
+from toolkg.canonicalize.inference.profiles import GENERIC_KEYS, is_destination
 from toolkg.canonicalize.inference.vocabulary import IDENTIFYING, IDENTIFYING_LEMMAS, VERBS, action_of
 from toolkg.models import Parameter, Tool
 from toolkg.text.lexicon import STOP_WORDS
@@ -61,9 +61,9 @@ def _said(tool: Tool) -> frozenset[str]:
     return words(tool.description).union(*(words(f"{x.name} {x.description}") for x in tool.parameters))
 
 
-def is_slot(parameter: Parameter) -> bool:
+def is_slot(parameter: Parameter, tool_name: str = "") -> bool:
     """Whether another tool's result can fill the parameter (a fixed choice or a place to write cannot)."""
-    if parameter.json_type == "boolean" or parameter.enum or is_output_location(parameter.name):
+    if parameter.json_type == "boolean" or parameter.enum or is_destination(tool_name, parameter.name):
         return False
     # a required parameter that names nothing (a query, a text, a message) is the user's to write
     return identifying(parameter) or (parameter.required and bool(about(parameter)))
@@ -129,7 +129,7 @@ def server_candidates(server_tools: Sequence[Tool]) -> list[Candidate]:
     for consumer in server_tools:
         entity = words(consumer.name) - VERBS
         for parameter in consumer.parameters:
-            if not is_slot(parameter):
+            if not is_slot(parameter, consumer.name):
                 continue
             named = about(parameter)
             scores: dict[str, float] = defaultdict(float)

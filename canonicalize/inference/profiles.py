@@ -91,6 +91,38 @@ def is_output_location(param_name: str) -> bool:
     return bool(OUTPUT_WORDS & set(split_identifier(param_name)))
 
 
+# Verbs of a tool that makes something new where, or under the name, the caller says.
+MAKING_VERBS = frozenset({"create", "new", "make", "generate", "write", "save", "mkdir", "touch"})
+CREATING_VERBS = frozenset({"create", "new", "make", "generate", "mkdir"})  # a new thing, not a new version
+FILE_NOUNS = frozenset({"file", "files", "directory", "dir", "folder"})
+# Lone words for where, or under what name, a new file or folder goes.
+PLACE_WORDS = frozenset({"path", "file", "filename", "filepath", "name", "dir", "directory", "folder"})
+_NAMING = frozenset({"name", "id"})
+_PREPOSITIONS = frozenset({"for", "by", "in", "of", "from", "on", "with", "to", "at", "under", "within", "into"})
+
+
+@lru_cache(maxsize=250_000)
+def is_destination(tool_name: str, param_name: str) -> bool:
+    """Where a result goes or what a new thing is called, the caller's choice, never another tool's output:
+    ``outputDir``; on a tool that writes or creates a file or folder, its lone place parameter
+    (``write_file(path)``, ``create_directory(path)``); on a tool that creates something, the name of what it
+    creates (``create_branch(branch_name)``)."""
+    if is_output_location(param_name):
+        return True
+    verbs = [w.lower() for w in split_identifier(tool_name)]
+    # what the tool makes: its name's words before any preposition (create_slide_from_template makes a slide)
+    cut = next((i for i, w in enumerate(verbs) if w in _PREPOSITIONS and i > 0), len(verbs))
+    made = [w for w in verbs[:cut] if w not in MAKING_VERBS]
+    words = [w.lower() for w in split_identifier(param_name)]
+    if MAKING_VERBS & set(verbs[:2]) and made[-1:] and made[-1] in FILE_NOUNS:
+        if len(words) == 1 and words[0] in PLACE_WORDS:
+            return True
+    if CREATING_VERBS & set(verbs[:2]) and made:
+        named = [w for w in words if w not in _NAMING]
+        return named == made[-1:] and len(words) > len(named)
+    return False
+
+
 def canonical_key(words: Iterable[str]) -> tuple[str, ...]:
     """Words with short forms spelled out and the head lemmatised: ('repo', 'paths') -> ('repository', 'path')."""
     return _canonical_key(tuple(words))
