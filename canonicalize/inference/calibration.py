@@ -18,6 +18,7 @@ CONFIDENCE: dict[str, float] = {
     "specific": 0.75,  # start_date <- get_date; ToolLinkOS 0.78 (45)
     "head": 0.7,  # version <- list_maven_versions; inside one server only
     "described": 0.85,  # weight of a return read from prose rather than a name or schema
+    "record field": 0.8,  # weight of one field of a record returned whole (get_order_details' symbol); new
     # the same-server identifier rule (identifiers.py)
     "identifier named": 0.8,  # paper_id <- search_papers; LiveMCPBench 20/21 labelled
     "identifier of own object": 0.7,  # get_card(id) <- search_cards; LiveMCPBench 7/7 labelled

@@ -55,6 +55,7 @@ class Offer:
     how: str
     contextual: bool  # a context getter: no required input
     described: bool = False  # read from the description's prose, not from a name or a schema
+    of_record: bool = False  # one field of a record returned whole, not what the tool is for
 
 
 @dataclass
@@ -179,6 +180,22 @@ def profile_of(tool: Tool) -> Profile:
     return found
 
 
+RECORD_FIELDS = 4  # declared top-level outputs from which a tool returns a record rather than one value
+
+
+@lru_cache(maxsize=250_000)
+def output_key(path: str) -> tuple[str, ...]:
+    """The key of a declared output field: its own name's (``places[].placeId`` -> place id), a bare identifier
+    qualified by what holds it (``places[].id`` -> place id, ``owner.login`` -> owner login)."""
+    segments = [s.replace("[]", "") for s in path.split(".")]
+    leaf = split_identifier(segments[-1])
+    if len(segments) > 1 and len(leaf) == 1 and leaf[0].lower() in IDENTIFIER_SUFFIXES | {"login", "sha", "slug"}:
+        container = split_identifier(segments[-2])
+        if container:
+            return canonical_key([lemma(container[-1].lower()), *leaf])
+    return canonical_key(leaf)
+
+
 def offers(p: Profile) -> list[Offer]:
     """What a tool produces that another tool's parameter could take."""
     if p.offered is None:
@@ -192,8 +209,17 @@ def _offers(p: Profile) -> list[Offer]:
     obj = [w for w in p.object_words if w not in CONTEXT_WORDS]
     if p.capability in ("read", "search", "create", "generate", "compute", "convert", "analyze") and obj:
         found.append(Offer(canonical_key(obj), f"name object of {p.tool.name}", contextual))
+    # an output that hands back what the tool was given (get_stock_info(symbol) returns the symbol) feeds nothing
+    given = {canonical_key(split_identifier(q.name)) for q in p.tool.parameters if q.required}
+    # a tool that returns a whole record (get_order_details: symbol, amount, price, status...) is for its
+    # object; a field of it named like some parameter is weaker evidence than a tool returning just that
+    record = sum("." not in o.name for o in p.tool.outputs) >= RECORD_FIELDS
+    about = {lemma(w) for w in obj}
     for output in p.tool.outputs:
-        found.append(Offer(canonical_key(split_identifier(output.name)), f"output {output.name}", contextual))
+        key = output_key(output.name)
+        if key not in given:
+            of_record = "." in output.name or (record and not about & set(key))
+            found.append(Offer(key, f"output {output.name}", contextual, of_record=of_record))
     for key in described_returns(p.tool):
         found.append(Offer(key, f"{p.tool.name} returns {' '.join(key)} (its description)", contextual, True))
     unique = {o.key: o for o in reversed(found)}  # the first reading of a key wins
@@ -205,6 +231,8 @@ def parameter_match(offer: Offer, param_words: list[str]) -> tuple[float, str] |
     found = _parameter_match(offer, param_words)
     if found and offer.described:  # prose is looser than a name or a schema
         return round(found[0] * CONFIDENCE["described"], 2), f"{found[1]}, from its description"
+    if found and offer.of_record:
+        return round(found[0] * CONFIDENCE["record field"], 2), f"{found[1]}, a field of the record it returns"
     return found
 
 

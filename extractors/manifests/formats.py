@@ -18,6 +18,7 @@ from toolkg.errors import ItemError, ManifestError
 from toolkg.extractors.manifests.fitting import check_depth, check_name, fit_tool
 from toolkg.extractors.manifests.schema import (
     json_text,
+    local_refs,
     optional_str,
     outputs_from_schema,
     parameter_from_schema,
@@ -32,6 +33,7 @@ from toolkg.models import (
     DeclaredDependency,
     ManifestFormat,
     Notice,
+    OutputField,
     Parameter,
     QuarantinedItem,
     Server,
@@ -220,7 +222,9 @@ def _mcp_tool(server_id: str) -> Callable[[Mapping[str, Any], str], Tool]:
             name=require_str(entry.get("name"), "tool name", item).strip(),
             description=optional_str(entry.get("description"), "description", item),
             parameters=tuple(parameters_from_object_schema(entry.get("inputSchema"), item=item)),
-            outputs=tuple(outputs_from_schema(entry.get("outputSchema"), item=item)),
+            outputs=tuple(
+                outputs_from_schema(entry.get("outputSchema"), item=item, resolve=local_refs(entry.get("outputSchema")))
+            ),
             annotations=_titled(_annotations(entry.get("annotations"), item), entry.get("title")),
         )
 
@@ -325,9 +329,27 @@ def _openai_tool(server_id: str) -> Callable[[Mapping[str, Any], str], Tool]:
             name=require_str(entry.get("name"), "function name", item).strip(),
             description=optional_str(entry.get("description"), "description", item),
             parameters=tuple(parameters_from_object_schema(entry.get("parameters"), item=item)),
+            outputs=_openai_outputs(entry, item),
         )
 
     return parse
+
+
+# Where function documents declare what a call returns: BFCL's ``response``, some catalogs' ``returns``,
+# MCP's ``outputSchema`` copied over.
+_OPENAI_OUTPUT_KEYS = ("response", "returns", "outputSchema", "output_schema")
+
+
+def _openai_outputs(entry: Mapping[str, Any], item: str) -> tuple[OutputField, ...]:
+    """The declared result of a function document; one that cannot be read costs its outputs, not the tool."""
+    for key in _OPENAI_OUTPUT_KEYS:
+        schema = entry.get(key)
+        if isinstance(schema, Mapping):
+            try:
+                return tuple(outputs_from_schema(schema, item=item, resolve=local_refs(schema)))
+            except ItemError:
+                return ()
+    return ()
 
 
 def parse_openai(path: str, document: Any, server: str | None, limits: Limits | None = None) -> ParsedServers:

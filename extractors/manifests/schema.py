@@ -225,16 +225,72 @@ def parameters_from_object_schema(
     ]
 
 
+# Nested output fields read below the top level: how deep, and how many fields a tool keeps in all. A search
+# result is usually an object holding an array of items (``{"places": [{"placeId": ...}]}``): the fields that
+# carry what a tool yields sit one or two levels down.
+OUTPUT_DEPTH = 3  # segments of a path: places[].location.lat
+MAX_OUTPUT_FIELDS = 64
+
+
+def local_refs(document: Any) -> Resolver:
+    """A resolver of a self-contained schema's own ``$ref``s (``#/$defs/Reservation``, ``#/definitions/X``): what
+    pydantic and FastMCP write into MCP output schemas and function documents. A reference it cannot follow
+    stays as it is (read as 'any')."""
+
+    def resolve(value: Any, what: str = "schema") -> Any:
+        seen = 0
+        while isinstance(value, Mapping) and isinstance(value.get("$ref"), str) and seen < MAX_ALTERNATIVE_DEPTH:
+            ref, seen = value["$ref"], seen + 1
+            if not ref.startswith("#/"):
+                return value
+            target: Any = document
+            for part in ref[2:].split("/"):
+                part = part.replace("~1", "/").replace("~0", "~")
+                target = target.get(part) if isinstance(target, Mapping) else None
+            if not isinstance(target, Mapping):
+                return value
+            # the reference's own description (where it is used) says more than the definition's
+            value = {**target, **{k: v for k, v in value.items() if k != "$ref"}}
+        return value
+
+    return resolve
+
+
+def _unwrapped(schema: Mapping[str, Any], resolve: Resolver) -> Mapping[str, Any]:
+    """The one field a wrapper object holds (``{"result": {...}}``, ``{"returns": Reservation}``): a lone
+    property whose value is an object or a list of objects says nothing by its name."""
+    for _ in range(2):
+        properties = schema.get("properties")
+        if not isinstance(properties, Mapping) or len(properties) != 1:
+            return schema
+        (inner,) = properties.values()
+        inner = resolve(inner, "output schema")
+        if not isinstance(inner, Mapping):
+            return schema
+        items = resolve(inner.get("items"), "output schema items") if inner.get("type") == "array" else None
+        if isinstance(inner.get("properties"), Mapping) and inner["properties"]:
+            schema = inner
+        elif isinstance(items, Mapping) and isinstance(items.get("properties"), Mapping) and items["properties"]:
+            schema = items
+        else:
+            return schema
+    return schema
+
+
 def outputs_from_schema(schema: Any, *, item: str, resolve: Resolver = _identity) -> list[OutputField]:
-    """Output fields: properties of an object schema (or of an array's items); else one 'result'."""
+    """Output fields: properties of an object schema (or of an array's items, or of the one object a wrapper
+    holds), then their nested fields, each named by its path (``places[].placeId``, ``owner.login``), breadth
+    first; else one 'result'."""
     if schema is None:
         return []
     schema = require_mapping(resolve(schema, "output schema"), "output schema", item)
     if schema.get("type") == "array" and isinstance(schema.get("items"), Mapping):
         schema = require_mapping(resolve(schema["items"], "output schema items"), "output schema items", item)
+    schema = _unwrapped(schema, resolve)
     properties = schema.get("properties")
     if isinstance(properties, Mapping) and properties:
         fields = []
+        nested: list[tuple[str, Any]] = []
         for name, prop in properties.items():
             prop = require_mapping(resolve(prop, f"output {name!r}"), f"output {name!r}", item)
             try:
@@ -243,7 +299,8 @@ def outputs_from_schema(schema: Any, *, item: str, resolve: Resolver = _identity
                 raise ItemError(item, f"output {name!r}: {exc}") from None
             text = optional_str(prop.get("description"), f"output {name!r} description", item)
             fields.append(OutputField(name=name, json_type=kind, description=text))
-        return fields
+            nested.append((str(name), prop))
+        return fields + _nested_outputs(nested, resolve, MAX_OUTPUT_FIELDS - len(fields))
     try:
         kind = json_type(schema, resolve, what="output schema")
     except ValueError as exc:
@@ -257,3 +314,47 @@ def outputs_from_schema(schema: Any, *, item: str, resolve: Resolver = _identity
             description=optional_str(schema.get("description"), "output description", item),
         )
     ]
+
+
+def _nested_outputs(level: list[tuple[str, Any]], resolve: Resolver, room: int) -> list[OutputField]:
+    """The fields below ``level`` ((path, schema) of the fields already read), breadth first, at most ``room``.
+    Read leniently: a nested part that cannot be read is left out, never the tool (the top level was checked)."""
+    out: list[OutputField] = []
+    depth = 1
+    while level and depth < OUTPUT_DEPTH and len(out) < room:
+        depth += 1
+        below: list[tuple[str, Any]] = []
+        for path, schema in level:
+            try:
+                prefix, properties = _children(path, schema, resolve)
+                for name, prop in properties:
+                    if len(out) >= room:
+                        return out
+                    prop = resolve(prop, f"output {prefix}{name!r}")
+                    if not isinstance(prop, Mapping):
+                        continue
+                    text = prop.get("description")
+                    out.append(
+                        OutputField(
+                            name=f"{prefix}{name}",
+                            json_type=json_type(prop, resolve, what=f"output {prefix}{name!r}"),
+                            description=text if isinstance(text, str) else "",
+                        )
+                    )
+                    below.append((f"{prefix}{name}", prop))
+            except (ValueError, ItemError, TypeError):
+                continue
+        level = below
+    return out
+
+
+def _children(path: str, schema: Mapping[str, Any], resolve: Resolver) -> tuple[str, list[tuple[str, Any]]]:
+    """The path prefix and the properties of an object field, or of the objects an array field holds."""
+    prefix = f"{path}."
+    if schema.get("type") == "array" and isinstance(schema.get("items"), Mapping):
+        schema = resolve(schema["items"], f"output {path!r} items")
+        prefix = f"{path}[]."
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return prefix, []
+    return prefix, [(str(name), prop) for name, prop in properties.items()]

@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from toolkg.extractors.manifests.schema import MAX_OUTPUT_FIELDS
+
 REAL = Path(__file__).resolve().parents[1] / "cases" / "real"
 MCP_DIR = REAL / "mcp-servers"
 OPENAI_DIR = REAL / "openai" / "bfcl-multi-turn"
@@ -226,8 +228,16 @@ def test_real_github_openapi_build(cli, store_dir):
     assert totals["servers"] == 1
     assert totals["tools"] == len(expected["tools"])
     assert totals["parameters"] == expected["parameters"]
-    assert 0 < totals["outputs"] <= expected["outputs"]
+    # every top-level response field, and the nested fields below them (at most MAX_OUTPUT_FIELDS a tool)
+    assert expected["outputs"] < totals["outputs"] <= expected["outputs"] + MAX_OUTPUT_FIELDS * len(expected["tools"])
     assert [row["tools"] for row in stats["servers"]] == [len(expected["tools"])]
+    # a listing's items carry what it yields: the jobs of a workflow run, each with its id
+    rows = _select(
+        cli,
+        store_dir,
+        'SELECT ?name WHERE { ?t tk:name "actions/list-jobs-for-workflow-run" ; tk:hasOutput ?o . ?o tk:name ?name }',
+    )
+    assert {"total_count", "jobs", "jobs[].id", "jobs[].run_id"} <= {row["name"] for row in rows}
 
     rows = _select(
         cli,
