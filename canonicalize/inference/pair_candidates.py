@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from toolkg.canonicalize.inference.profiles import GENERIC_KEYS, is_destination
-from toolkg.canonicalize.inference.vocabulary import IDENTIFYING, IDENTIFYING_LEMMAS, VERBS, action_of
 from toolkg.models import Parameter, Tool
 from toolkg.text.lexicon import STOP_WORDS
+from toolkg.text.tool_words import IDENTIFYING, IDENTIFYING_LEMMAS, VERBS, action_of
 from toolkg.text.words import lemma, split_identifier
 
 SMALL_SERVER = 60  # tools written to be used together: an identifying slot meets every producer

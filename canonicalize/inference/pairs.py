@@ -38,8 +38,8 @@ import numpy as np
 
 from toolkg.canonicalize.inference.pair_candidates import Candidate, candidates, identifying, words
 from toolkg.canonicalize.inference.profiles import GENERIC_KEYS, PARAMETER_DIRECT, PARAMETER_INDIRECT, TOOL_DIRECT
-from toolkg.canonicalize.inference.vocabulary import IDENTIFYING_LEMMAS, VERBS, action_of
 from toolkg.models import InferredEdge, Tool
+from toolkg.text.tool_words import IDENTIFYING_LEMMAS, VERBS, action_of
 from toolkg.text.words import split_identifier
 
 MODEL_PATH = Path(__file__).with_name("pair_model.json")

@@ -16,10 +16,9 @@ from toolkg.extractors.triples.offline import description_action, name_action, n
 from toolkg.models import Tool
 from toolkg.ontology.vocabulary import kind
 from toolkg.text.lexicon import ABBREVIATIONS, FORM_HEADS, GENERIC_NOUNS, GENERIC_PARAMETERS, VERB_CAPABILITY
+from toolkg.text.tool_words import IDENTIFIER_SUFFIXES
 from toolkg.text.words import lemma, split_identifier
 
-# Words that make a parameter an identifier *of* something: 'email_address' is an email.
-IDENTIFIER_SUFFIXES = frozenset("id ids uuid code codes key name names number address token handle ref".split())
 # Adjectives that make a producer's object contextual ('current location' is the location).
 CONTEXT_WORDS = frozenset("current system user device my local default active present today latest".split())
 # Values derivable from another (a date gives its year): general knowledge of common types.

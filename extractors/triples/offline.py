@@ -7,7 +7,9 @@ No network, no model download. For each tool:
 - the action's verb class is its capability (read, search, create, update, delete, send...);
 - noun phrases of the description (runs of content words, cut at verbs, stop words and
   punctuation; generic words like "information" trimmed) are further business objects;
-- each parameter that names something (``customer_id`` -> customer) refers to that entity;
+- each parameter that names something (``customer_id`` -> customer) refers to that entity, and one that
+  identifies something identifies it (a bare ``id`` of ``get_order`` identifies an order), and the tool yields
+  the objects its results carry (``roles.py``);
 - the server's category (or, lacking one, its name) is the tool's line of business.
 
 Text not written in a Latin script (a Chinese description, say) yields no phrases: the
@@ -21,9 +23,9 @@ tool keeps what its names and types give, and the extraction carries a note sayi
 >>> result.action
 'get'
 >>> [(t.relation, t.tail) for t in result.triples]  # doctest: +NORMALIZE_WHITESPACE
-[('hasCapability', 'read'), ('hasEntity', 'stock price'), ('hasEntity', 'ticker symbol'),
- ('hasEntity', 'closing price'), ('hasEntity', 'exchange'), ('refersTo', 'ticker symbol'),
- ('hasLineOfBusiness', 'Finance')]
+[('hasCapability', 'read'), ('yields', 'price'), ('identifies', 'symbol'), ('hasEntity', 'stock price'),
+ ('hasEntity', 'ticker symbol'), ('hasEntity', 'closing price'), ('hasEntity', 'exchange'),
+ ('refersTo', 'ticker symbol'), ('hasLineOfBusiness', 'Finance')]
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from toolkg.extractors.triples.models import (
     to_extracted,
     tool_document,
 )
+from toolkg.extractors.triples.roles import identifies, is_identifier_name, yields
 from toolkg.models import Server, Tool
 from toolkg.text.lexicon import (
     DETERMINERS,
@@ -64,9 +67,10 @@ from toolkg.text.words import (
 )
 
 NAME = "offline"
-VERSION = "1"
+VERSION = "2"  # 2: identifies and yields
 MAX_PHRASE_WORDS = 3
 MAX_DESCRIPTION_OBJECTS = 4
+MAX_YIELDS = 8
 MAX_PARAMETER_LINKS = 16  # keeps a 40-parameter API call inside the response model's triple cap
 DESCRIPTION_CHARS = 600  # the lead of a description says what the tool is about; examples come later
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
@@ -211,6 +215,15 @@ class OfflineExtractor:
             add(tool.name, "Tool", "hasCapability", VERB_CAPABILITY[action], "Capability")
         else:
             notes.append("no action verb in the name or the description's first words")
+        # the two sides of a data flow first: the triple cap never cuts them for a long description
+        if name_words:
+            for entity in list(yields(tool))[:MAX_YIELDS]:
+                add(tool.name, "Tool", "yields", entity_name(entity), "BusinessObject")
+            for parameter in tool.parameters[:MAX_PARAMETER_LINKS]:
+                # a value picked out of others (an id, a path, a symbol), not one the caller makes up (a period)
+                identified = identifies(tool, parameter) if is_identifier_name(parameter.name) else None
+                if identified is not None and entity_name(identified.entity):
+                    add(parameter.name, "Parameter", "identifies", entity_name(identified.entity), "BusinessObject")
 
         objects: list[str] = []
         name_object = name_object_words(name_words, verb_at)

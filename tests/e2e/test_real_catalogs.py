@@ -251,3 +251,21 @@ def test_real_github_openapi_build(cli, store_dir):
     ]
     names = _select(cli, store_dir, "SELECT (COUNT(DISTINCT ?name) AS ?n) WHERE { ?t a tk:Tool ; tk:name ?name }")
     assert int(names[0]["n"]) == len(expected["tools"])
+
+
+def test_the_data_flow_join_is_in_the_graph(cli, store_dir):
+    """tau2's airline tools (their declared responses included): what each identifier parameter identifies and
+    what each tool yields are triples, and the saved query joins them as an analyst would."""
+    _build(cli, REAL / "openai" / "tau2" / "airline.json", store_dir, "--no-links")
+    result = cli(
+        "query", "--store", str(store_dir), "--saved", "data-flow-join", "-p", "server=airline", "--format", "json"
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [{k: v["value"] for k, v in row.items()} for row in json.loads(result.stdout)["results"]["bindings"]]
+    joined = {(r["consumer"], r["parameter"], r["entity"], r["producer"]): r["linked"] == "true" for r in rows}
+    # a flight search yields flights (its declared results carry flight numbers); the status check takes one
+    assert joined[("get_flight_status", "flight_number", "flight", "search_direct_flight")] is True
+    # a reservation id is yielded by the tool that makes one, never by a tool that must be given it first
+    assert ("get_reservation_details", "reservation_id", "reservation", "book_reservation") in joined
+    assert not any(p == "cancel_reservation" and e == "reservation" for _, _, e, p in joined)
+    assert all(c != p for c, _, _, p in joined)

@@ -50,6 +50,8 @@ GOLDEN = {
         ("symbol", "refersTo", "symbol"),
         ("period", "refersTo", "period"),
         ("interval", "refersTo", "interval"),
+        ("", "yields", "price"),  # what a listing of prices carries
+        ("symbol", "identifies", "symbol"),  # a symbol picked out of others; a period is made up
         ("", "hasLineOfBusiness", "Finance"),
     },
     "filesystem::list_directory": {
@@ -59,6 +61,8 @@ GOLDEN = {
         ("", "hasEntity", "detailed listing"),
         ("", "hasEntity", "file"),
         ("path", "refersTo", "path"),
+        ("", "yields", "directory"),
+        ("path", "identifies", "path"),
         ("", "hasLineOfBusiness", "File Access"),
     },
     "regular_tools::share_location_via_email": {
@@ -68,6 +72,7 @@ GOLDEN = {
         ("", "hasEntity", "geographical location"),
         ("email_address", "refersTo", "email address"),
         ("location", "refersTo", "location"),
+        ("email_address", "identifies", "email"),
     },
     "regular_tools::frontier_user_login": {  # a trailing verb; "logs ... into" in the description
         ("", "hasCapability", "authenticate"),
@@ -80,6 +85,7 @@ GOLDEN = {
         ("email", "refersTo", "email"),
         ("password", "refersTo", "password"),
         ("language", "refersTo", "language"),
+        ("", "yields", "user"),
     },
     "core_tools::get_current_location": {
         ("", "hasCapability", "read"),
@@ -87,6 +93,7 @@ GOLDEN = {
         ("", "hasEntity", "geographical location"),
         ("", "hasEntity", "latitude"),
         ("", "hasEntity", "longitude"),
+        ("", "yields", "location"),
     },
 }
 
@@ -103,6 +110,7 @@ def test_chinese_description_keeps_names_and_types_only():
     assert {(t.relation, t.tail) for t in result.triples} == {
         ("hasCapability", "search"),  # from the name: bing_search
         ("hasEntity", "bing"),
+        ("yields", "bing"),  # a search of its name's object (the name cannot say it is the engine)
         ("hasLineOfBusiness", "Discovery"),  # from the server's category
     }
     assert result.notes == ("description is not English (CJK script): entities come from names and types only",)

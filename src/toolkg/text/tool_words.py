@@ -1,14 +1,15 @@
-"""The words tool names and parameters share across catalogs: the actions a tool's name starts with, by what
-they yield, and the last words of a parameter that identifies something. General English of tool
-documentation, never a catalog's own names."""
+"""The words tool names and parameters share across catalogs, read by extraction and inference alike: the
+actions a tool's name starts with, by what they yield, and the words that make a parameter an identifier.
+General English of tool documentation, never a catalog's own names."""
 
 from __future__ import annotations
 
 from functools import cache
 
-from toolkg.canonicalize.inference.profiles import IDENTIFIER_SUFFIXES
 from toolkg.text.words import lemma, split_identifier
 
+# Words that make a parameter an identifier *of* something: 'email_address' is an email.
+IDENTIFIER_SUFFIXES = frozenset("id ids uuid code codes key name names number address token handle ref".split())
 # The action a tool's name starts (or contains): general English verbs of tool names, by what they yield.
 _ACTIONS = {
     "list": "list enumerate",
