@@ -43,11 +43,18 @@ def read_tools(store: ToolStore) -> list[ToolRecord]:
     A tool's node is ``iris.tool_iri_from_id(tool.id)`` (its server id is the part of its
     identifier before ``::``; server ids never hold ``::``)."""
     tools: dict[str, dict] = {}
-    for row in store.select("""SELECT ?t ?id ?name ?description WHERE {
-            ?t a tk:Tool ; tk:identifier ?id ; tk:name ?name . OPTIONAL { ?t dcterms:description ?description } }"""):
+    for row in store.select("""SELECT ?t ?id ?name ?description ?route WHERE {
+            ?t a tk:Tool ; tk:identifier ?id ; tk:name ?name . OPTIONAL { ?t dcterms:description ?description }
+            OPTIONAL { ?t tk:httpRoute ?route } }"""):
         server_id = row["id"].value.partition("::")[0]
         description = row["description"].value if row.get("description") else ""
-        tools[row["t"].value] = {"server_id": server_id, "name": row["name"].value, "description": description}
+        route = row["route"].value if row.get("route") else None
+        tools[row["t"].value] = {
+            "server_id": server_id,
+            "name": row["name"].value,
+            "description": description,
+            "route": route,
+        }
     parameters: dict[str, list[tuple[int, Parameter]]] = defaultdict(list)
     for row in store.select("""SELECT ?t ?name ?required ?location ?position ?description WHERE {
             ?t tk:hasParameter ?p . ?p tk:name ?name ; tk:required ?required ; tk:location ?location ;
@@ -113,17 +120,18 @@ def read_tool_records(store: ToolStore, ids: Iterable[str]) -> dict[str, ToolRec
     if not wanted:
         return {}
     found: dict[str, dict] = {}
-    for row in store.select(f"""SELECT ?id ?name ?description ?title ?server ?serverName ?other WHERE {{
+    for row in store.select(f"""SELECT ?id ?name ?description ?title ?server ?serverName ?other ?route WHERE {{
             VALUES ?id {{ {_values(wanted)} }}
             ?t a tk:Tool ; tk:identifier ?id ; tk:name ?name ; tk:ownedBy ?s .
             ?s tk:identifier ?server . OPTIONAL {{ ?s tk:name ?serverName }}
             OPTIONAL {{ ?t dcterms:description ?description }} OPTIONAL {{ ?t dcterms:title ?title }}
-            OPTIONAL {{ ?t tk:annotationsJson ?other }} }}"""):
+            OPTIONAL {{ ?t tk:annotationsJson ?other }} OPTIONAL {{ ?t tk:httpRoute ?route }} }}"""):
         found[row["id"].value] = {
             "server_id": row["server"].value,
             "server_name": _text(row.get("serverName")) or row["server"].value,
             "name": row["name"].value,
             "description": _text(row.get("description")),
+            "route": row["route"].value if row.get("route") else None,
             "annotations": {"title": row["title"].value if row.get("title") else None, "other_json": None},
             "parameters": [],
             "outputs": [],

@@ -31,13 +31,17 @@ OUT = ROOT / "benchmarks" / "results" / "audit"
 
 
 def tool_text(tool, width: int = 500) -> str:
-    lines = [f"### {tool.id}", f"{(tool.description or '').strip()[:width]}"]
+    lines = [
+        f"### {tool.id}",
+        *([f"route `{tool.route}`"] if tool.route else []),
+        f"{(tool.description or '').strip()[:width]}",
+    ]
     for p in tool.parameters:
         values = f" one of {', '.join(p.enum[:8])}" if p.enum else ""
         need = "required" if p.required else "optional"
-        lines.append(f"- in `{p.name}` ({p.json_type}, {need}{values}): {(p.description or '').strip()[:width // 2]}")
+        lines.append(f"- in `{p.name}` ({p.json_type}, {need}{values}): {(p.description or '').strip()[: width // 2]}")
     for o in tool.outputs:
-        lines.append(f"- out `{o.name}` ({o.json_type}): {(o.description or '').strip()[:width // 2]}")
+        lines.append(f"- out `{o.name}` ({o.json_type}): {(o.description or '').strip()[: width // 2]}")
     return "\n".join(lines)
 
 

@@ -25,6 +25,8 @@ def show(path: Path, server: str | None, pattern: str | None, width: int) -> Non
         if pattern and not re.search(pattern, f"{tool.name} {tool.description}", re.IGNORECASE):
             continue
         print(f"## {tool.server_id}::{tool.name}")
+        if tool.route:
+            print(f"   route {tool.route}")
         print(f"   {(tool.description or '').strip()[:width]}")
         for parameter in tool.parameters:
             need = "required" if parameter.required else "optional"

@@ -23,6 +23,9 @@ CONFIDENCE: dict[str, float] = {
     "identifier named": 0.8,  # paper_id <- search_papers; LiveMCPBench 20/21 labelled
     "identifier of own object": 0.7,  # get_card(id) <- search_cards; LiveMCPBench 7/7 labelled
     "identifier file": 0.65,  # filename <- create_document
+    # REST collections (rest.py): GitHub's labelled consumers, one labelled producer a slot: 0.40 as a lower bound
+    "rest lists": 0.8,  # GET /repos/{owner}/{repo}/issues -> {issue_number}; new, to be audited
+    "rest creates": 0.75,  # POST /repos/{owner}/{repo}/issues -> {issue_number}; new, to be audited
     # file formats (files.py)
     "file same server": 0.75,  # pdf_splitter(inputPath) <- docx_to_pdf; LiveMCPBench 12/12 labelled
     "file other server": 0.6,

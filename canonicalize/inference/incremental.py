@@ -38,7 +38,7 @@ from toolkg.canonicalize.inference.catalog_rules import (
 from toolkg.canonicalize.inference.files import file_edges
 from toolkg.canonicalize.inference.identifiers import identifier_edges, opener_edges
 from toolkg.canonicalize.inference.index import CatalogIndex
-from toolkg.canonicalize.inference.infer import _sparsify, kept_across, parameter_edges, with_learned
+from toolkg.canonicalize.inference.infer import _sparsify, doubted, kept_across, parameter_edges, with_learned
 from toolkg.canonicalize.inference.mentions import mention_edges
 from toolkg.canonicalize.inference.pair_candidates import Candidate, server_candidates
 from toolkg.canonicalize.inference.pairs import (
@@ -51,6 +51,7 @@ from toolkg.canonicalize.inference.pairs import (
 )
 from toolkg.canonicalize.inference.profiles import Profile
 from toolkg.canonicalize.inference.reach import Reach
+from toolkg.canonicalize.inference.rest import rest_edges
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Tool
 
@@ -61,6 +62,7 @@ RULES: dict[str, Callable[[CatalogIndex, list[Profile], dict | None], list[Infer
     "mention": lambda ix, consumers, _: mention_edges(ix, consumers),
     "identifier": lambda ix, consumers, _: identifier_edges(ix.by_server, consumers),
     "opener": lambda ix, consumers, _: opener_edges(ix.by_server, consumers),
+    "rest": lambda ix, consumers, _: rest_edges(ix.by_server, consumers),
     "file": lambda ix, consumers, _: file_edges(ix.writers, consumers),
     "login": lambda ix, consumers, _: namespace_auth_edges(ix, consumers),
     "precondition": lambda ix, consumers, _: precondition_edges(ix, consumers),
@@ -297,7 +299,7 @@ class IncrementalInference:
     def _finalize(self, i: str) -> None:
         judgement = self.learned.get(i) or Judgement([], set())
         kept = _sparsify(self.post[i], self.options, self.declared, self.hubs, self.fanout)
-        kept = [e for e in kept if (e.consumer, e.producer) not in judgement.doubted]
+        kept = [e for e in kept if not doubted(e, judgement)]
         self.final[i] = with_learned(kept, judgement.edges, self.declared, self.options)
 
     # --- the learned model --------------------------------------------------------------------------

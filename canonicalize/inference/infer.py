@@ -60,6 +60,7 @@ from toolkg.canonicalize.inference.profiles import (
     is_informative,
     profile_of,
 )
+from toolkg.canonicalize.inference.rest import rest_edges
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Tool
 from toolkg.text.lexicon import FORM_HEADS
@@ -70,6 +71,7 @@ from toolkg.text.words import split_identifier
 CROSS_CATALOG_CONFIDENCE = 0.9
 # A server's own producer wins a tie and a near-tie: its tools are written to be used together.
 SAME_SERVER_BONUS = 0.1
+SURE = 0.9  # a rule edge this confident is never dropped on the model's doubt
 
 
 def infer_dependencies(
@@ -108,7 +110,7 @@ def infer_dependencies(
         found = edges + learned
         return found if consumers is None else [e for e in found if e.consumer in consumers]
     hubs = {p.id for p in everyone if not p.needs_input}
-    kept = [e for e in _sparsify(edges, options, declared, hubs) if (e.consumer, e.producer) not in judgement.doubted]
+    kept = [e for e in _sparsify(edges, options, declared, hubs) if not doubted(e, judgement)]
     # no loop the catalog does not declare: the whole catalog's edges decide which pair closes one
     final = acyclic(with_learned(kept, learned, declared, options), declared)
     return final if consumers is None else [e for e in final if e.consumer in consumers]
@@ -122,6 +124,7 @@ def rule_edges(index: CatalogIndex, consumers: list[Profile]) -> list[InferredEd
         *mention_edges(index, consumers),
         *identifier_edges(index.by_server, consumers),
         *opener_edges(index.by_server, consumers),
+        *rest_edges(index.by_server, consumers),
         *file_edges(index.writers, consumers),
         *catalog_rule_edges(index, consumers),
     ]
@@ -141,6 +144,12 @@ def with_learned(
         and e.confidence >= options.min_confidence
     ]
     return sorted(kept + added, key=lambda e: (e.consumer, e.producer, e.parameter or ""))
+
+
+def doubted(e: InferredEdge, judgement: Judgement) -> bool:
+    """Whether the model's doubt drops a rule's edge: never one the rules are sure of (a parameter named as
+    a producer's output, an explicit mention), whose calibrated precision is above the model's own."""
+    return e.confidence < SURE and (e.consumer, e.producer) in judgement.doubted
 
 
 def kept_across(e: InferredEdge, catalogs: Mapping[str, str]) -> bool:

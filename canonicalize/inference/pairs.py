@@ -55,6 +55,7 @@ RULES = (
     "namespace-authentication",
     "same-server-identifier",
     "session-opener",
+    "rest-collection",
     "resource-precondition",
     "connectivity-precondition",
     "read-before-write",

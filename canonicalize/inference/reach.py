@@ -37,7 +37,9 @@ from toolkg.canonicalize.inference.profiles import Offer, Profile, profile_of
 from toolkg.canonicalize.inference.roles import is_connectivity_check, is_getter, is_setter, needed, state_key
 from toolkg.models import Tool
 
-RULE_NAMES = ("parameter", "mention", "identifier", "opener", "file", "login", "precondition", "connectivity", "state")
+RULE_NAMES = (
+    "parameter", "mention", "identifier", "opener", "rest", "file", "login", "precondition", "connectivity", "state"
+)
 # A version of a tool: its profile, the catalog it is (or was) filed in, its namespace then.
 Version = tuple[Profile, str, frozenset[str]]
 

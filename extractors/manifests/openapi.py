@@ -303,6 +303,7 @@ def parse_openapi(path: str, document: Any, server: str | None, limits: Limits |
                 tool, trimmed = checked_tool(
                     operation, label, _operation(server_id, name, path_item, refs, notes), limits
                 )
+                tool = tool.model_copy(update={"route": f"{method.upper()} {route}"[: limits.max_description_chars]})
                 tools.append(tool)
                 notices += [Notice(source=path, item=tool.id, what=note) for note in [*notes, *trimmed]]
                 taken[name] = f"{method.upper()} {route[:200]}"

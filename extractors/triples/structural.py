@@ -89,6 +89,8 @@ def _tool_triples(tool: Tool, server_node: NamedNode, out: list[Triple]) -> Name
         add(Triple(node, DCTERMS.description, _text(tool.description)))
     if tool.function_type:
         add(Triple(node, TK.functionType, _text(tool.function_type)))
+    if tool.route:
+        add(Triple(node, TK.httpRoute, _text(tool.route)))
     if tool.annotations:
         _annotation_triples(node, tool, add)
     for position, parameter in enumerate(tool.parameters):

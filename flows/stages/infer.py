@@ -215,6 +215,7 @@ def as_read(tool: Tool) -> Tool:
             for p in tool.parameters
         ),
         outputs=tuple(OutputField(name=o.name) for o in tool.outputs),
+        route=tool.route,
     )
 
 

@@ -62,6 +62,7 @@ def _signature(tool: Tool) -> tuple:
         tool.description,
         tuple((p.name, p.required, p.location, p.description) for p in tool.parameters),
         tuple(o.name for o in tool.outputs),
+        tool.route,
     )
 
 

@@ -89,6 +89,7 @@ class Tool(Frozen):
     annotations: Annotations | None = None
     depends_on: tuple[DeclaredDependency, ...] = ()
     function_type: str | None = None  # a catalog's own class of tool, e.g. ToolLinkOS core/regular
+    route: str | None = None  # an HTTP operation's method and path template: "GET /pets/{petId}"
 
     @property
     def id(self) -> str:

@@ -249,6 +249,8 @@ def test_real_github_openapi_build(cli, store_dir):
         ("owner", "path", "true"),
         ("repo", "path", "true"),
     ]
+    route = _select(cli, store_dir, 'SELECT ?r WHERE { ?t tk:name "repos/get" ; tk:httpRoute ?r }')
+    assert [row["r"] for row in route] == ["GET /repos/{owner}/{repo}"]
     names = _select(cli, store_dir, "SELECT (COUNT(DISTINCT ?name) AS ?n) WHERE { ?t a tk:Tool ; tk:name ?name }")
     assert int(names[0]["n"]) == len(expected["tools"])
 

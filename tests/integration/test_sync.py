@@ -29,7 +29,6 @@ def test_sync_operations_match_a_full_rebuild(build, tmp_path):
     server = new_shop.servers[0]
     with ToolStore(tmp_path / "live-store") as store, CatalogSync(store) as sync:
         quads_before = store.count_quads()
-        edges_before = len(sync.edges)
         one_tool = next(t for t in server.tools if t.name == "get_product_code")
         updated = sync.update_tool(
             server.model_copy(
@@ -47,7 +46,8 @@ def test_sync_operations_match_a_full_rebuild(build, tmp_path):
         added = sync.upsert_server(server, str(fresh / "shop.json"), new_shop.format)
         assert added.operation == "update-server"
         assert added.tools_changed == ["shop::acme_user_login", "shop::get_current_date"]
-        assert added.edges_added > 0 and len(sync.edges) > edges_before
+        # the login's edges arrive (others may go: the catalog changed under every judgement)
+        assert added.edges_added > 0 and any(e.producer == "shop::acme_user_login" for e in sync.edges.values())
 
         removed = sync.remove_server("bing-cn-mcp")
         assert removed.tools_changed and all(t.startswith("bing-cn-mcp::") for t in removed.tools_changed)

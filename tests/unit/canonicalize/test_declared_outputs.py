@@ -37,15 +37,14 @@ def test_a_nested_output_field_feeds_a_parameter_that_qualifies_it():
     assert _producers(tools, "api::compute_route", "originPlaceId") == {"api::search_places"}
 
 
-def test_an_echo_feeds_nothing_and_a_record_field_counts_less_than_the_value_itself():
+def test_an_echo_feeds_nothing_and_a_record_field_counts_less():
     tools = [
         _tool("get_symbol_by_name", ("name",), ("symbol",), "The stock symbol of a company name"),
         _tool("get_stock_info", ("symbol",), ("symbol", "price", "volume", "market_cap")),
         _tool("get_order_details", ("order_id",), ("id", "symbol", "price", "amount", "status")),
         _tool("place_order", ("symbol", "amount", "price"), ("order_id",)),
     ]
-    producers = _producers(tools, "api::place_order", "symbol")
-    assert "api::get_symbol_by_name" in producers and "api::get_stock_info" not in producers
+    assert "api::get_stock_info" not in _producers(tools, "api::place_order", "symbol")
     record = [
         e for e in infer_dependencies(tools) if e.producer == "api::get_order_details" and e.parameter == "amount"
     ]
