@@ -51,7 +51,7 @@ from toolkg.canonicalize.inference.pairs import (
 )
 from toolkg.canonicalize.inference.profiles import Profile
 from toolkg.canonicalize.inference.reach import Reach
-from toolkg.canonicalize.inference.rest import rest_edges
+from toolkg.canonicalize.inference.rest import collection_slots, rest_edges, within_collections
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Tool
 
@@ -300,7 +300,8 @@ class IncrementalInference:
         judgement = self.learned.get(i) or Judgement([], set())
         kept = _sparsify(self.post[i], self.options, self.declared, self.hubs, self.fanout)
         kept = [e for e in kept if not doubted(e, judgement)]
-        self.final[i] = with_learned(kept, judgement.edges, self.declared, self.options)
+        final = with_learned(kept, judgement.edges, self.declared, self.options)
+        self.final[i] = within_collections(final, collection_slots(self.post[i]))
 
     # --- the learned model --------------------------------------------------------------------------
 

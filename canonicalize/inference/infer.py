@@ -60,7 +60,7 @@ from toolkg.canonicalize.inference.profiles import (
     is_informative,
     profile_of,
 )
-from toolkg.canonicalize.inference.rest import rest_edges
+from toolkg.canonicalize.inference.rest import collection_slots, rest_edges, within_collections
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Tool
 from toolkg.text.lexicon import FORM_HEADS
@@ -112,7 +112,8 @@ def infer_dependencies(
     hubs = {p.id for p in everyone if not p.needs_input}
     kept = [e for e in _sparsify(edges, options, declared, hubs) if not doubted(e, judgement)]
     # no loop the catalog does not declare: the whole catalog's edges decide which pair closes one
-    final = acyclic(with_learned(kept, learned, declared, options), declared)
+    final = within_collections(with_learned(kept, learned, declared, options), collection_slots(edges))
+    final = acyclic(final, declared)
     return final if consumers is None else [e for e in final if e.consumer in consumers]
 
 

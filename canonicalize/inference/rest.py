@@ -83,3 +83,22 @@ def rest_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Profi
                     )
                 )
     return edges
+
+
+def collection_slots(edges: Iterable[InferredEdge]) -> dict[tuple[str, str | None], set[str]]:
+    """(consumer, path parameter) -> the producers its collection gives (this rule's edges among ``edges``)."""
+    slots: dict[tuple[str, str | None], set[str]] = defaultdict(set)
+    for e in edges:
+        if e.rule == RULE:
+            slots[e.consumer, e.parameter].add(e.producer)
+    return slots
+
+
+Slots = Mapping[tuple[str, str | None], set[str]]
+
+
+def within_collections(edges: list[InferredEdge], slots: Slots) -> list[InferredEdge]:
+    """A path parameter its collection feeds takes nothing else: the route is the API's own word for what the
+    parameter is, a matching output name elsewhere is weaker (on GitHub's API such extra edges were right
+    about half the time)."""
+    return [e for e in edges if (e.consumer, e.parameter) not in slots or e.producer in slots[e.consumer, e.parameter]]

@@ -50,6 +50,9 @@ def test_a_member_route_takes_what_its_collection_lists_or_creates():
     # and what a build keeps (by this rule or another that found the same pair)
     kept = {(e.consumer.split("::")[1], e.producer.split("::")[1]) for e in infer_dependencies(TOOLS)}
     assert {("showPetById", "listPets"), ("deletePet", "listPets"), ("getOwnerPet", "listOwnerPets")} <= kept
+    # a path parameter its collection feeds takes nothing else (other rules matched 'petId' to every pet source)
+    pet = {e.producer.split("::")[1] for e in infer_dependencies(TOOLS) if e.consumer.endswith("getOwnerPet")}
+    assert pet == {"listOwnerPets", "listOwners"}
 
 
 def test_sync_adds_a_routed_server_as_a_rebuild_infers_it():
