@@ -30,9 +30,15 @@ def acyclic(edges: Sequence[InferredEdge], declared: Collection[tuple[str, str]]
         key = (-e.confidence, _KIND_ORDER.get(e.kind, 3), e.consumer, e.producer)
         pairs[e.consumer, e.producer] = min(pairs.get((e.consumer, e.producer), key), key)
     fixed = {pair for pair in declared if pair[0] != pair[1]}
+    where = {member: n for n, component in enumerate(_components({*pairs, *fixed})) for member in component}
+    inside: dict[int, list[tuple[str, str]]] = defaultdict(list)  # each component's pairs, read once
+    for pair in {*pairs, *fixed}:
+        n = where.get(pair[0])
+        if n is not None and where.get(pair[1]) == n:
+            inside[n].append(pair)
     looped = set()
-    for component in _components({*pairs, *fixed}):
-        looped |= _dropped(component, pairs, fixed)
+    for component_pairs in inside.values():
+        looped |= _dropped(component_pairs, pairs, fixed)
     return [e for e in edges if (e.consumer, e.producer) not in looped] if looped else edges
 
 
@@ -42,12 +48,12 @@ def dropped_pairs(edges: Sequence[InferredEdge], declared: Collection[tuple[str,
     return {(e.consumer, e.producer) for e in edges} - kept
 
 
-def _dropped(members: set[str], pairs: dict, fixed: set[tuple[str, str]]) -> set[tuple[str, str]]:
-    """Inside one component: the inferred pairs that would close a loop, weakest dropped first."""
-    inside = [p for p in pairs if p[0] in members and p[1] in members and p not in fixed]
+def _dropped(component: list[tuple[str, str]], pairs: dict, fixed: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Inside one component (its pairs): the inferred pairs that would close a loop, weakest dropped first."""
+    inside = [p for p in component if p not in fixed]
     kept: dict[str, set[str]] = defaultdict(set)  # consumer -> producers it depends on
-    for consumer, producer in fixed:
-        if consumer in members and producer in members:
+    for consumer, producer in component:
+        if (consumer, producer) in fixed:
             kept[consumer].add(producer)
     dropped = set()
     for consumer, producer in sorted(inside, key=lambda p: pairs[p]):

@@ -102,6 +102,15 @@ _PREPOSITIONS = frozenset({"for", "by", "in", "of", "from", "on", "with", "to", 
 
 
 @lru_cache(maxsize=250_000)
+def _making(tool_name: str) -> tuple[bool, bool, tuple[str, ...]]:
+    """(it writes or creates, it creates, what it makes: its name's words before any preposition)."""
+    verbs = [w.lower() for w in split_identifier(tool_name)]
+    cut = next((i for i, w in enumerate(verbs) if w in _PREPOSITIONS and i > 0), len(verbs))
+    made = tuple(w for w in verbs[:cut] if w not in MAKING_VERBS)  # create_slide_from_template makes a slide
+    first = set(verbs[:2])
+    return bool(MAKING_VERBS & first), bool(CREATING_VERBS & first), made
+
+
 def is_destination(tool_name: str, param_name: str) -> bool:
     """Where a result goes or what a new thing is called, the caller's choice, never another tool's output:
     ``outputDir``; on a tool that writes or creates a file or folder, its lone place parameter
@@ -109,17 +118,15 @@ def is_destination(tool_name: str, param_name: str) -> bool:
     creates (``create_branch(branch_name)``)."""
     if is_output_location(param_name):
         return True
-    verbs = [w.lower() for w in split_identifier(tool_name)]
-    # what the tool makes: its name's words before any preposition (create_slide_from_template makes a slide)
-    cut = next((i for i, w in enumerate(verbs) if w in _PREPOSITIONS and i > 0), len(verbs))
-    made = [w for w in verbs[:cut] if w not in MAKING_VERBS]
+    making, creating, made = _making(tool_name)
+    if not making or not made:
+        return False
     words = [w.lower() for w in split_identifier(param_name)]
-    if MAKING_VERBS & set(verbs[:2]) and made[-1:] and made[-1] in FILE_NOUNS:
-        if len(words) == 1 and words[0] in PLACE_WORDS:
-            return True
-    if CREATING_VERBS & set(verbs[:2]) and made:
+    if made[-1] in FILE_NOUNS and len(words) == 1 and words[0] in PLACE_WORDS:
+        return True
+    if creating:
         named = [w for w in words if w not in _NAMING]
-        return named == made[-1:] and len(words) > len(named)
+        return named == list(made[-1:]) and len(words) > len(named)
     return False
 
 
