@@ -2,9 +2,10 @@
 says nothing, and a planner walking it never ends (``git_init`` <- ``git_add`` <- ``git_init``).
 
 The inferred (consumer, producer) pairs and the manifests' declared ones form one graph. Only pairs inside
-a strongly connected component can close a loop; there the pairs are taken strongest first (declared, then
-by confidence, then by kind: a parameter's value before a tool-level ordering, then a listing, search,
-creation or opening before what takes its results) and a pair is kept unless
+a strongly connected component can close a loop; there the pairs are taken first when their producer opens
+(a session, a repository: ``git_init``), then lists or searches, then creates (what comes first in any
+session: the loop's other direction is the mistake, whatever a rule or the model was sure of), then by confidence, then by kind (a parameter's value
+before a tool-level ordering), and a pair is kept unless
 its producer already reaches its consumer through the pairs kept. A cycle the catalog declares stays; an
 inferred pair that would close one, or close one with declared pairs, goes. A tool never depends on itself.
 
@@ -21,7 +22,7 @@ from toolkg.canonicalize.inference.profiles import PARAMETER_DIRECT, PARAMETER_I
 from toolkg.models import InferredEdge
 from toolkg.text.tool_words import action_of
 
-FIRST_ACTIONS = frozenset({"list", "search", "create", "open"})
+_ACTION_ORDER = {"open": 0, "list": 1, "search": 1, "create": 2}
 _KIND_ORDER = {PARAMETER_DIRECT: 0, PARAMETER_INDIRECT: 1, TOOL_DIRECT: 2}
 
 
@@ -30,9 +31,8 @@ def acyclic(edges: Sequence[InferredEdge], declared: Collection[tuple[str, str]]
     edges = [e for e in edges if e.consumer != e.producer]
     pairs: dict[tuple[str, str], tuple] = {}
     for e in edges:
-        # equally sure: a listing, search or creation comes before what takes its results, not after
-        lists = action_of(e.producer.partition("::")[2]) in FIRST_ACTIONS
-        key = (-e.confidence, _KIND_ORDER.get(e.kind, 3), not lists, e.consumer, e.producer)
+        first = _ACTION_ORDER.get(action_of(e.producer.partition("::")[2]), len(_ACTION_ORDER))
+        key = (first, -e.confidence, _KIND_ORDER.get(e.kind, 3), e.consumer, e.producer)
         pairs[e.consumer, e.producer] = min(pairs.get((e.consumer, e.producer), key), key)
     fixed = {pair for pair in declared if pair[0] != pair[1]}
     where = {member: n for n, component in enumerate(_components({*pairs, *fixed})) for member in component}
