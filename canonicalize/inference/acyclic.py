@@ -4,8 +4,8 @@ says nothing, and a planner walking it never ends (``git_init`` <- ``git_add`` <
 The inferred (consumer, producer) pairs and the manifests' declared ones form one graph. Only pairs inside
 a strongly connected component can close a loop; there the pairs are taken first when their producer opens
 (a session, a repository: ``git_init``), then lists or searches, then creates (what comes first in any
-session: the loop's other direction is the mistake, whatever a rule or the model was sure of), then by confidence, then by kind (a parameter's value
-before a tool-level ordering), and a pair is kept unless
+session: the loop's other direction is the mistake, whatever a rule or the model was sure of), then by
+confidence, then by kind (a parameter's value before a tool-level ordering), and a pair is kept unless
 its producer already reaches its consumer through the pairs kept. A cycle the catalog declares stays; an
 inferred pair that would close one, or close one with declared pairs, goes. A tool never depends on itself.
 
