@@ -13,6 +13,7 @@ import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -166,6 +167,21 @@ def test_a_dead_or_wedged_backend_is_replaced_and_status_tells(store):
             time.sleep(0.5)
         assert now["state"] == "up" and "did not answer" in now["last_restart"]["reason"]
         assert sparql(base, COUNT_TOOLS) == [{"n": "20"}]
+    # the endpoint stopped right after the restart: the wedged worker went with it, not left stopped behind
+    # (a stopped process acts on no SIGTERM, its own or its dead parent's)
+    deadline = time.monotonic() + 15
+    while _running(backend["pid"]):
+        assert time.monotonic() < deadline, f"the wedged backend {backend['pid']} is still there"
+        time.sleep(0.2)
+
+
+def _running(pid: int) -> bool:
+    """Whether a process exists and is not a zombie waiting to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
 
 
 def test_twenty_concurrent_clients_are_all_answered(store):

@@ -17,7 +17,10 @@ backend rather than about the proxy.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -46,13 +49,15 @@ class BackendError(OSError):
 
 
 def _die_with_parent() -> None:
-    """Run in the child before exec: Linux sends it SIGTERM when the thread that started it ends,
-    which is why every backend is started from the one long-lived ``_SPAWNER`` thread."""
+    """Run in the child before exec: Linux sends it SIGKILL when the thread that started it ends, which is
+    why every backend is started from the one long-lived ``_SPAWNER`` thread. SIGKILL, not SIGTERM: a wedged
+    (stopped) worker acts on no other signal and would outlive the endpoint; a read-only worker has nothing
+    to flush."""
     try:
         import ctypes
         import signal
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
     except OSError:  # not Linux: the endpoint's own shutdown path still stops it
         pass
 
@@ -182,6 +187,9 @@ class Backend:
         while self.in_flight and time.monotonic() < deadline and self.alive():
             time.sleep(0.05)
         self.process.terminate()
+        if self.alive():
+            with contextlib.suppress(OSError):  # a stopped process acts on SIGTERM only once continued
+                os.kill(self.process.pid, signal.SIGCONT)
         try:
             self.process.wait(5)
         except subprocess.TimeoutExpired:
@@ -254,8 +262,9 @@ class Backends:
 
     # -- replacement --------------------------------------------------------------------------------
 
-    def replace(self, backend: Backend, reason: str) -> bool:
-        """Replace ``backend`` (if still current) by a fresh one on its snapshot; False if that failed."""
+    def replace(self, backend: Backend, reason: str, wedged: bool = False) -> bool:
+        """Replace ``backend`` (if still current) by a fresh one on its snapshot; False if that failed. A
+        ``wedged`` one (it answers nothing) is stopped at once: nothing in flight will come back from it."""
         with self._lock:
             if backend is not self.backend:
                 return True  # already replaced (a swap, or another request saw the same failure)
@@ -271,7 +280,7 @@ class Backends:
             else:
                 self.backend, self.down_reason = fresh, None
             self._probe_failures = 0
-        grace = 0 if not backend.alive() else self.timeout_s
+        grace = 0 if wedged or not backend.alive() else self.timeout_s
         threading.Thread(target=backend.stop, args=(grace,), daemon=True).start()
         return fresh is not None
 
@@ -308,7 +317,8 @@ class Backends:
             else:
                 self._probe_failures += 1
                 if self._probe_failures >= PROBE_FAILURES_TO_REPLACE:
-                    self.replace(backend, f"the SPARQL backend did not answer ASK {{}} in {PROBE_TIMEOUT_SECONDS:g}s")
+                    reason = f"the SPARQL backend did not answer ASK {{}} in {PROBE_TIMEOUT_SECONDS:g}s"
+                    self.replace(backend, reason, wedged=True)
 
     def _swap(self, old: Backend, latest: Path) -> None:
         try:
