@@ -256,37 +256,15 @@ def local_refs(document: Any) -> Resolver:
     return resolve
 
 
-def _unwrapped(schema: Mapping[str, Any], resolve: Resolver) -> Mapping[str, Any]:
-    """The one field a wrapper object holds (``{"result": {...}}``, ``{"returns": Reservation}``): a lone
-    property whose value is an object or a list of objects says nothing by its name."""
-    for _ in range(2):
-        properties = schema.get("properties")
-        if not isinstance(properties, Mapping) or len(properties) != 1:
-            return schema
-        (inner,) = properties.values()
-        inner = resolve(inner, "output schema")
-        if not isinstance(inner, Mapping):
-            return schema
-        items = resolve(inner.get("items"), "output schema items") if inner.get("type") == "array" else None
-        if isinstance(inner.get("properties"), Mapping) and inner["properties"]:
-            schema = inner
-        elif isinstance(items, Mapping) and isinstance(items.get("properties"), Mapping) and items["properties"]:
-            schema = items
-        else:
-            return schema
-    return schema
-
-
 def outputs_from_schema(schema: Any, *, item: str, resolve: Resolver = _identity) -> list[OutputField]:
-    """Output fields: properties of an object schema (or of an array's items, or of the one object a wrapper
-    holds), then their nested fields, each named by its path (``places[].placeId``, ``owner.login``), breadth
+    """Output fields: properties of an object schema (or of an array's items), then their nested fields, each
+    named by its path (``places[].placeId``, ``owner.login``, a wrapper's ``result.reservation_id``), breadth
     first; else one 'result'."""
     if schema is None:
         return []
     schema = require_mapping(resolve(schema, "output schema"), "output schema", item)
     if schema.get("type") == "array" and isinstance(schema.get("items"), Mapping):
         schema = require_mapping(resolve(schema["items"], "output schema items"), "output schema items", item)
-    schema = _unwrapped(schema, resolve)
     properties = schema.get("properties")
     if isinstance(properties, Mapping) and properties:
         fields = []

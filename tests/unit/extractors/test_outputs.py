@@ -1,4 +1,4 @@
-"""Declared outputs, read as deep as what a tool yields: nested fields by path, the object a wrapper holds,
+"""Declared outputs, read as deep as what a tool yields: nested fields by path (a wrapper's fields too),
 a schema's own $refs, and function documents' ``response``."""
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ def test_a_listing_yields_its_items_fields_by_path():
     assert names(schema) == ["total", "places", "places[].placeId", "places[].name"]
 
 
-def test_a_wrapper_and_local_refs_are_read_through():
+def test_a_wrappers_fields_and_local_refs_are_read():
     # what pydantic and FastMCP write: {"result": <the model>} with the model under $defs
     schema = {
         "$defs": {"Reservation": {"type": "object", "properties": {"reservation_id": {"type": "string"}}}},
         "type": "object",
         "properties": {"result": {"$ref": "#/$defs/Reservation", "description": "the reservation"}},
     }
-    assert names(schema, local_refs(schema)) == ["reservation_id"]
+    assert names(schema, local_refs(schema)) == ["result", "result.reservation_id"]
     # a reference it cannot follow is no error: the field reads as 'any'
     broken = {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}, "b": {"type": "string"}}}
     assert names(broken, local_refs(broken)) == ["a", "b"]
@@ -85,5 +85,5 @@ def test_any_nesting_gives_bounded_unique_paths(properties):
     except Exception as exc:  # only the top level is checked strictly: a bad top-level field is the tool's error
         assert type(exc).__name__ == "ItemError"
         return
-    assert len(found) == len(set(found)) or len(properties) == 1  # a wrapper's one field is read through
+    assert len(found) == len(set(found))
     assert len(found) <= max(len(properties), MAX_OUTPUT_FIELDS) + len(properties)
