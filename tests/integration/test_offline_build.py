@@ -6,10 +6,11 @@ from tests.conftest import DATA
 
 
 def test_offline_build_loads_extraction_graphs_with_provenance(build, store_dir):
+    from toolkg.extractors.triples.offline import VERSION
     from toolkg.store.oxigraph_store import ToolStore
 
     summary = build([DATA / "toollinkos" / "core_tools.json"], store_dir)
-    usage = {"extractor": "offline", "version": "1", "tools": 50, "cache_hits": 0}
+    usage = {"extractor": "offline", "version": VERSION, "tools": 50, "cache_hits": 0}
     assert summary.exit_code == 0 and summary.extraction == usage
     assert summary.loaded_servers == 1 and summary.loaded_tools == 50  # extraction graphs are not servers
     store = ToolStore(store_dir)
