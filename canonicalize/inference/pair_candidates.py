@@ -61,7 +61,7 @@ def _said(tool: Tool) -> frozenset[str]:
     return words(tool.description).union(*(words(f"{x.name} {x.description}") for x in tool.parameters))
 
 
-def is_slot(parameter: Parameter, tool_name: str = "") -> bool:
+def is_slot(parameter: Parameter, tool_name: str) -> bool:
     """Whether another tool's result can fill the parameter (a fixed choice or a place to write cannot)."""
     if parameter.json_type == "boolean" or parameter.enum or is_destination(tool_name, parameter.name):
         return False

@@ -16,7 +16,7 @@ from toolkg.extractors.triples.offline import description_action, name_action, n
 from toolkg.models import Tool
 from toolkg.ontology.vocabulary import kind
 from toolkg.text.lexicon import ABBREVIATIONS, FORM_HEADS, GENERIC_NOUNS, GENERIC_PARAMETERS, VERB_CAPABILITY
-from toolkg.text.tool_words import IDENTIFIER_SUFFIXES
+from toolkg.text.tool_words import IDENTIFIER_SUFFIXES, before_preposition
 from toolkg.text.words import lemma, split_identifier
 
 # Adjectives that make a producer's object contextual ('current location' is the location).
@@ -98,15 +98,13 @@ FILE_NOUNS = frozenset({"file", "files", "directory", "dir", "folder"})
 # Lone words for where, or under what name, a new file or folder goes.
 PLACE_WORDS = frozenset({"path", "file", "filename", "filepath", "name", "dir", "directory", "folder"})
 _NAMING = frozenset({"name", "id"})
-_PREPOSITIONS = frozenset({"for", "by", "in", "of", "from", "on", "with", "to", "at", "under", "within", "into"})
 
 
 @lru_cache(maxsize=250_000)
 def _making(tool_name: str) -> tuple[bool, bool, tuple[str, ...]]:
     """(it writes or creates, it creates, what it makes: its name's words before any preposition)."""
     verbs = [w.lower() for w in split_identifier(tool_name)]
-    cut = next((i for i, w in enumerate(verbs) if w in _PREPOSITIONS and i > 0), len(verbs))
-    made = tuple(w for w in verbs[:cut] if w not in MAKING_VERBS)  # create_slide_from_template makes a slide
+    made = tuple(w for w in before_preposition(verbs) if w not in MAKING_VERBS)  # create_slide_from_template: a slide
     first = set(verbs[:2])
     return bool(MAKING_VERBS & first), bool(CREATING_VERBS & first), made
 

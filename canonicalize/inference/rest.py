@@ -35,21 +35,27 @@ def _shape(segments: Sequence[str]) -> tuple[str, ...]:
     return tuple("{}" if _PARAMETER.match(s) else s for s in segments)
 
 
-def collections(members: Iterable[Profile]) -> dict[tuple[str, ...], list[Profile]]:
-    """One server's collection routes (GET or POST on a path ending in a literal segment), by shape."""
-    found: dict[tuple[str, ...], list[Profile]] = defaultdict(list)
+Collections = dict[tuple[str, ...], list[tuple[str, Profile]]]
+
+
+def collections(members: Iterable[Profile]) -> Collections:
+    """One server's collection routes (GET or POST on a path ending in a literal segment), by shape: each
+    (method, tool), listings first, then by id."""
+    found: Collections = defaultdict(list)
     for p in members:
         if p.tool.route:
             method, segments = _split(p.tool.route)
             if method in _FEEDS and segments and not _PARAMETER.match(segments[-1]):
-                found[_shape(segments)].append(p)
+                found[_shape(segments)].append((method, p))
+    for routes in found.values():
+        routes.sort(key=lambda route: (route[0], route[1].id))
     return found
 
 
 def rest_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Profile]) -> list[InferredEdge]:
     """Each path parameter's edges from the collection before it (listing first, then creation)."""
     edges: list[InferredEdge] = []
-    indexes: dict[str, dict[tuple[str, ...], list[Profile]]] = {}
+    indexes: dict[str, Collections] = {}
     for consumer in consumers:
         if not consumer.tool.route:
             continue
@@ -64,12 +70,9 @@ def rest_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Profi
             if not named or at == 0 or _PARAMETER.match(segments[at - 1]) or named.group(1) not in parameters:
                 continue
             parameter = parameters[named.group(1)]
-            collection = _shape(segments[:at])
-            producers = sorted(by_shape.get(collection, ()), key=lambda p: (_split(p.tool.route or "")[0], p.id))
-            for producer in producers:
+            for method, producer in by_shape.get(_shape(segments[:at]), ()):
                 if producer is consumer:
                     continue
-                method = _split(producer.tool.route or "")[0]
                 edges.append(
                     InferredEdge(
                         consumer=consumer.id,

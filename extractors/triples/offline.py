@@ -222,8 +222,9 @@ class OfflineExtractor:
             for parameter in tool.parameters[:MAX_PARAMETER_LINKS]:
                 # a value picked out of others (an id, a path, a symbol), not one the caller makes up (a period)
                 identified = identifies(tool, parameter) if is_identifier_name(parameter.name) else None
-                if identified is not None and entity_name(identified.entity):
-                    add(parameter.name, "Parameter", "identifies", entity_name(identified.entity), "BusinessObject")
+                entity = entity_name(identified.entity) if identified is not None else ""
+                if entity:
+                    add(parameter.name, "Parameter", "identifies", entity, "BusinessObject")
 
         objects: list[str] = []
         name_object = name_object_words(name_words, verb_at)

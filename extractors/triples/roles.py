@@ -25,7 +25,7 @@ from functools import cache
 
 from toolkg.models import Parameter, Tool
 from toolkg.text.lexicon import GENERIC_NOUNS, GENERIC_PARAMETERS, STOP_WORDS
-from toolkg.text.tool_words import IDENTIFIER_SUFFIXES, IDENTIFYING, VERBS, action_of
+from toolkg.text.tool_words import IDENTIFIER_SUFFIXES, IDENTIFYING, VERBS, action_of, before_preposition
 from toolkg.text.words import lemma, split_identifier
 
 PRODUCING_ACTIONS = frozenset({"list", "search", "get", "create", "open"})
@@ -39,21 +39,19 @@ _IGNORED = _FILLER | frozenset(IDENTIFIER_SUFFIXES)  # a lone 'key' or 'name' na
 
 @dataclass(frozen=True, slots=True)
 class Identified:
-    """What a slot identifies: the entity, the other words of its name (``origin`` of ``originPlaceId``), and
-    whether the name itself said it (else it is the consumer's own object)."""
+    """What a parameter identifies, and whether its name said it (else it is the tool's own object)."""
 
     entity: str
-    qualifiers: tuple[str, ...]
     named: bool
-    also: tuple[str, ...] = ()  # the tool's object, when the name is one noun (read_file(path))
-
-    @property
-    def entities(self) -> tuple[str, ...]:
-        return (self.entity, *self.also)
 
 
 def _raw(text: str) -> list[str]:
     return [w.lower() for w in split_identifier(text)]
+
+
+def _suffixed(raw: list[str]) -> bool:
+    """Whether a name's last word says "the identifier of" what comes before it (``comment_id``, ``teamSlug``)."""
+    return bool(raw) and (raw[-1] in SUFFIXES or (len(raw[-1]) > 2 and raw[-1].endswith("id")))
 
 
 def is_identifier_name(name: str) -> bool:
@@ -67,18 +65,13 @@ def _content(raw: Iterable[str], ignored: frozenset[str] | None = None) -> list[
     return [lemma(w) for w in raw if len(w) > 1 and w not in ignored and w not in VERBS]
 
 
-# Words after which a tool name says whose or which, not what: list-jobs-for-workflow-run lists jobs.
-PREPOSITIONS = frozenset("for by in of from on with to at under within".split())
-
-
 @cache
 def object_of(tool_name: str) -> str:
     """A tool's object: the last content word of its name without its verbs, before any preposition
     (``issues/list-comments`` -> comment, ``list-jobs-for-workflow-run`` -> job, ``repos/list-for-org`` ->
     repo); '' when the name has none."""
     raw = _raw(tool_name)
-    cut = next((i for i, w in enumerate(raw) if w in PREPOSITIONS and i > 0), len(raw))
-    words = _content(raw[:cut]) or _content(raw)
+    words = _content(before_preposition(raw)) or _content(raw)
     return words[-1] if words else ""
 
 
@@ -87,14 +80,12 @@ def _identifies(parameter_name: str, tool_name: str) -> Identified | None:
     raw = _raw(parameter_name)
     if not raw or all(w in GENERIC_PARAMETERS for w in raw):
         return None  # a query, a limit, a text: the caller's to write
-    suffixed = raw[-1] in SUFFIXES or (len(raw[-1]) > 2 and raw[-1].endswith("id"))
+    suffixed = _suffixed(raw)
     words = _content(raw[:-1], _FILLER) if suffixed else _content(raw)
-    own = object_of(tool_name)
-    if not words:  # a bare id, name or key: the tool's own object
-        return Identified(own, (), False) if own and suffixed else None
-    # a lone noun (path, repo, url) may stand for the tool's object too: read_file(path) reads a file
-    also = (own,) if not suffixed and len(words) == 1 and own and own != words[-1] else ()
-    return Identified(words[-1], tuple(words[:-1]), True, also)
+    if words:
+        return Identified(words[-1], True)
+    own = object_of(tool_name)  # a bare id, name or key: the tool's own object
+    return Identified(own, False) if own and suffixed else None
 
 
 def identifies(tool: Tool, parameter: Parameter) -> Identified | None:
@@ -107,8 +98,7 @@ def _field_entities(path: str, own: str) -> list[str]:
     and its container's (``files[].path`` -> file), else the tool's own object (a top-level ``id``)."""
     segments = [s.replace("[]", "") for s in path.split(".")]
     raw = _raw(segments[-1])
-    suffixed = bool(raw) and (raw[-1] in SUFFIXES or (len(raw[-1]) > 2 and raw[-1].endswith("id")))
-    found = (_content(raw[:-1], _FILLER) if suffixed else _content(raw))[-1:]
+    found = (_content(raw[:-1], _FILLER) if _suffixed(raw) else _content(raw))[-1:]
     for container in reversed(segments[:-1]):
         words = _content(_raw(container))
         if words:

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from toolkg.canonicalize.inference.acyclic import dropped_pairs
-from toolkg.canonicalize.inference.incremental import IncrementalInference, edges_of
+from toolkg.canonicalize.inference.incremental import IncrementalInference
 from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.config import InferenceOptions
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change
@@ -163,7 +163,7 @@ class Infer(CatalogStage):
         }
         catalogs = server_catalogs(store)
         engine = IncrementalInference(tools, options or InferenceOptions(), declared_pairs(store), catalogs)
-        return InferState(edges, catalogs, engine, dropped_pairs(edges_of(engine.final), engine.declared))
+        return InferState(edges, catalogs, engine, dropped_pairs(_all_edges(engine), engine.declared))
 
     def update(self, state: InferState, change: Change) -> tuple[int, int, int]:
         """Re-infer what the change reaches (``IncrementalInference``: the changed tools' neighbourhood,
@@ -179,7 +179,7 @@ class Infer(CatalogStage):
         for key in {k for i in change.removed for k in state.by_producer.get(i, ())}:
             found.setdefault(key[0], engine.final.get(key[0], []))
         # a loop is the whole catalog's: a pair the change adds may close one elsewhere (or open one again)
-        looped = dropped_pairs(edges_of(engine.final), engine.declared)
+        looped = dropped_pairs(_all_edges(engine), engine.declared)
         for consumer, _ in looped ^ state.looped:
             found.setdefault(consumer, engine.final.get(consumer, []))
         state.looped = looped
@@ -197,6 +197,11 @@ class Infer(CatalogStage):
         added_edges = sum(old.get(k) != e for k, e in new.items())
         removed_edges = sum(new.get(k) != e for k, e in old.items())
         return max(engine.reached, len(found)), added_edges, removed_edges
+
+
+def _all_edges(engine: IncrementalInference) -> list[InferredEdge]:
+    """Every consumer's edges, unsorted: which pairs close a loop does not depend on their order."""
+    return [e for edges in engine.final.values() for e in edges]
 
 
 def as_read(tool: Tool) -> Tool:

@@ -27,6 +27,14 @@ IDENTIFYING = frozenset(IDENTIFIER_SUFFIXES) | frozenset(
     "version account channel user owner repo repository branch package packages ids".split()
 )
 IDENTIFYING_LEMMAS = frozenset(lemma(w) for w in IDENTIFYING)
+# Words after which a tool name says whose or which, not what: list-jobs-for-workflow-run lists jobs.
+PREPOSITIONS = frozenset("for by in of from on with to at under within into".split())
+
+
+def before_preposition(words: list[str]) -> list[str]:
+    """A tool name's words up to its first preposition after the first word (what the tool acts on)."""
+    cut = next((i for i, w in enumerate(words) if w in PREPOSITIONS and i > 0), len(words))
+    return words[:cut]
 
 
 @cache
