@@ -71,3 +71,19 @@ def test_each_format_with_every_kind_of_flaw(build, tmp_path, fmt):
     trimmed = {n.what for n in summary.notices}
     assert any("kept 256 of 3,000 enum values" in w for w in trimmed), trimmed
     assert any("description trimmed" in w for w in trimmed), trimmed
+
+
+def test_openapi_duplicate_with_a_bad_parameter_is_quarantined_under_its_route_name(build, tmp_path):
+    """Found by the fuzz profile: the second operation named ``x`` is read as ``get_r1`` (its route) and
+    quarantined under that name for its bad parameter; the good ``x`` is kept."""
+    tools = [
+        hostile.ToolSpec("x", "d", {"a": {"type": "string"}}, [], index=0),
+        hostile.ToolSpec("x", "d", {"p\nq": {"type": "string"}}, [], index=1, bad="bad parameter name"),
+        hostile._good(2),
+    ]
+    catalog = hostile.Catalog([hostile.ManifestSpec("openapi", "m0-T", tools, title="T")])
+    hostile.write(catalog, tmp_path / "catalog")
+    summary = build([tmp_path / "catalog"], tmp_path / "store", links=False)
+    _check(catalog, tmp_path / "store", summary.exit_code)
+    (run,) = [p for p in (tmp_path / "store" / "runs").iterdir() if p.is_dir()]
+    assert '"item": "m0-T::get_r1"' in (run / "quarantine.jsonl").read_text(encoding="utf-8")

@@ -365,6 +365,8 @@ def _same(a: Any, b: Any) -> bool:
 def acceptable_items(m: ManifestSpec, t: ToolSpec) -> set[str]:
     """The quarantine entry ``item`` a bad tool may be reported under."""
     items = {f"{m.server}::#{t.index}", f"{m.server}::GET /r{t.index}"}
+    if m.format == "openapi":  # a later operation whose operationId is taken is named after its route
+        items.add(f"{m.server}::get_r{t.index}")
     if isinstance(t.name, str):
         items.add(f"{m.server}::{t.name.strip()}")
         items.add(f"{m.server}::{stored_form(t.name.strip())}")
