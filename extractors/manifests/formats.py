@@ -81,10 +81,8 @@ def server_name(value: Any, fallback: str, limits: Limits) -> str:
 def detect_format(document: Any, path: str) -> ManifestFormat:
     """Guess the manifest format from the document's shape."""
     if isinstance(document, Mapping):
-        if "openapi" in document:
-            return "openapi"
-        if "swagger" in document:
-            raise ManifestError(path, "Swagger 2.0 is not supported; convert it to OpenAPI 3 first")
+        if "openapi" in document or "swagger" in document:
+            return "openapi"  # Swagger 2.0 too: openapi.py reads both
         if isinstance(document.get("tools"), list) and _openai_entries(document["tools"]):
             return "openai"  # a chat request's (or a wrapper's) "tools": [{"type": "function", ...}]
         if isinstance(document.get("tools"), list) or isinstance(_mapping_get(document, "result", "tools"), list):

@@ -33,6 +33,8 @@ _SWAGGER2_LOCATIONS = (
 )
 _MISSING = object()
 _SHOWN_CHAIN = 6  # refs of a cycle shown in its note
+MAX_ALL_OF_DEPTH = 8  # allOf inside an allOf part...: deeper adds nothing
+MAX_ALL_OF_PARTS = 256  # allOf parts merged into one schema, at all levels
 
 
 class Notes:
@@ -116,6 +118,8 @@ class Refs:
 
     def __init__(self, document: Any) -> None:
         self.document = document
+        # A Swagger 2.0 document: its own ways (in: body, type on a parameter, schema on a response) are no laxity.
+        self.swagger2 = isinstance(document, Mapping) and "swagger" in document and "openapi" not in document
 
     def follow(self, node: Any, where: str, notes: Notes, instead: str) -> Any:
         """``node`` with its chain of ``$ref``s followed; ``None`` (and a note ending in ``instead``)
@@ -193,10 +197,51 @@ class Lenient:
         self.notes = notes
 
     def __call__(self, node: Any, what: str = "schema") -> Mapping[str, Any]:
-        return clean_schema(self.refs.follow(node, what, self.notes, "read as any"), what, self.notes)
+        schema = clean_schema(self.refs.follow(node, what, self.notes, "read as any"), what, self.notes)
+        return self._merged(schema, what, 0, [MAX_ALL_OF_PARTS]) if isinstance(schema.get("allOf"), list) else schema
 
     def follow(self, node: Any, where: str, instead: str) -> Any:
         return self.refs.follow(node, where, self.notes, instead)
+
+    def _merged(self, schema: Mapping[str, Any], what: str, depth: int, budget: list[int]) -> Mapping[str, Any]:
+        """``schema`` with the properties and ``required`` of its ``allOf`` parts (followed, and theirs in
+        turn) merged in, as openapi-generator and Redocly merge them: the schema's own come first, a part's
+        type 'object' is kept when the schema states none. Parts past ``MAX_ALL_OF_DEPTH`` levels (round a
+        ``$ref`` cycle, say) or past ``MAX_ALL_OF_PARTS`` in all (``budget``, shared down the levels, bounds
+        the work a fan of allOfs can cost) add nothing, with a note."""
+        merged = dict(schema)
+        parts = merged.pop("allOf")
+        properties: dict[str, Any] = dict(merged.get("properties") or {})
+        required: list[str] = list(merged.get("required") or [])
+        types: list[str] = []
+        for part in parts:
+            if budget[0] <= 0 or depth >= MAX_ALL_OF_DEPTH:
+                self.notes.add(
+                    what,
+                    f"allOf nested deeper than {MAX_ALL_OF_DEPTH} levels or past {MAX_ALL_OF_PARTS} "
+                    "parts: the rest not merged",
+                )
+                break
+            budget[0] -= 1
+            part = clean_schema(self.refs.follow(part, what, self.notes, "read as any"), what, self.notes)
+            if isinstance(part.get("allOf"), list):
+                part = self._merged(part, what, depth + 1, budget)
+            for name, value in (part.get("properties") or {}).items():
+                properties.setdefault(name, value)
+            required += [name for name in part.get("required") or () if name not in required]
+            if isinstance(part.get("type"), str):
+                types.append(part["type"])
+            for key in ("description", "items", "enum", "anyOf", "oneOf", "additionalProperties"):
+                if key in part and key not in merged:
+                    merged[key] = part[key]
+        if properties:
+            merged["properties"] = properties
+            merged.setdefault("type", "object")
+        elif "type" not in merged and len(set(types)) == 1:
+            merged["type"] = types[0]  # allOf: [{$ref: Id}, {description: ...}] is the one type of its parts
+        if required:
+            merged["required"] = required
+        return merged
 
 
 def clean_schema(node: Any, where: str, notes: Notes) -> Mapping[str, Any]:

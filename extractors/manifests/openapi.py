@@ -1,10 +1,12 @@
-"""OpenAPI 3.0 / 3.1 documents: the API is the server, each operation a tool.
+"""OpenAPI 3.0 / 3.1 and Swagger 2.0 documents: the API is the server, each operation a tool.
 
 Tool name: ``operationId``, else ``<method>_<path>`` with the path's punctuation folded to
 underscores (also for an operation whose operationId an earlier one already took). Parameters: path,
 query, header and cookie parameters (operation-level overriding path-level by name + location) plus the
-JSON request body's properties. Output: the first 2xx response's JSON schema. Local ``$ref``s
-(``#/...``) are resolved.
+JSON request body's properties (an ``allOf``'s merged). Output: the first 2xx response's JSON schema. Local
+``$ref``s (``#/...``) are resolved, an operation's own too. Swagger 2.0 is read as its converters to OpenAPI 3
+read it: a ``body`` parameter is the request body, ``formData`` parameters its properties, a parameter's own
+``type`` its schema, a response's ``schema`` its output.
 
 Descriptions are read as other OpenAPI tools read them (``laxities``): booleans written as text, nameless
 properties, ``$ref``s that cannot be followed, junk where a keyword belongs and Swagger 2 habits each cost
@@ -136,16 +138,16 @@ def _operation_parameters(
         for key in PARAMETER_BOOLEAN_KEYS:
             boolean_field(raw, key, where, notes)
         description = text_field(raw, "description", where, notes)
-        if location == "body":  # Swagger 2: the body is a parameter whose schema is the request body's
+        swagger2 = reader.refs.swagger2
+        if location in _SWAGGER2_BODY and not swagger2:
             notes.add(where, f"in {shown(written)} is Swagger 2: read as {_SWAGGER2_BODY[location]}")
+        if location == "body":  # Swagger 2: the body is a parameter whose schema is the request body's
             parameters += _body_parameters(raw.get("schema"), required, name, description, reader, item, where)
             continue
-        if location == "formdata":
-            notes.add(where, f"in {shown(written)} is Swagger 2: read as {_SWAGGER2_BODY[location]}")
         parameters.append(
             parameter_from_schema(
                 name,
-                _parameter_schema(raw, where, notes),
+                _parameter_schema(raw, where, notes, swagger2),
                 required=required,
                 item=item,
                 location="body" if location == "formdata" else location,  # type: ignore[arg-type]
@@ -165,25 +167,31 @@ def _operation_parameters(
     return parameters
 
 
-def _parameter_schema(raw: Mapping[str, Any], where: str, notes: Notes) -> Any:
-    """A parameter's schema: its ``schema``, else its ``content``'s, else (Swagger 2) its own type fields."""
+def _parameter_schema(raw: Mapping[str, Any], where: str, notes: Notes, swagger2: bool = False) -> Any:
+    """A parameter's schema: its ``schema``, else its ``content``'s, else (Swagger 2) its own type fields,
+    Swagger 2's ``type: file`` (a form upload) read as a binary string, as the OpenAPI 3 converters do."""
     if raw.get("schema") is not None:
         return raw["schema"]
     if raw.get("content") is not None:
         return _json_schema(raw["content"], where, notes) or {}
     if "type" in raw:
-        notes.add(where, "type given on the parameter, not in a schema (Swagger 2): read as its schema")
-        return {key: raw[key] for key in ("type", "enum", "default", "items", "format") if key in raw}
+        if not swagger2:
+            notes.add(where, "type given on the parameter, not in a schema (Swagger 2): read as its schema")
+        schema = {key: raw[key] for key in ("type", "enum", "default", "items", "format") if key in raw}
+        if schema["type"] == "file":
+            schema.update(type="string", format="binary")
+        return schema
     return {}
 
 
 def _body_parameters(
     schema: Any, required: bool | None, name: str, description: str, reader: Lenient, item: str, what: str
 ) -> list[Parameter]:
-    """An object body's properties, each a parameter (all optional when the body is); another body, one
-    parameter called ``name``."""
+    """An object body's properties (its ``allOf`` parts' merged in), each a parameter (all optional when the
+    body is); another body, one parameter called ``name``: also an object whose fields are not listed (one
+    of several shapes, a map), as openapi-generator makes it."""
     schema = reader(schema, what)
-    if "properties" in schema or schema.get("type") == "object":
+    if "properties" in schema:
         found = parameters_from_object_schema(schema, item=item, location="body", resolve=reader, what=what)
         return [p.model_copy(update={"required": False}) for p in found] if required is False else found
     return [
@@ -218,10 +226,29 @@ def _output_schema(operation: Mapping[str, Any], reader: Lenient) -> Any:
         raw = responses.get(code, responses.get(int(code) if code.isdigit() else code))
         response = reader.follow(raw, where, "no output read")
         if isinstance(response, Mapping):
-            schema = _json_schema(response.get("content"), where, reader.notes)
+            if reader.refs.swagger2 or ("schema" in response and "content" not in response):
+                if not reader.refs.swagger2:
+                    reader.notes.add(where, "schema given on the response, not in its content (Swagger 2): read")
+                schema = response.get("schema")  # Swagger 2: the response's schema, not its content's
+                if isinstance(schema, Mapping) and schema.get("type") == "file":
+                    schema = {**schema, "type": "string", "format": "binary"}
+            else:
+                schema = _json_schema(response.get("content"), where, reader.notes)
             if schema is not None:
                 return schema
     return None
+
+
+def _followed_operation(operation: Mapping[str, Any], refs: Refs, notes: Notes) -> Mapping[str, Any]:
+    """An operation written as a ``$ref`` (multi-file descriptions keep each operation in a file of its own):
+    its target, or, when that cannot be read (another file, nowhere, no object), the operation's other keys
+    alone, so the tool is still there, named after its route, with a note."""
+    instead = "read from its route alone"
+    followed = refs.follow(operation, "operation", notes, instead)
+    if followed is not None and not isinstance(followed, Mapping):
+        notes.add("operation", f"$ref {shown(operation['$ref'])} is {kind_of(followed)}, not an object: {instead}")
+        followed = None
+    return {k: v for k, v in operation.items() if k != "$ref"} if followed is None else followed
 
 
 def _operation(
@@ -249,14 +276,21 @@ def _operation(
 def parse_openapi(path: str, document: Any, server: str | None, limits: Limits | None = None) -> ParsedServers:
     """The API as one server, each operation a tool, what was read leniently as notices.
 
-    Raises ``ManifestError`` only for a document that cannot be read at all (no object, not OpenAPI 3,
-    ``paths`` no object); a path item or operation that cannot be read is a quarantine entry."""
+    Raises ``ManifestError`` only for a document that cannot be read at all (no object, neither OpenAPI 3
+    nor Swagger 2.0, ``paths`` no object); a path item or operation that cannot be read is a quarantine entry."""
     limits = limits or Limits()
     if not isinstance(document, Mapping):
         raise ManifestError(path, "an OpenAPI document must be an object")
-    version = str(document.get("openapi", ""))
-    if not version.startswith("3."):
-        raise ManifestError(path, f"unsupported OpenAPI version {version[:20]!r} (3.0 and 3.1 are supported)")
+    if "openapi" not in document and "swagger" in document:
+        version = str(document.get("swagger"))
+        if version.strip() not in ("2", "2.0"):
+            raise ManifestError(path, f"unsupported Swagger version {version[:20]!r} (2.0 is supported)")
+    else:
+        version = str(document.get("openapi", "")).strip()
+        if not (version == "3" or version.startswith("3.")):  # YAML reads openapi: 3.0 as a number: '3.0'
+            raise ManifestError(
+                path, f"unsupported OpenAPI version {version[:20]!r} (3.0 and 3.1, and Swagger 2.0, are supported)"
+            )
     info = document.get("info") if isinstance(document.get("info"), Mapping) else {}
     title = info.get("title") if isinstance(info.get("title"), str) else ""
     server_id = server_id_from(server or title or Path(path).stem)
@@ -293,6 +327,8 @@ def parse_openapi(path: str, document: Any, server: str | None, limits: Limits |
             label = f"{server_id}::{method.upper()} {route[:200]}"
             notes = Notes()
             try:
+                if isinstance(operation, Mapping) and "$ref" in operation:
+                    operation = _followed_operation(operation, refs, notes)
                 operation = require_mapping(operation, "operation", label)
                 name = _tool_name(method, route, operation, taken, notes)
                 if len(name) <= limits.max_name_chars:

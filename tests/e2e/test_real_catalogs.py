@@ -108,8 +108,9 @@ def _github_expected() -> dict[str, Any]:
             body = resolve(operation.get("requestBody"))
             schema = resolve(json_schema(body.get("content"))) if isinstance(body, dict) else None
             if isinstance(schema, dict):
-                is_object = "properties" in schema or schema.get("type") == "object"
-                parameters += len(_properties(schema)) if is_object else 1
+                # an object that lists its fields gives one parameter a field; any other body (one of several
+                # shapes, a map) is one parameter
+                parameters += len(_properties(schema)) if "properties" in schema else 1
             for code in sorted(str(code) for code in operation.get("responses", {}) if str(code).startswith("2")):
                 schema = resolve(json_schema(resolve(operation["responses"][code]).get("content")))
                 if isinstance(schema, dict):

@@ -34,10 +34,10 @@ def _add_build(sub) -> None:
     build = sub.add_parser(
         "build",
         help="build or update the graph from manifest files or folders, or live MCP servers",
-        description="Ingest tool manifests (MCP tools/list, MCP catalogs, OpenAI functions, OpenAPI 3, ToolLinkOS) "
-        "into the store with a Prefect flow. Live MCP servers named by a client configuration or an address are "
-        "started or connected to, their tools listed (live.timeout seconds each, live.concurrency at once) and "
-        "kept as snapshots under STORE/live, their configured secrets blanked out of all they answer; a server "
+        description="Ingest tool manifests (MCP tools/list, MCP catalogs, OpenAI functions, OpenAPI 3 and Swagger "
+        "2.0, ToolLinkOS) into the store with a Prefect flow. Live MCP servers named by a client configuration or an "
+        "address are started or connected to, their tools listed (live.timeout seconds each, live.concurrency at once) "
+        "and kept as snapshots under STORE/live, their configured secrets blanked out of all they answer; a server "
         "that fails is quarantined with its reason and keeps its last listing. Only a configuration given as a "
         "PATH itself is listed: one found inside a folder is reported as skipped, never started. Unchanged "
         "manifests and listings are skipped; changed ones replace their graphs "

@@ -33,7 +33,8 @@ def ingest_bytes(tmp_path: Path, name: str, data: bytes):
         ("scalar.json", b"42", "manifest must be a JSON object or list"),
         ("unknown.json", b'{"hello": "world"}', "unrecognised manifest"),
         ("broken.yaml", b"openapi: 3.0.0\ninfo: [unclosed\n", "invalid YAML"),
-        ("swagger.json", b'{"swagger": "2.0"}', "Swagger 2.0 is not supported"),
+        ("swagger.json", b'{"swagger": "1.2", "paths": {}}', "unsupported Swagger version '1.2' (2.0 is supported)"),
+        ("openapi4.json", b'{"openapi": "4.0.0", "paths": {}}', "unsupported OpenAPI version '4.0.0'"),
     ],
 )
 def test_unreadable_manifest_is_quarantined_whole(tmp_path, name, data, reason):
