@@ -1,11 +1,12 @@
-"""The retrieval suite: every method and two plain references on five public catalogs, one table.
+"""The retrieval suite: every method and two plain references on seven public catalogs, one table.
 
     make bench-suite                                   # the whole suite (builds the stores once)
     python benchmarks/suite/run.py --sets bfcl,azure-mcp --methods auto,dense
 
 Catalogs (data/<name>/SOURCE.md says where each comes from): LiveMCPBench (queries with their steps, and
 their text alone), ToolLinkOS (the default build, and declared edges only for the graph target), BFCL,
-Azure MCP's tool-selection prompts, Gorilla's APIBench. Each catalog is built once with the CLI into
+Azure MCP's tool-selection prompts, Gorilla's APIBench, and two conversational sets (BFCL's multi-turn
+user turns, tau2's airline/retail/telecom tasks). Each catalog is built once with the CLI into
 benchmarks/results/stores/suite-<name> (a rebuild of an unchanged catalog is skipped by its hashes).
 
 Rows are scored on the reporting half of each query set (data/SPLITS.md). ``auto (LOCO)`` is the default
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import subprocess
 import sys
 import time
@@ -32,6 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from conversational import SETS as CONVERSATIONAL  # noqa: E402
+from conversational import rows as conversational_rows  # noqa: E402
 from references import REFERENCES  # noqa: E402
 from splits import half as half_of  # noqa: E402
 from train import collect, fit_calibration, reliability  # noqa: E402
@@ -44,7 +48,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 TOOLKG = Path(sys.executable).with_name("toolkg")
 METHODS = ["auto", "dense", "bm25", "hybrid", "grtf", "ego", "agent"]
 KS = [5, 10]
-MARGIN = 0.05  # the default over plain MiniLM, on R@10 and CR@10
+MARGIN = 0.05  # the default over the better of plain MiniLM and BM25, on R@10 and CR@10
 TOLERANCE = 0.005  # never below either reference by more than this
 
 
@@ -75,15 +79,22 @@ SETTINGS = {
     "bfcl": Setting("bfcl", ("data/bfcl/tools.json",)),
     "azure-mcp": Setting("azure-mcp", ("data/azure-mcp/tools.json",)),
     "apibench": Setting("apibench", ("data/apibench/tools.json",)),
+    # conversational: a user's turns over a small catalog with state (benchmarks/suite/conversational.py)
+    "bfcl-multi-turn": Setting("bfcl-multi-turn", ("tests/cases/real/openai/bfcl-multi-turn",)),
+    "tau2": Setting("tau2", ("tests/cases/real/openai/tau2",)),
 }
 # Settings whose tuning rows train the calibration: one per catalog and build (the declared-only build is a
 # variant of ToolLinkOS's, the text-only queries a variant of LiveMCPBench's).
-TRAINING = ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench")
+TRAINING = ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench", "bfcl-multi-turn", "tau2")
 
 
 def rows_of(setting: Setting, half: str) -> list[dict]:
-    rows = [json.loads(line) for line in setting.queries.open(encoding="utf-8") if line.strip()]
-    rows = [r for r in rows if half == "all" or half_of(str(r["id"])) == half]
+    if setting.catalog in CONVERSATIONAL:
+        rows = conversational_rows(setting.catalog)
+    else:
+        rows = [json.loads(line) for line in setting.queries.open(encoding="utf-8") if line.strip()]
+    # a conversation's turns share its half (group: the conversation's id)
+    rows = [r for r in rows if half == "all" or half_of(str(r.get("group", r["id"]))) == half]
     if not setting.steps:
         rows = [{**r, "steps": []} for r in rows]
     return rows
@@ -125,6 +136,7 @@ def tuning_samples(stores: dict[str, Path], settings=SETTINGS) -> dict:
         index = Index(stores[name])
         try:
             samples[SETTINGS[name].catalog] = collect(index, rows_of(SETTINGS[name], "tune"), SETTINGS[name].steps)
+            samples[SETTINGS[name].catalog].store = str(stores[name])
         finally:
             index.close()
         print(f"  calibration rows of {name}: {len(samples[SETTINGS[name].catalog].parts)} parts", file=sys.stderr)
@@ -153,7 +165,8 @@ def table(name: str, report: dict) -> str:
 
 
 def targets(reports: dict) -> list[dict]:
-    """The default (its leave-one-catalog-out row) against plain MiniLM and BM25 on every setting."""
+    """The default (its leave-one-catalog-out row) against the better of plain MiniLM and BM25 on every
+    setting: never below it by more than ``TOLERANCE``, above it by ``MARGIN``."""
     out = []
     for name, report in reports.items():
         methods = report["methods"]
@@ -162,6 +175,7 @@ def targets(reports: dict) -> list[dict]:
             ours = default["metrics"][metric][10]
             dense = methods["plain-dense"]["metrics"][metric][10]
             bm25 = methods["plain-bm25"]["metrics"][metric][10]
+            best = max(dense, bm25)
             out.append(
                 {
                     "setting": name,
@@ -169,9 +183,9 @@ def targets(reports: dict) -> list[dict]:
                     "default": ours,
                     "plain_dense": dense,
                     "plain_bm25": bm25,
-                    "margin_over_dense": round(ours - dense, 4),
-                    "meets_margin": ours - dense >= MARGIN,
-                    "never_below": ours >= dense - TOLERANCE and ours >= bm25 - TOLERANCE,
+                    "margin": round(ours - best, 4),
+                    "meets_margin": ours - best >= MARGIN,
+                    "never_below": ours >= best - TOLERANCE,
                 }
             )
     return out
@@ -185,6 +199,9 @@ def main() -> None:
     parser.add_argument("--no-loco", action="store_true", help="skip the leave-one-catalog-out calibration rows")
     parser.add_argument("--out", type=Path, default=RESULTS / "suite.json")
     parser.add_argument("--stores", type=Path, help="where the catalogs' stores are built (benchmarks/results/stores)")
+    parser.add_argument(
+        "--samples", type=Path, help="a pickle of the calibration rows: read when it exists, else written (trials)"
+    )
     args = parser.parse_args()
     global STORES
     STORES = args.stores or STORES
@@ -193,7 +210,14 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown settings {unknown}; choose from {', '.join(SETTINGS)}")
     stores = build_all(dict.fromkeys([*names, *([] if args.no_loco else TRAINING)]))
-    samples = {} if args.no_loco else tuning_samples(stores)
+    if args.no_loco:
+        samples = {}
+    elif args.samples and args.samples.exists():  # rows collected by an earlier run of the same code
+        samples = pickle.loads(args.samples.read_bytes())
+    else:
+        samples = tuning_samples(stores)
+        if args.samples:
+            args.samples.write_bytes(pickle.dumps(samples))
     reports, calibrations = {}, {}
     for name in names:
         setting = SETTINGS[name]
@@ -210,12 +234,13 @@ def main() -> None:
         reports[name] = score(stores[name], setting, [*methods, *extra], args.half, extra)
         print(table(name, reports[name]), flush=True)
     checked = targets(reports)
-    print("\ntargets: the default (leave-one-catalog-out) vs plain MiniLM (+0.05) and BM25 (never below by 0.005)")
+    print("\ntargets: the default (leave-one-catalog-out) vs the better of plain MiniLM and BM25: never below it")
+    print(f"by more than {TOLERANCE}, above it by {MARGIN}")
     for t in checked:
         print(
-            f"  {t['setting']:20} {t['metric']:18} default {t['default']:.3f}  plain-dense {t['plain_dense']:.3f} "
-            f"({t['margin_over_dense']:+.3f}, {'met' if t['meets_margin'] else 'SHORT'})  plain-bm25 "
-            f"{t['plain_bm25']:.3f} ({'ok' if t['never_below'] else 'BELOW'})"
+            f"  {t['setting']:20} {t['metric']:18} default {t['default']:.3f}  plain-dense {t['plain_dense']:.3f}  "
+            f"plain-bm25 {t['plain_bm25']:.3f}  margin {t['margin']:+.3f} "
+            f"({'met' if t['meets_margin'] else 'SHORT'}, {'not below' if t['never_below'] else 'BELOW'})"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     document = {"half": args.half, "reports": reports, "targets": checked, "loco_calibrations": calibrations}

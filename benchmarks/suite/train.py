@@ -8,6 +8,10 @@ Three logistic regressions, fitted by Newton's method in NumPy (no library neede
 - text: one row per (part of a query, tool in that part's fused ranking), label = the tool is one of the
   query's gold tools; ranks come from the fusion just fitted, so both are fitted on the same catalogs;
 - edge: one row per inferred dependency hop walked from a gold tool, label = the producer is gold too.
+Then ``chain_share`` (how many places one seed's dependencies may take, per unit of its probability): the
+value of a grid whose rankings score best (R@10 and CR@10) over the same catalogs' tuning queries, each
+catalog weighing the same; unset when none of them declares an edge (nothing there tells how many places a
+long declared chain earns).
 Every catalog weighs the same in each fit, however many queries it has, so no one catalog sets the
 weights. ``fit_calibration(samples, exclude=...)`` leaves a catalog out (the suite's leave-one-out rows).
 
@@ -21,12 +25,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from toolkg.retrieval import Index, as_query
-from toolkg.retrieval.auto import AutoRetriever
+from toolkg.retrieval import Index, Query, as_query
+from toolkg.retrieval.auto import AutoRetriever, merge
 from toolkg.retrieval.calibration import DEFAULT_PATH, Calibration, edge_features, text_features
 from toolkg.retrieval.fusion import Candidates, candidates, ranking
-from toolkg.retrieval.metrics import gold_tools, matches
+from toolkg.retrieval.metrics import Gold, complete_at, gold_tools, matches, recall_at
 
+CHAIN_SHARES = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0)  # chain_share's grid
+CHAIN_K = 10  # the cut chain_share is chosen at (the suite's R@10 and CR@10)
 L2 = 1.0  # ridge on the standardised weights: keeps a catalog-poor feature from taking extreme values
 
 
@@ -48,6 +54,9 @@ class Samples:
     parts: list[Part] = field(default_factory=list)
     edge_x: list[tuple[float, ...]] = field(default_factory=list)
     edge_y: list[float] = field(default_factory=list)
+    declared: int = 0  # declared dependency hops walked from gold tools
+    store: str = ""  # the catalog's store, and its labelled queries: to rank them again under new weights
+    queries: list[tuple[Query, list[Gold]]] = field(default_factory=list)
 
 
 def collect(index: Index, rows: list[dict], steps: bool = True) -> Samples:
@@ -65,6 +74,7 @@ def collect(index: Index, rows: list[dict], steps: bool = True) -> Samples:
         if not steps:
             query = type(query)(query.id, query.text)
         gold = gold_tools(row)
+        out.queries.append((query, gold))
         named = gold_tools({"gold_tools": [row["main_tool"]]}) if row.get("main_tool") else gold
 
         def labels(found: Candidates, among) -> np.ndarray:
@@ -95,6 +105,7 @@ def _walk(retriever: AutoRetriever, node: str, level: int, seen: set[int], is_go
             continue
         seen.add(position)
         label = is_gold(position)
+        out.declared += declared
         if not declared:  # a declared edge's probability is 1 by definition (calibration.py): nothing to learn
             out.edge_x.append(edge_features(confidence, level + 1))
             out.edge_y.append(float(label))
@@ -139,8 +150,10 @@ def text_rows(samples: Samples, fusion: tuple[float, ...]) -> tuple[np.ndarray, 
     xs, ys = [], []
     for part in samples.parts:
         gold = dict(zip(part.found.positions.tolist(), part.gold, strict=True))
-        for rank, (position, _) in enumerate(ranking(part.found, fusion), start=1):
-            xs.append(text_features(rank, part.found.best_cosine, part.kind, part.said))
+        ranked = ranking(part.found, fusion)
+        margin = ranked[0][1] - ranked[1][1] if len(ranked) > 1 else 0.0
+        for rank, (position, _) in enumerate(ranked, start=1):
+            xs.append(text_features(rank, part.found.best_cosine, part.kind, part.said, margin))
             ys.append(gold[position])
     return np.asarray(xs, dtype=np.float64).reshape(len(xs), -1), np.asarray(ys, dtype=np.float64)
 
@@ -177,7 +190,40 @@ def fit_calibration(samples: dict[str, Samples], exclude: str | None = None) -> 
     edges = [(np.asarray(s.edge_x, dtype=np.float64), np.asarray(s.edge_y)) for s in kept.values() if s.edge_x]
     edge = monotone_edge_fit(*_balanced(edges))
     source = "tuning halves of " + ", ".join(sorted(kept))
-    return Calibration(_rounded(text), _rounded(edge), fusion, source)
+    calibration = Calibration(_rounded(text), _rounded(edge), fusion, None, source)
+    return Calibration(calibration.text, calibration.edge, fusion, fit_chain_share(calibration, kept), source)
+
+
+def chain_scores(calibration: Calibration, samples: dict[str, Samples]) -> dict[str, np.ndarray]:
+    """Per catalog, the mean of (R@k + CR@k) / 2 over its tuning queries for each of ``CHAIN_SHARES``."""
+    out = {}
+    for name, s in samples.items():
+        index = Index(s.store)
+        try:
+            retriever = AutoRetriever(index, calibration=calibration)
+            totals = np.zeros(len(CHAIN_SHARES))
+            for query, gold in s.queries:
+                first, additions = retriever.evidence(query)
+                text = dict(first)
+                seeds = {e.seed for e in additions.values() if e.seed is not None}
+                for n, share in enumerate(CHAIN_SHARES):
+                    places = {seed: min(CHAIN_K - 1, round(share * text[seed].probability * CHAIN_K)) for seed in seeds}
+                    ranked = [index.catalog.tools[t].id for t, _ in merge(first, additions, CHAIN_K, places)]
+                    totals[n] += (recall_at(ranked, gold, CHAIN_K) + complete_at(ranked, gold, CHAIN_K)) / 2
+            out[name] = totals / max(len(s.queries), 1)
+        finally:
+            index.close()
+    return out
+
+
+def fit_chain_share(calibration: Calibration, samples: dict[str, Samples]) -> float | None:
+    """The value of ``CHAIN_SHARES`` that scores best on average over the catalogs (each weighing the same);
+    of equal scores, the smallest (the text ranking is the safer bet). None when no catalog declares edges."""
+    if not any(s.declared for s in samples.values()):
+        return None
+    scores = chain_scores(calibration, {n: s for n, s in samples.items() if s.queries})
+    mean = np.mean(np.vstack(list(scores.values())), axis=0)
+    return float(CHAIN_SHARES[int(np.argmax(mean >= mean.max() - 1e-9))])
 
 
 def reliability(calibration: Calibration, samples: dict[str, Samples], bins: int = 5) -> list[dict]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CASES
+from tests.conftest import CASES, DATA
 
 CATALOG = CASES / "retrieval" / "catalog.json"
 QUERIES = CASES / "retrieval" / "queries.jsonl"
@@ -86,3 +86,24 @@ def test_cli_eval_prints_table_and_writes_json_and_plot(cli, store, tmp_path):
     assert grtf["recall"]["3"] >= report["methods"]["bm25"]["metrics"]["recall"]["3"]
     assert set(grtf) == {"recall", "map", "ndcg", "complete_recall", "server_recall"}
     assert (tmp_path / "eval.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow  # builds the demo's two catalogs (1,100 tools, ~30 s)
+def test_readme_example_keeps_the_flight_tool_and_todays_date_and_orders_by_score(cli, built_store):
+    """The README's request with its two steps: the text hit BM25 ranks first and the date the request implies
+    stay in the top 10 (the declared prerequisites of one weak text hit do not take all of it); with or
+    without steps, the implied need brings one tool and the scores follow the order."""
+    store = built_store([DATA / "livemcpbench" / "tools.json", DATA / "toollinkos"])
+    request = "Book me a Delta flight to Boston for tomorrow"
+    steps = ("--step", "search flights to Boston", "--step", "book the flight")
+    for extra in (steps, ()):
+        result = cli("retrieve", "--store", str(store), "-k", "10", "--json", request, *extra)
+        assert result.returncode == 0, result.stderr
+        tools = json.loads(result.stdout)["tools"]
+        names = [t["tool"] for t in tools]
+        assert "get_current_date" in names, (extra, names)
+        if extra:
+            assert "delta_view_flight_status" in names, names
+        assert sum(name in {"get_current_time", "get_system_timezone"} for name in names) <= 1, names
+        scores = [t["score"] for t in tools]
+        assert scores == sorted(scores, reverse=True)

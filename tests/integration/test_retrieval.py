@@ -60,6 +60,8 @@ TRUSTING = {
         "clause": 0.0,
         "implied": -1.0,
         "log_parts": 0.0,
+        "top_margin": 0.0,
+        "top_margin_x_log_rank": 0.0,
         "bias": -1.0,
     },
     "edge": {"confidence": 4.0, "depth": 0.0, "bias": 0.0},

@@ -1,25 +1,27 @@
-"""``auto``: the method to pick without knowing the catalog (the CLI's default). The graph adds; it never
-displaces.
+"""``auto``: the method to pick without knowing the catalog (the CLI's default). The text ranking is the
+floor; the graph and the needs a request implies add only where their evidence is the stronger bet.
 
 1. **Parts.** The whole request, its steps when the caller gives them, and the needs it implies
    (``requests.facets``: a file to write or read, a relative time that needs today's date). Splitting a
    request without steps into clauses is an option (``clauses``), off by default: on the suite's tuning
    halves it added nothing and cost conversational requests, whose second sentence often only says "that".
-2. **Text first.** Each part is ranked by dense and BM25 evidence fused by a learned model
-   (``fusion``: it starts from hybrid's RRF and learns where to trust either side more; on the suite's
-   tuning halves, left out one catalog at a time, it ranks at least as well as hybrid on every catalog).
-   A tool's place in a part's ranking becomes a calibrated probability
-   that the request needs it (``calibration.text_probability``: its rank, how well the part's best tool
-   matched, what kind of part it is); a tool takes its best part. The first stage's order: with steps,
-   the parts interleaved (each step is a need: coverage first); without, the request's best tool and each
-   implied need's, then every tool by probability. A request of one part gets exactly the fused ranking.
-3. **Graph evidence.** The ``seeds`` best tools of the request and of each step bring the tools they depend
-   on, depth-first (``depth``): a producer is needed with probability ``p(seed) * edge_probability(...)``
-   along its path (1 for a declared edge; learned from an inferred edge's confidence and depth).
-4. **The rule** (``merge``): a graph addition takes a place in the top k only from the weakest first-stage
-   hit still there, and only when its probability is higher than that hit's own. First-stage hits keep
-   their order; an addition stands right after the tool that needs it. The evidence behind each tool is
-   its ``why``; its score is that evidence's probability.
+2. **Text first.** Each part the request says (the whole, each step) is ranked by dense and BM25 evidence
+   fused by a learned model (``fusion``: it starts from hybrid's RRF and learns where to trust either side
+   more). A tool's place in a part's ranking becomes a calibrated probability that the request needs it
+   (``calibration.text_probability``: its rank, how well the part's best tool matched and how far it leads
+   the second, what kind of part it is), never higher at a worse rank; a tool takes its best part. The
+   first stage's order: the request's fused ranking, or with steps the parts interleaved (each step is a
+   need: coverage first).
+3. **Additions.** Each implied need brings its single best tool (one need, one tool). The ``seeds`` best
+   tools of the request and of each step bring the tools they depend on, depth-first (``depth``): a
+   producer is needed with probability ``p(seed) * edge_probability(...)`` along its path (1 for a declared
+   edge; learned from an inferred edge's confidence and depth).
+4. **The rule** (``merge``): an addition takes a place in the top k only from the weakest first-stage hit
+   still there, and only when its probability is higher than that hit's own. One seed's dependencies take
+   at most ``chain_share x p(seed) x k`` places, shared by the needs the request states (``places``), so a
+   weak text hit's prerequisites cannot crowd out the rest; additions never take all of k. The result is
+   ordered by probability, which is the score shown; ties keep a dependency right after the tool that
+   needs it. The evidence behind each tool is its ``why``.
 5. Servers are ranked by their best tool (ownership), so the server list follows the tools.
 """
 
@@ -43,55 +45,70 @@ class Evidence:
     order: int  # found order (text: the first stage's position; graph: the walk's)
     why: str
     parent: int | None = None  # a graph addition: the tool it is a dependency of
+    seed: int | None = None  # a graph addition: the first-stage hit whose dependencies brought it
 
 
-def merge(first: list[tuple[int, Evidence]], graph: dict[int, Evidence], k: int) -> list[tuple[int, Evidence]]:
-    """The top k: the first stage's, with the graph's additions where their evidence wins.
+def merge(
+    first: list[tuple[int, Evidence]], additions: dict[int, Evidence], k: int, places: dict[int, int] | None = None
+) -> list[tuple[int, Evidence]]:
+    """The top k: the first stage's, with the additions whose evidence wins a place, ordered by score.
 
-    The one rule of ``auto``: a graph addition takes a place in the top k only from the weakest first-stage
-    hit still there, and only when its probability is higher than that hit's own. First-stage hits keep
-    their order among themselves; an addition stands right after the tool it is a dependency of (after the
-    additions already hanging there, so a chain reads in the order it was walked), or last when that tool
-    is not in the top k. Additions are taken strongest first. A first-stage hit the graph supports more
-    strongly than its text is placed as an addition (its own place is freed).
+    The one rule of ``auto``. The first stage's hits fill the top k in their order. Additions (graph
+    dependencies, each implied need's best tool) are taken strongest first: each takes the place of the
+    weakest first-stage hit still there, only when its probability is higher than that hit's own. The
+    dependencies one seed brings take at most ``places[seed]`` places (a seed missing from ``places``: no
+    limit), an implied need one, and additions never take all of k. A tool that is both keeps its stronger
+    evidence and its place. The result is ordered by probability, the score shown; ties keep the order
+    found, an addition right after the tool it is a dependency of.
 
     >>> text = [(1, Evidence(0.9, 0, "text")), (2, Evidence(0.3, 1, "text")), (4, Evidence(0.1, 2, "text"))]
-    >>> added = {3: Evidence(0.5, 9, "dep of 1", parent=1), 5: Evidence(0.05, 10, "dep of 1", parent=1)}
+    >>> added = {3: Evidence(0.5, 9, "dep", parent=1, seed=1), 5: Evidence(0.4, 10, "dep", parent=3, seed=1)}
     >>> [i for i, _ in merge(text, added, 3)]
+    [1, 3, 5]
+    >>> [i for i, _ in merge(text, added, 3, places={1: 1})]
     [1, 3, 2]
     """
-    # a first-stage hit the graph supports more strongly than its text moves up to its place in the chain
-    top = [(t, e) for t, e in first[:k] if not (t in graph and graph[t].probability > e.probability)]
-    placed = {tool for tool, _ in top}
-    graph_made: set[int] = set()
-    for tool, evidence in sorted(graph.items(), key=lambda x: (-x[1].probability, x[1].order, x[0])):
-        if tool in placed:
+    if k <= 0:
+        return []
+    places = places or {}
+    top = list(first[:k])
+    at = {tool: n for n, (tool, _) in enumerate(top)}
+    for tool, evidence in additions.items():  # support for a hit already placed: no place taken
+        if tool in at and evidence.probability > top[at[tool]][1].probability:
+            top[at[tool]] = (tool, evidence)
+    added: set[int] = set()
+    taken: dict[int, int] = {}  # seed -> places its dependencies took
+    for tool, evidence in sorted(additions.items(), key=lambda x: (-x[1].probability, x[1].order, x[0])):
+        if tool in at or tool in added:
             continue
+        seed = evidence.seed
+        if seed is not None and taken.get(seed, 0) >= places.get(seed, k):
+            continue  # this seed's chain has the places its evidence earns
         if len(top) >= k:
-            evictable = [(e.probability, -n, n) for n, (t, e) in enumerate(top) if t not in graph_made]
-            if not evictable or min(evictable)[0] >= evidence.probability:
+            if len(added) >= k - 1:
+                break  # never all of k
+            weakest = min(
+                (n for n in range(len(top)) if top[n][0] not in added), key=lambda n: (top[n][1].probability, -n)
+            )
+            if top[weakest][1].probability >= evidence.probability:
                 break  # additions come strongest first: none after this one beats a hit either
-            placed.discard(top.pop(min(evictable)[2])[0])  # out: its graph evidence may bring it back
-        at = len(top)
-        parents = [n for n, (t, _) in enumerate(top) if t == evidence.parent]
-        if parents:
-            at = parents[0] + 1
-            while at < len(top) and top[at][0] in graph_made:
-                at += 1
-        top.insert(at, (tool, evidence))
-        placed.add(tool)
-        graph_made.add(tool)
-    return _hang(top, graph_made)
+            top.pop(weakest)
+        top.append((tool, evidence))
+        added.add(tool)
+        if seed is not None:
+            taken[seed] = taken.get(seed, 0) + 1
+    ordered = _hang(top, added)
+    return sorted(ordered, key=lambda item: -item[1].probability)  # stable: ties keep _hang's order
 
 
-def _hang(top: list[tuple[int, Evidence]], graph_made: set[int]) -> list[tuple[int, Evidence]]:
+def _hang(top: list[tuple[int, Evidence]], added: set[int]) -> list[tuple[int, Evidence]]:
     """Each addition right after the tool it depends on, its own additions after it (depth first), in the
-    order they were placed. An addition placed before its parent was (a child likelier than its parent: not
-    from auto's walk, whose products never grow, but possible for any evidence) moves there too."""
+    order they were placed; the rest in their order. An addition whose parent is not placed stays where it
+    was placed."""
     ids = {tool for tool, _ in top}
     children: dict[int, list[tuple[int, Evidence]]] = {}
     for tool, evidence in top:
-        if tool in graph_made and evidence.parent in ids and evidence.parent != tool:
+        if tool in added and evidence.parent in ids and evidence.parent != tool:
             children.setdefault(evidence.parent, []).append((tool, evidence))
     hanging = {tool for items in children.values() for tool, _ in items}
     out: list[tuple[int, Evidence]] = []
@@ -148,7 +165,7 @@ class AutoRetriever(Retriever):
         split = query.steps or (clauses(query.text) if self.clauses else ())
         kind = "step" if query.steps else "clause"
         out = [(query.text, "whole")] + [(text, kind) for text in dict.fromkeys(split) if text != query.text]
-        implied = facets(query.text) if self.split and not query.steps else []
+        implied = facets(query.text) if self.split else []
         said = {text for text, _ in out}
         return out + [(text, "implied") for text in implied if text not in said]
 
@@ -157,32 +174,45 @@ class AutoRetriever(Retriever):
         found = candidates(self.index, text, TEXT_DEPTH)
         return ranking(found, self.calibration.fusion), found.best_cosine
 
-    def text_evidence(self, parts: list[tuple[str, str]]) -> tuple[list[tuple[int, Evidence]], list[list[int]]]:
-        """The first stage: the parts' fused rankings in one order, each tool with its calibrated probability
-        (its best over the parts), and each part's ranking."""
+    def text_evidence(
+        self, parts: list[tuple[str, str]]
+    ) -> tuple[list[tuple[int, Evidence]], list[list[int]], dict[int, Evidence]]:
+        """The first stage: the fused rankings of what the request says (the whole, its steps or clauses) in
+        one order, each tool with its calibrated probability (its best over those parts); each part's ranking;
+        and each implied need's single best tool, an addition."""
         best: dict[int, tuple[float, str]] = {}
-        rankings = []
+        rankings: list[list[int]] = []
+        implied: dict[int, Evidence] = {}
         said = sum(kind != "implied" for _, kind in parts)
         for text, kind in parts:
             ranked, top_cosine = self.ranked(text)
+            margin = ranked[0][1] - ranked[1][1] if len(ranked) > 1 else 0.0
+            if kind == "implied":  # one need: its one best tool
+                if ranked:
+                    probability = self.calibration.text_probability(1, top_cosine, kind, said, margin)
+                    tool = ranked[0][0]
+                    if tool not in implied or probability > implied[tool].probability:
+                        why = f"implied need: {text} #1 (p {probability:.2f})"
+                        implied[tool] = Evidence(probability, len(implied), why)
+                continue
             rankings.append([i for i, _ in ranked])
-            label = {"whole": "text", "implied": f"implied need: {text}"}.get(kind, f"{kind}: {text}")
+            label = "text" if kind == "whole" else f"{kind}: {text}"
+            ceiling = 1.0  # a worse rank is never likelier: the probability falls with the rank
             for rank, (tool, _) in enumerate(ranked, start=1):
-                probability = self.calibration.text_probability(rank, top_cosine, kind, said)
+                probability = self.calibration.text_probability(rank, top_cosine, kind, said, margin)
+                probability = ceiling = min(ceiling, probability)
                 if tool not in best or probability > best[tool][0]:
                     best[tool] = (probability, f"{label} #{rank}")
-        if any(kind == "step" for _, kind in parts):
-            # the caller's steps are each a need: every step's best tools first (coverage, not consensus)
+        if len(rankings) > 1:
+            # the caller's steps (or clauses) are each a need: every part's best tools first (coverage)
             order = [i for i, _ in interleave(rankings)]
-        else:  # each part's best tool (the request's, then what it implies), then every tool by probability
-            round_one = dict.fromkeys(r[0] for r in rankings if r)
-            rest = sorted((i for i in best if i not in round_one), key=lambda i: (-best[i][0], i))
-            order = [*round_one, *rest]
+        else:
+            order = rankings[0] if rankings else []
         first = [
             (tool, Evidence(best[tool][0], n, f"{best[tool][1]} (p {best[tool][0]:.2f})"))
             for n, tool in enumerate(order)
         ]
-        return first, rankings
+        return first, rankings, implied
 
     def graph_evidence(self, first: list[tuple[int, Evidence]], rankings: list[list[int]]) -> dict[int, Evidence]:
         """What the seeds' dependencies add: producer -> its strongest path's probability."""
@@ -207,16 +237,38 @@ class AutoRetriever(Retriever):
                 continue
             basis = Basis.DECLARED.value if declared else f"{Basis.INFERRED.value} {confidence:.2f}"
             why = f"{kind} of {catalog.tools[node].name} ({basis}; p {chained:.2f})"
-            found[position] = Evidence(chained, len(found), why, parent=node)
+            found[position] = Evidence(chained, len(found), why, parent=node, seed=seed)
             self._follow(seed, position, chained, level + 1, found)
 
-    def retrieve(self, query: Query, k: int) -> Ranking:
+    def evidence(self, query: Query) -> tuple[list[tuple[int, Evidence]], dict[int, Evidence]]:
+        """The first stage's hits in order, and the additions: each implied need's best tool and the tools
+        the seeds depend on (a tool both keeps its stronger evidence)."""
         parts = self.parts(query)
         self.index.begin_query([text for text, _ in parts])
-        first, rankings = self.text_evidence(parts)
-        # seeds come from what the request says (the whole, its steps), not from a clause or implied need
-        said = rankings[: sum(kind in ("whole", "step") for _, kind in parts)]
-        ranked = merge(first, self.graph_evidence(first, said) if self.seeds and self.depth else {}, k)
+        first, rankings, additions = self.text_evidence(parts)
+        if self.seeds and self.depth:
+            for tool, evidence in self.graph_evidence(first, rankings).items():
+                if tool not in additions or evidence.probability > additions[tool].probability:
+                    additions[tool] = evidence
+        return first, additions
+
+    def places(
+        self, first: list[tuple[int, Evidence]], additions: dict[int, Evidence], k: int, said: int = 1
+    ) -> dict[int, int]:
+        """How many places each seed's dependencies may take: ``chain_share`` x p(seed) x k (the
+        calibration's; none: no limit), shared by the ``said`` needs the request states (the whole and each
+        step: one need's chain does not take the other needs' places), never all of k."""
+        share = self.calibration.chain_share
+        if share is None:
+            return {}
+        text = dict(first)
+        seeds = {e.seed for e in additions.values() if e.seed is not None}
+        return {seed: min(k - 1, round(share * text[seed].probability * k / max(said, 1))) for seed in seeds}
+
+    def retrieve(self, query: Query, k: int) -> Ranking:
+        first, additions = self.evidence(query)
+        said = 1 + len(dict.fromkeys(step for step in query.steps if step != query.text))
+        ranked = merge(first, additions, k, self.places(first, additions, k, said))
         catalog = self.catalog
         hits = [Hit(catalog.tools[i], evidence.probability, evidence.why) for i, evidence in ranked]
         return Ranking(hits, servers_of(catalog, hits, k))

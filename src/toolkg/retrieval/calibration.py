@@ -11,9 +11,15 @@ to the request's answer, so that graph evidence displaces a text hit exactly whe
 - ``edge_probability``: that a tool's producer is needed too, given the tool is. A declared edge is the
   manifest's own statement that the tool cannot run without its producer: probability 1, not a learned
   figure (only one catalog of the suite declares edges, so no weight for them could be checked on a
-  catalog left out). An inferred edge's probability is learned from its calibrated confidence and depth.
+  catalog left out); what keeps a weak seed's declared chain from taking the top k is ``chain_share``. An
+  inferred edge's probability is learned from its calibrated confidence and depth.
+- ``chain_share``: how many of the top k places the dependencies of one seed may take, as a share of k per
+  unit of the seed's probability (a seed needed with probability 0.1 and a share of 3: 30% of k). A weak
+  text hit's chain cannot crowd out the rest of the text ranking however many prerequisites it declares.
+  Chosen on the same tuning halves (``benchmarks/suite/train.py``); a set of catalogs none of which declares
+  edges teaches nothing about long chains, and leaves it unset (no limit but the probabilities).
 
-All three are logistic models whose weights are learned from labelled queries (``benchmarks/suite/train.py``,
+The first three are logistic models whose weights are learned from labelled queries (``benchmarks/suite/train.py``,
 the tuning halves of the retrieval suite: no catalog's names, only these features) and shipped in
 ``calibration.json``. The suite checks them leave-one-catalog-out: weights learned without a catalog,
 scored on it.
@@ -31,19 +37,33 @@ from toolkg.retrieval.fusion import FUSION_FEATURES
 
 DEFAULT_PATH = Path(__file__).with_name("calibration.json")
 # Feature names, in the order of the weights (the bias is the last weight).
-TEXT_FEATURES = ("log_rank", "top_cosine", "top_cosine_x_log_rank", "step", "clause", "implied", "log_parts")
+TEXT_FEATURES = (
+    "log_rank",
+    "top_cosine",
+    "top_cosine_x_log_rank",
+    "step",
+    "clause",
+    "implied",
+    "log_parts",
+    "top_margin",
+    "top_margin_x_log_rank",
+)
+MAX_MARGIN = 10.0  # fused-score units; a wider lead says nothing more
 PART_KINDS = ("whole", "step", "clause", "implied")
 EDGE_FEATURES = ("confidence", "depth")
 
 
-def text_features(rank: int, top_cosine: float, kind: str, parts: int) -> tuple[float, ...]:
+def text_features(rank: int, top_cosine: float, kind: str, parts: int, margin: float = 0.0) -> tuple[float, ...]:
     """``rank`` from 1 in the part's ranking; ``top_cosine``: the part's best dense cosine; ``kind``: one of
-    ``PART_KINDS``; ``parts``: how many parts the request said (the whole and its steps or clauses)."""
+    ``PART_KINDS``; ``parts``: how many parts the request said (the whole and its steps or clauses);
+    ``margin``: how far the part's best tool leads its second in fused score (an ambiguous best is a weaker
+    bet than one that stands out)."""
     if kind not in PART_KINDS:
         raise ValueError(f"part kind is one of {', '.join(PART_KINDS)}, not {kind!r}")
     log_rank = math.log(rank)
     flags = (float(kind == "step"), float(kind == "clause"), float(kind == "implied"))
-    return (log_rank, top_cosine, top_cosine * log_rank, *flags, math.log(parts))
+    lead = min(max(margin, 0.0), MAX_MARGIN)
+    return (log_rank, top_cosine, top_cosine * log_rank, *flags, math.log(parts), lead, lead * log_rank)
 
 
 def edge_features(confidence: float, depth: int) -> tuple[float, ...]:
@@ -61,10 +81,13 @@ class Calibration:
     text: tuple[float, ...]
     edge: tuple[float, ...]
     fusion: tuple[float, ...]  # toolkg.retrieval.fusion's weights, the bias last
+    chain_share: float | None = None  # places of one seed's dependencies: share x p(seed) x k; None: no limit
     source: str = ""  # what the weights were learned on
 
-    def text_probability(self, rank: int, top_cosine: float, kind: str = "whole", parts: int = 1) -> float:
-        return _logistic(self.text, text_features(rank, top_cosine, kind, parts))
+    def text_probability(
+        self, rank: int, top_cosine: float, kind: str = "whole", parts: int = 1, margin: float = 0.0
+    ) -> float:
+        return _logistic(self.text, text_features(rank, top_cosine, kind, parts, margin))
 
     def edge_probability(self, confidence: float, declared: bool, depth: int = 1) -> float:
         if declared:
@@ -76,6 +99,7 @@ class Calibration:
             "text": dict(zip((*TEXT_FEATURES, "bias"), self.text, strict=True)),
             "edge": dict(zip((*EDGE_FEATURES, "bias"), self.edge, strict=True)),
             "fusion": dict(zip((*FUSION_FEATURES, "bias"), self.fusion, strict=True)),
+            "chain_share": self.chain_share,
             "source": self.source,
         }
 
@@ -84,12 +108,15 @@ class Calibration:
         try:
             text = tuple(float(data["text"][name]) for name in (*TEXT_FEATURES, "bias"))
             edge = tuple(float(data["edge"][name]) for name in (*EDGE_FEATURES, "bias"))
+            chain_share = None if data.get("chain_share") is None else float(data["chain_share"])
+            if chain_share is not None and not chain_share >= 0.0:
+                raise ValueError(f"chain_share {chain_share} is not 0 or more")
             # without fusion weights the first stage is hybrid's RRF ranking
             fusion_weights = data.get("fusion") or {"rrf": 1.0}
             fusion = tuple(float(fusion_weights.get(name, 0.0)) for name in (*FUSION_FEATURES, "bias"))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"calibration weights: missing or malformed {exc}") from None
-        return cls(text, edge, fusion, str(data.get("source", "")))
+        return cls(text, edge, fusion, chain_share, str(data.get("source", "")))
 
 
 @cache

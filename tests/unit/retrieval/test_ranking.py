@@ -32,32 +32,40 @@ def test_metrics_against_hand_computed_values():
 
 @given(
     text=st.lists(st.floats(0.0, 1.0), min_size=0, max_size=12),
-    graph=st.dictionaries(st.integers(0, 20), st.tuples(st.floats(0.0, 1.0), st.integers(0, 20)), max_size=10),
+    graph=st.dictionaries(
+        st.integers(0, 20), st.tuples(st.floats(0.0, 1.0), st.integers(0, 20), st.integers(0, 3)), max_size=10
+    ),
     k=st.integers(1, 10),
+    places=st.dictionaries(st.integers(0, 3), st.integers(0, 10), max_size=4),
 )
 # found by Hypothesis: an addition likelier than the addition it depends on was placed before it
-@example(text=[0.0, 0.0], graph={0: (0.0, 0), 1: (0.0, 0), 12: (0.0, 0), 2: (1.0, 12)}, k=4)
-def test_merge_evicts_a_first_stage_hit_only_for_a_likelier_addition(text, graph, k):
+@example(text=[0.0, 0.0], graph={0: (0.0, 0, 0), 1: (0.0, 0, 0), 12: (0.0, 0, 0), 2: (1.0, 12, 0)}, k=4, places={})
+def test_merge_lets_additions_in_only_on_stronger_evidence_within_their_places(text, graph, k, places):
     from toolkg.retrieval.auto import Evidence, merge
 
     first = [(i, Evidence(p, i, "text")) for i, p in enumerate(text)]
-    additions = {i: Evidence(p, n, "graph", parent=parent) for n, (i, (p, parent)) in enumerate(graph.items())}
-    out = merge(first, additions, k)
+    additions = {
+        i: Evidence(p, n, "graph", parent=parent, seed=seed) for n, (i, (p, parent, seed)) in enumerate(graph.items())
+    }
+    out = merge(first, additions, k, places)
     tools = [t for t, _ in out]
     assert len(tools) == len(set(tools)) <= k
     if len(first) >= k:
         assert len(out) == k
-    # first-stage hits that stayed on their text evidence keep their order
-    kept = [t for t, e in out if e.why == "text"]
-    assert kept == sorted(kept)
-    # a first-stage hit of the top k that is gone was evicted by a likelier addition
-    own = dict(first)
+        assert any(e.why == "text" for _, e in out)  # additions never take all of k
+    # a first-stage hit of the top k that is gone was displaced by a likelier addition
     for tool, evidence in first[:k]:
         if tool not in tools:
             assert any(e.why == "graph" and e.probability > evidence.probability for _, e in out)
-    # an addition hangs right after the tool it depends on, or after that tool's earlier additions
+    # one seed's dependencies take at most the places it has
+    text_ids = {t for t, _ in first[:k]}
+    for seed, allowed in places.items():
+        assert sum(1 for t, e in out if t not in text_ids and e.seed == seed) <= allowed
+    # the scores shown are the order followed
+    scores = [e.probability for _, e in out]
+    assert scores == sorted(scores, reverse=True)
+    # of equal scores, an addition comes after the placed tool it depends on
     for n, (tool, evidence) in enumerate(out):
-        if evidence.why == "graph" and evidence.parent in tools[:n]:
-            between = out[tools.index(evidence.parent) + 1 : n]
-            assert all(e.why == "graph" for _, e in between), (out, tool)
-    assert all(own[t].probability >= 0 for t in kept)
+        if evidence.why == "graph" and evidence.parent in tools and evidence.parent != tool:
+            parent_at = tools.index(evidence.parent)
+            assert parent_at < n or out[parent_at][1].probability < evidence.probability, (out, tool)
