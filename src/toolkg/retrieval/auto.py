@@ -57,7 +57,8 @@ def merge(
     dependencies, each implied need's best tool) are taken strongest first: each takes the place of the
     weakest first-stage hit still there, only when its probability is higher than that hit's own. The
     dependencies one seed brings take at most ``places[seed]`` places (a seed missing from ``places``: no
-    limit), an implied need one, and additions never take all of k. A tool that is both keeps its stronger
+    limit), an implied need one, and additions never take all of k; a dependency enters only while the tool
+    that needs it is in the top k (a prerequisite alone is no use). A tool that is both keeps its stronger
     evidence and its place. The result is ordered by probability, the score shown; ties keep the order
     found, an addition right after the tool it is a dependency of.
 
@@ -77,6 +78,7 @@ def merge(
         if tool in at and evidence.probability > top[at[tool]][1].probability:
             top[at[tool]] = (tool, evidence)
     added: set[int] = set()
+    placed = set(at)
     taken: dict[int, int] = {}  # seed -> places its dependencies took
     for tool, evidence in sorted(additions.items(), key=lambda x: (-x[1].probability, x[1].order, x[0])):
         if tool in at or tool in added:
@@ -84,17 +86,22 @@ def merge(
         seed = evidence.seed
         if seed is not None and taken.get(seed, 0) >= places.get(seed, k):
             continue  # this seed's chain has the places its evidence earns
+        if evidence.parent is not None and evidence.parent not in placed:
+            continue  # a prerequisite of a tool that is not in the top k
         if len(top) >= k:
             if len(added) >= k - 1:
                 break  # never all of k
-            weakest = min(
-                (n for n in range(len(top)) if top[n][0] not in added), key=lambda n: (top[n][1].probability, -n)
-            )
+            needed = {evidence.parent} | {e.parent for t, e in top if t in added}  # what placed additions need
+            open_places = [n for n in range(len(top)) if top[n][0] not in added and top[n][0] not in needed]
+            if not open_places:
+                continue
+            weakest = min(open_places, key=lambda n: (top[n][1].probability, -n))
             if top[weakest][1].probability >= evidence.probability:
                 break  # additions come strongest first: none after this one beats a hit either
-            top.pop(weakest)
+            placed.discard(top.pop(weakest)[0])
         top.append((tool, evidence))
         added.add(tool)
+        placed.add(tool)
         if seed is not None:
             taken[seed] = taken.get(seed, 0) + 1
     ordered = _hang(top, added)

@@ -52,11 +52,15 @@ def test_merge_lets_additions_in_only_on_stronger_evidence_within_their_places(t
     assert len(tools) == len(set(tools)) <= k
     if len(first) >= k:
         assert len(out) == k
-        assert any(e.why == "text" for _, e in out)  # additions never take all of k
+        assert any(t in {i for i, _ in first[:k]} for t in tools)  # additions never take all of k
     # a first-stage hit of the top k that is gone was displaced by a likelier addition
     for tool, evidence in first[:k]:
         if tool not in tools:
             assert any(e.why == "graph" and e.probability > evidence.probability for _, e in out)
+    # a dependency stands only with the tool that needs it
+    for tool, evidence in out:
+        if evidence.why == "graph" and evidence.parent is not None and tool not in {t for t, _ in first[:k]}:
+            assert evidence.parent in tools, (out, tool)
     # one seed's dependencies take at most the places it has
     text_ids = {t for t, _ in first[:k]}
     for seed, allowed in places.items():
