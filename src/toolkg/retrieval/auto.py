@@ -204,10 +204,8 @@ class AutoRetriever(Retriever):
                 continue
             rankings.append([i for i, _ in ranked])
             label = "text" if kind == "whole" else f"{kind}: {text}"
-            ceiling = 1.0  # a worse rank is never likelier: the probability falls with the rank
-            for rank, (tool, _) in enumerate(ranked, start=1):
-                probability = self.calibration.text_probability(rank, top_cosine, kind, said, margin)
-                probability = ceiling = min(ceiling, probability)
+            probabilities = self.calibration.text_probabilities(len(ranked), top_cosine, kind, said, margin)
+            for rank, ((tool, _), probability) in enumerate(zip(ranked, probabilities.tolist(), strict=True), 1):
                 if tool not in best or probability > best[tool][0]:
                     best[tool] = (probability, f"{label} #{rank}")
         if len(rankings) > 1:

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import numpy as np
+
 from toolkg.retrieval.fusion import FUSION_FEATURES
 
 DEFAULT_PATH = Path(__file__).with_name("calibration.json")
@@ -88,6 +90,21 @@ class Calibration:
         self, rank: int, top_cosine: float, kind: str = "whole", parts: int = 1, margin: float = 0.0
     ) -> float:
         return _logistic(self.text, text_features(rank, top_cosine, kind, parts, margin))
+
+    def text_probabilities(
+        self, count: int, top_cosine: float, kind: str = "whole", parts: int = 1, margin: float = 0.0
+    ) -> np.ndarray:
+        """``text_probability`` of ranks 1..``count`` at once, never rising with the rank (a worse rank is
+        never likelier)."""
+        if count <= 0:
+            return np.zeros(0)
+        rows = np.array([text_features(rank, top_cosine, kind, parts, margin) for rank in (1, 2)])
+        # every feature is affine in log(rank): two ranks give each feature's intercept and slope
+        slope = rows[1] - rows[0]
+        log_ranks = np.log(np.arange(1, count + 1, dtype=np.float64))
+        features = rows[0][None, :] + (log_ranks / math.log(2))[:, None] * slope[None, :]
+        z = features @ np.asarray(self.text[:-1]) + self.text[-1]
+        return np.minimum.accumulate(1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0))))
 
     def edge_probability(self, confidence: float, declared: bool, depth: int = 1) -> float:
         if declared:

@@ -73,3 +73,25 @@ def test_merge_lets_additions_in_only_on_stronger_evidence_within_their_places(t
         if evidence.why == "graph" and evidence.parent in tools and evidence.parent != tool:
             parent_at = tools.index(evidence.parent)
             assert parent_at < n or out[parent_at][1].probability < evidence.probability, (out, tool)
+
+
+@given(
+    count=st.integers(0, 300),
+    top_cosine=st.floats(-1.0, 1.0),
+    kind=st.sampled_from(["whole", "step", "clause", "implied"]),
+    parts=st.integers(1, 8),
+    margin=st.floats(-5.0, 50.0),
+)
+def test_text_probabilities_at_once_equal_the_ranks_one_by_one(count, top_cosine, kind, parts, margin):
+    """``text_probabilities`` (vectorised: the features are affine in log(rank)) equals ``text_probability``
+    rank by rank, capped so that a worse rank is never likelier."""
+    import numpy as np
+
+    from toolkg.retrieval.calibration import load_calibration
+
+    calibration = load_calibration()
+    at_once = calibration.text_probabilities(count, top_cosine, kind, parts, margin)
+    one_by_one = [calibration.text_probability(r, top_cosine, kind, parts, margin) for r in range(1, count + 1)]
+    expected = np.minimum.accumulate(one_by_one) if count else np.zeros(0)
+    assert np.allclose(at_once, expected, rtol=0, atol=1e-12)
+    assert all(a >= b for a, b in zip(at_once, at_once[1:], strict=False))
