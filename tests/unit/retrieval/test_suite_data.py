@@ -102,3 +102,40 @@ def test_audit_verdicts_judge_real_unlabelled_pairs_once(name):
         assert x["consumer"] in tools and x["producer"] in tools and pair not in labelled, x
         assert x["verdict"] in ("correct", "wrong") and x["reason"].strip(), x
     assert (len(rows), sum(x["verdict"] == "correct" for x in rows)) == AUDITS[name]
+
+
+CONVERSATIONAL = {  # set -> (manifests' folder, tools, queries), benchmarks/suite/conversational.py
+    "bfcl-multi-turn": ("tests/cases/real/openai/bfcl-multi-turn", 162, 731),
+    "tau2": ("tests/cases/real/openai/tau2", 72, 269),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONVERSATIONAL))
+def test_conversational_sets_answer_every_query_and_keep_a_conversation_in_one_half(name):
+    """The suite's conversational queries name tools their catalog has, and the turns of one conversation
+    all fall in one half (a turn's half is its conversation's)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "benchmarks" / "suite"))
+    from conversational import rows
+    from run import SETTINGS, rows_of
+
+    folder, tools, queries = CONVERSATIONAL[name]
+    assert (ROOT / "data" / name / "LICENSE").is_file() and (ROOT / "data" / name / "SOURCE.md").is_file()
+    ids = []
+    for path in discover_all([str(ROOT / folder)]).files:
+        file, data = fingerprint_file(Path(path), None)
+        result = ingest_manifest(file, data)
+        assert not result.quarantined, [q.reason for q in result.quarantined[:3]]
+        ids += [t.id for s in result.manifest.servers for t in s.tools]
+    assert len(ids) == len(set(ids)) == tools
+    found = rows(name)
+    assert len(found) == queries and len({r["id"] for r in found}) == queries
+    for row in found:
+        assert row["query"].strip() and row["gold_tools"]
+        assert all(g in ids for g in row["gold_tools"]), row["id"]
+    # the suite's halves: every query in one of them, no conversation in both
+    tune, report = (rows_of(SETTINGS[name], h) for h in ("tune", "report"))
+    assert len(tune) + len(report) == queries and tune and report
+    assert not {r["group"] for r in tune} & {r["group"] for r in report}
