@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from toolkg.retrieval import Index, Query, as_query
-from toolkg.retrieval.auto import AutoRetriever, merge
+from toolkg.retrieval.auto import AutoRetriever, chain_places, merge, stated_needs
 from toolkg.retrieval.calibration import DEFAULT_PATH, Calibration, edge_features, text_features
 from toolkg.retrieval.fusion import Candidates, candidates, ranking
 from toolkg.retrieval.metrics import Gold, complete_at, gold_tools, matches, recall_at
@@ -212,10 +212,8 @@ def chain_scores(calibration: Calibration, samples: dict[str, Samples]) -> dict[
             totals = np.zeros(len(CHAIN_SHARES))
             for query, gold in s.queries:
                 first, additions = retriever.evidence(query)
-                text = dict(first)
-                seeds = {e.seed for e in additions.values() if e.seed is not None}
                 for n, share in enumerate(CHAIN_SHARES):
-                    places = {seed: min(CHAIN_K - 1, round(share * text[seed].probability * CHAIN_K)) for seed in seeds}
+                    places = chain_places(first, additions, CHAIN_K, share, stated_needs(query))
                     ranked = [index.catalog.tools[t].id for t, _ in merge(first, additions, CHAIN_K, places)]
                     totals[n] += (recall_at(ranked, gold, CHAIN_K) + complete_at(ranked, gold, CHAIN_K)) / 2
             out[name] = totals / max(len(s.queries), 1)

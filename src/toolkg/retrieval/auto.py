@@ -108,6 +108,24 @@ def merge(
     return sorted(ordered, key=lambda item: -item[1].probability)  # stable: ties keep _hang's order
 
 
+def stated_needs(query: Query) -> int:
+    """How many needs a request states: the whole and each step of its own."""
+    return 1 + len(dict.fromkeys(step for step in query.steps if step != query.text))
+
+
+def chain_places(
+    first: list[tuple[int, Evidence]], additions: dict[int, Evidence], k: int, share: float | None, needs: int = 1
+) -> dict[int, int]:
+    """How many places each seed's dependencies may take: ``share`` x p(seed) x k (None: no limit), shared by
+    the ``needs`` the request states (one need's chain does not take the other needs' places), never all of
+    k."""
+    if share is None:
+        return {}
+    text = dict(first)
+    seeds = {e.seed for e in additions.values() if e.seed is not None}
+    return {seed: min(k - 1, round(share * text[seed].probability * k / max(needs, 1))) for seed in seeds}
+
+
 def _hang(top: list[tuple[int, Evidence]], added: set[int]) -> list[tuple[int, Evidence]]:
     """Each addition right after the tool it depends on, its own additions after it (depth first), in the
     order they were placed; the rest in their order. An addition whose parent is not placed stays where it
@@ -252,28 +270,22 @@ class AutoRetriever(Retriever):
         self.index.begin_query([text for text, _ in parts])
         first, rankings, additions = self.text_evidence(parts)
         if self.seeds and self.depth:
-            for tool, evidence in self.graph_evidence(first, rankings).items():
+            # seeds come from what the request says (the whole, its steps), not from a clause split from it
+            stated = rankings[: sum(kind in ("whole", "step") for _, kind in parts)]
+            for tool, evidence in self.graph_evidence(first, stated).items():
                 if tool not in additions or evidence.probability > additions[tool].probability:
                     additions[tool] = evidence
         return first, additions
 
     def places(
-        self, first: list[tuple[int, Evidence]], additions: dict[int, Evidence], k: int, said: int = 1
+        self, query: Query, first: list[tuple[int, Evidence]], additions: dict[int, Evidence], k: int
     ) -> dict[int, int]:
-        """How many places each seed's dependencies may take: ``chain_share`` x p(seed) x k (the
-        calibration's; none: no limit), shared by the ``said`` needs the request states (the whole and each
-        step: one need's chain does not take the other needs' places), never all of k."""
-        share = self.calibration.chain_share
-        if share is None:
-            return {}
-        text = dict(first)
-        seeds = {e.seed for e in additions.values() if e.seed is not None}
-        return {seed: min(k - 1, round(share * text[seed].probability * k / max(said, 1))) for seed in seeds}
+        """How many places each seed's dependencies may take (``chain_places`` with the calibration's share)."""
+        return chain_places(first, additions, k, self.calibration.chain_share, stated_needs(query))
 
     def retrieve(self, query: Query, k: int) -> Ranking:
         first, additions = self.evidence(query)
-        said = 1 + len(dict.fromkeys(step for step in query.steps if step != query.text))
-        ranked = merge(first, additions, k, self.places(first, additions, k, said))
+        ranked = merge(first, additions, k, self.places(query, first, additions, k))
         catalog = self.catalog
         hits = [Hit(catalog.tools[i], evidence.probability, evidence.why) for i, evidence in ranked]
         return Ranking(hits, servers_of(catalog, hits, k))
