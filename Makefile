@@ -92,7 +92,7 @@ bench: $(STAMP) mcp-servers  ## build (sample catalogs, synthetic 10k and 100k t
 	$(BIN)/python benchmarks/sync_bench.py
 	$(BIN)/python benchmarks/live_bench.py
 
-bench-suite: $(STAMP)  ## the retrieval suite: every method and the plain references on five public catalogs, leave-one-catalog-out
+bench-suite: $(STAMP)  ## the retrieval suite: every method and the plain references on seven public catalogs, leave-one-catalog-out
 	$(BIN)/python benchmarks/suite/run.py
 
 clean:
