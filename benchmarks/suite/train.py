@@ -132,7 +132,7 @@ def logistic_fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> np.ndarra
     return np.r_[raw, w[-1] - float((raw * mean).sum())]
 
 
-def _balanced(blocks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def balanced(blocks: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows of every catalog stacked, each catalog weighing the same."""
     blocks = [(x, y) for x, y in blocks if len(y)]
     if not blocks:
@@ -193,10 +193,10 @@ def fit_calibration(samples: dict[str, Samples], exclude: str | None = None) -> 
         if whole:
             x = np.vstack([p.found.features for p in whole])
             fusion_blocks.append((x, np.concatenate([p.target for p in whole])))
-    fusion = _rounded(monotone_fit(*_balanced(fusion_blocks), FUSION_SIGNS))
-    text = logistic_fit(*_balanced([text_rows(s, fusion) for s in kept.values()]))
+    fusion = _rounded(monotone_fit(*balanced(fusion_blocks), FUSION_SIGNS))
+    text = logistic_fit(*balanced([text_rows(s, fusion) for s in kept.values()]))
     edges = [(np.asarray(s.edge_x, dtype=np.float64), np.asarray(s.edge_y)) for s in kept.values() if s.edge_x]
-    edge = monotone_fit(*_balanced(edges), EDGE_SIGNS)
+    edge = monotone_fit(*balanced(edges), EDGE_SIGNS)
     source = "tuning halves of " + ", ".join(sorted(kept))
     calibration = Calibration(_rounded(text), _rounded(edge), fusion, None, source)
     return Calibration(calibration.text, calibration.edge, fusion, fit_chain_share(calibration, kept), source)
