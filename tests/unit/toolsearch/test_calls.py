@@ -328,13 +328,17 @@ def test_calls_are_relayed_unchanged_and_checked_first(calls_store) -> None:
 
 def test_a_hanging_or_crashing_server_fails_in_one_line_and_the_next_call_gets_a_fresh_one(calls_store) -> None:
     search, tag = calls_store
-    settings = CallSettings(timeout=1.5)
+    settings = CallSettings(timeout=20)
     with ToolCaller(search, CallPolicy.from_flags(["*"]), settings) as caller:
+        # Only the hanging call runs under the short limit: the limit also covers opening a session (starting
+        # a Python server), which a loaded machine can take over 1.5 s to do, and which is not under test here.
         first = caller.call_sync("calls::pid").structured_content["result"]
+        caller.pool.timeout = 1.5
         started = time.monotonic()
         with pytest.raises(CallFailed) as hung:
             caller.call_sync("calls::nap", {"seconds": 30})
         assert time.monotonic() - started < 5
+        caller.pool.timeout = 20
         message = str(hung.value)
         assert "\n" not in message and "within 1.5s (timeout" in message and "--call-timeout" in message, message
         second = caller.call_sync("calls::pid").structured_content["result"]
