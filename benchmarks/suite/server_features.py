@@ -85,7 +85,9 @@ def screen(samples: dict[str, Samples], variant: str) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("samples", type=Path, help="the calibration rows run.py --samples wrote")
+    parser.add_argument(
+        "samples", type=Path, help="the rows run.py --samples wrote (a pickle: it runs code when read; your own only)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "server_features.json")
     args = parser.parse_args()
     samples = pickle.loads(args.samples.read_bytes())
