@@ -201,8 +201,9 @@ def _timing(wall: float, pipeline: float, server: SharedServer | None) -> list[s
 
 
 def _build_only(args: argparse.Namespace, config: BuildConfig, started: float, skipped: list[str]) -> int:
-    """`toolkg build PATH... --only SERVER`: incremental sync of those servers (flows/sync.py). ``skipped``:
-    the lines of the MCP configurations found in folders and not listed, said on stderr."""
+    """`toolkg build PATH... --only SERVER`: incremental sync of those servers (flows/sync/), told the run's
+    whole config as a build is. ``skipped``: the lines of the MCP configurations found in folders and not
+    listed, said on stderr."""
     from toolkg.errors import StoreError
     from toolkg.flows.sync.flow import SyncResult, format_result, sync_servers
     from toolkg.store.oxigraph_store import ToolStore
@@ -224,7 +225,7 @@ def _build_only(args: argparse.Namespace, config: BuildConfig, started: float, s
     run = sync_servers if os.environ.get("PREFECT_API_URL") else sync_servers.fn
     for line in skipped:  # first (an --only naming a server of one fails), on stderr (stdout is the results)
         print(line, file=sys.stderr)
-    results = run(paths=list(args.paths), store_dir=args.store, servers=args.only, links=config.link, live=config.live)
+    results = run(paths=list(args.paths), store_dir=args.store, servers=args.only, config=config)
     timing = f"  wall time: {time.perf_counter() - started:.2f}s"
     if args.output_format == "json":
         from pydantic import TypeAdapter
