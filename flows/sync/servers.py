@@ -1,4 +1,8 @@
-"""Sync named servers from manifest files: find them, then add, update or remove each on the store."""
+"""Sync named servers from manifest files: find them, then add, update or remove each on the store.
+
+``sync_paths`` is the whole of ``toolkg build PATH... --only SERVER``; the Prefect flow (flows/sync/flow.py)
+wraps it when a Prefect server runs.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from toolkg.extractors.manifests.reading import discover, fingerprint_file
 from toolkg.flows.sync.catalog import CatalogSync
 from toolkg.flows.sync.result import SyncResult
 from toolkg.limits import Limits
+from toolkg.live import refresh_live
 from toolkg.models import Manifest, Server
 from toolkg.store.build_state import clear_pending, mark_pending
 from toolkg.store.catalog_reads import stored_server_ids
@@ -83,3 +88,22 @@ def sync_found_servers(
         publish_snapshot(store, run_id)
         clear_pending(store, "snapshot")
     return results
+
+
+def sync_paths(
+    paths: list[str], store_dir: str, servers: list[str], config: BuildConfig | None = None
+) -> list[SyncResult]:
+    """`toolkg build PATH... --only SERVER`: sync just these servers from the manifests under ``paths``
+    (a server no manifest defines any more is removed) with the run's ``config``, as a build would use it,
+    then publish a snapshot for the endpoint.
+
+    Live servers among ``paths`` (toolkg.live) are listed first, only those named: a listing that fails
+    keeps the server's last snapshot (so the sync changes nothing for it) and is reported."""
+    config = config or BuildConfig()
+    live = config.live
+    listed = refresh_live(paths, store_dir, timeout=live.timeout, concurrency=live.concurrency, only=set(servers))
+    found = find_servers(listed.paths, servers, exclude=listed.configurations, config=config)
+    with ToolStore(store_dir) as store:
+        results = sync_found_servers(store, servers, found, config=config)
+    failed = [SyncResult(operation="list", target=q.item, quarantined=[q]) for q in listed.quarantined]
+    return failed + results

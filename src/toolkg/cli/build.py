@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -205,7 +206,7 @@ def _build_only(args: argparse.Namespace, config: BuildConfig, started: float, s
     whole config as a build is. ``skipped``: the lines of the MCP configurations found in folders and not
     listed, said on stderr."""
     from toolkg.errors import StoreError
-    from toolkg.flows.sync.flow import SyncResult, format_result, sync_servers
+    from toolkg.flows.sync import SyncResult, format_result, sync_paths
     from toolkg.store.oxigraph_store import ToolStore
 
     offline_only = {
@@ -220,9 +221,13 @@ def _build_only(args: argparse.Namespace, config: BuildConfig, started: float, s
     usage(not clashing, f"--only syncs servers with the offline extractor; it cannot go with {', '.join(clashing)}")
     if not ToolStore.exists(args.store):
         raise StoreError(f"no toolkg store at {args.store}: --only updates a built store (build it first)")
-    # With a Prefect server the sync is a flow run that shows in its UI; without one it runs in-process
-    # rather than spend 10-15 s starting a temporary server for a sub-second change.
-    run = sync_servers if os.environ.get("PREFECT_API_URL") else sync_servers.fn
+    # With a Prefect server the sync is a flow run that shows in its UI; without one it runs in-process, Prefect
+    # not even imported, rather than spend 10-15 s starting a temporary server for a sub-second change.
+    run: Callable[..., list[SyncResult]] = sync_paths
+    if os.environ.get("PREFECT_API_URL"):
+        from toolkg.flows.sync.flow import sync_servers
+
+        run = sync_servers
     for line in skipped:  # first (an --only naming a server of one fails), on stderr (stdout is the results)
         print(line, file=sys.stderr)
     results = run(paths=list(args.paths), store_dir=args.store, servers=args.only, config=config)
