@@ -118,3 +118,14 @@ def test_a_sync_infers_with_the_runs_inference_settings(build, tmp_path, built_w
     edges = _graph_state(live, [])[0]
     assert edges == _graph_state(tmp_path / "with-settings", [])[0]
     assert edges != _graph_state(tmp_path / "with-defaults", [])[0]
+
+
+def test_a_sync_refuses_settings_it_cannot_honour(tmp_path):
+    """The LLM extractor, the LLM review and hidden declared dependencies are a build's: refused, not ignored."""
+    from toolkg.config import BuildConfig
+    from toolkg.errors import ConfigError
+
+    with ToolStore(tmp_path / "store") as store:
+        for config in (BuildConfig(confirm_deps=True), BuildConfig(hide_declared=True), BuildConfig(extractor="llm")):
+            with pytest.raises(ConfigError, match="incremental sync cannot honour"):
+                CatalogSync(store, config)
