@@ -3,8 +3,9 @@
 Each stage is one class (``base.CatalogStage``) in its own module that states, once: its name, the
 graph it writes, its options (a section of ``BuildConfig``), the modules whose code decides its
 result, ``run(run) -> info``, how that info prints (the info's ``lines``) and, for incremental sync,
-how it brings its graph up to date after a change to a few tools (``update``). ``CATALOG_STAGES``
-lists them in order: adding a stage is its module, a line here and its ``StageName``.
+how it follows a change to a few tools (``warm``, ``update``, ``after_write``; by default it is marked
+pending for the next build). ``CATALOG_STAGES`` lists them in order, for builds and syncs alike: adding a
+stage is its module, a line here and its ``StageName``.
 
 Each stage reads the whole stored catalog and swaps one named graph, under one guard
 (``StageContext.stage`` with ``contain``): a failure keeps the stage's previous graph, becomes a

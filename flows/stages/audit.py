@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from toolkg.approvals import Approvals
 from toolkg.canonicalize.findings import audit
 from toolkg.canonicalize.findings.confusables import skeleton
 from toolkg.findings import ToolText
-from toolkg.flows.stages.base import CatalogRun, CatalogStage
+from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change, StageState, StageUpdate
 from toolkg.models import StageInfo
 from toolkg.ontology.graphs import AUDIT_GRAPH
 from toolkg.stages import StageName
@@ -46,7 +47,16 @@ class AuditInfo(StageInfo):
         return [f"findings: {flagged}" + (f"; {notes} with notes only (same name on another server)" if notes else "")]
 
 
-class Audit(CatalogStage):
+@dataclass
+class AuditState(StageState):
+    """The store a sync writes, and the stored texts of the tools the current change is about to rewrite:
+    what a ``changed`` finding quotes, read by ``update`` before the write, used by ``after_write``."""
+
+    store: ToolStore
+    before: dict[str, ToolText] = field(default_factory=dict)
+
+
+class Audit(CatalogStage[AuditState]):
     """Run the detectors over the stored catalog and swap the audit graph."""
 
     name = StageName.AUDIT
@@ -80,17 +90,27 @@ class Audit(CatalogStage):
         return int(info.findings.get("tools", 0))  # type: ignore[attr-defined]
 
     # --- incremental sync ----------------------------------------------------------------------
+    # The detectors read the tools' texts as the store holds them, so a sync audits after it wrote its change;
+    # the texts being replaced are read before (``update``), for the words a ``changed`` finding quotes.
 
-    def before(self, store: ToolStore, changed: set[str]) -> dict[str, ToolText]:
-        """The texts of the tools a sync is about to change, as stored (read before it writes)."""
-        return {t.id: t for t in read_tool_texts(store, changed)} if changed and audit_graph_exists(store) else {}
+    def warm(self, run: CatalogRun) -> AuditState:
+        return AuditState(run.store)
 
-    def update(self, store: ToolStore, changed: set[str], removed: set[str], before: dict[str, ToolText]) -> int:
-        """After a sync wrote its change: audit the changed tools again, and the tools whose name reads like
-        theirs (name shadowing works both ways), and forget the removed ones; one update. Another tool's text
-        that names a changed tool is read again by the next build. Returns the tools audited."""
+    def update(self, state: AuditState, change: Change) -> StageUpdate:
+        """The texts of the tools the change rewrites, as stored (a store never audited: none)."""
+        store, changed = state.store, change.changed
+        stored = changed and audit_graph_exists(store)
+        state.before = {t.id: t for t in read_tool_texts(store, changed)} if stored else {}
+        return StageUpdate()
+
+    def after_write(self, state: AuditState, change: Change) -> StageUpdate:
+        """Audit the changed tools again, and the tools whose name reads like theirs (name shadowing works
+        both ways), and forget the removed ones; one update. Another tool's text that names a changed tool is
+        read again by the next build."""
+        store, changed, removed = state.store, change.changed, change.removed
+        before, state.before = state.before, {}
         if not (changed or removed) or not audit_graph_exists(store):
-            return 0  # a store never audited: the next build audits it whole
+            return StageUpdate()  # a store never audited: the next build audits it whole
         catalog = read_tool_names(store)
         touched = {skeleton(t.name) for t in before.values()} | {
             skeleton(i.partition("::")[2]) for i in changed | removed
@@ -100,7 +120,7 @@ class Audit(CatalogStage):
         previous = {i: p for i, p in read_previous(store).items() if i in targets}
         result = audit(texts, previous, before, Approvals(store.directory).load(), catalog=catalog)
         replace_audit_of(store, targets | removed, audit_triples(result.findings, result.fingerprints, result.accepted))
-        return len(texts)
+        return StageUpdate()
 
 
 def _previous_texts(store: ToolStore, ids: list[str]):

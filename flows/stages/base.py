@@ -1,4 +1,9 @@
-"""What every catalog-wide stage is: ``CatalogStage``, and ``CatalogRun``, what the stages of one run share."""
+"""What every catalog-wide stage is: ``CatalogStage``, and ``CatalogRun``, what the stages of one run share.
+
+A stage serves a build (``run``: the whole catalog, its graph swapped) and an incremental sync (``warm`` once
+per session, then ``update`` per change, before sync writes, and ``after_write``, after it): one contract, so
+sync goes through ``CATALOG_STAGES`` with the run's ``BuildConfig`` as a build does (flows/sync/catalog.py).
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,19 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
-from pyoxigraph import NamedNode, Triple
+from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg.config import BuildConfig
 from toolkg.embeddings.ahead import EmbedAhead
 from toolkg.fingerprint import source_fingerprint
 from toolkg.models import StageInfo, Tool
+from toolkg.ontology import TK
+from toolkg.ontology.graphs import STATE_GRAPH
 from toolkg.stages import StageContext, StageName
+from toolkg.store.build_state import stage_node
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.records import ToolRecord, read_tools
 
@@ -72,6 +80,9 @@ class Change:
     tools: dict[str, Tool]  # the catalog after it
     deletions: dict[NamedNode, set[Triple]] = field(default_factory=dict)
     insertions: dict[NamedNode, set[Triple]] = field(default_factory=dict)
+    # server id -> the catalog it belongs to now (its manifest's folder), for each server the change writes:
+    # inference keeps unrelated catalogs apart, so a server moved to another folder is judged anew
+    catalogs: dict[str, str] = field(default_factory=dict)
 
     @property
     def touched(self) -> set[str]:
@@ -82,13 +93,41 @@ class Change:
         self.insertions.setdefault(graph, set()).update(add)
 
 
+@dataclass
+class StageUpdate:
+    """What one stage's ``update`` (or ``after_write``) changed, in the figures a sync's result reports
+    (``SyncResult.fold``): each stage fills the ones it has."""
+
+    neighbourhood: int = 0  # consumers re-inferred
+    edges_added: int = 0
+    edges_removed: int = 0
+    links_added: int = 0
+    links_removed: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)  # parts timed apart (the link stage's "embed")
+
+
+class StageState:
+    """What a stage keeps warm between a sync session's changes (``CatalogStage.warm``). A stage with nothing to
+    keep uses this one; a stage holding a model or a file subclasses it to load it early and release it."""
+
+    def preload(self) -> None:
+        """Pay the one-time loads now (a long-lived session does; a one-shot sync leaves them to first use)."""
+
+    def close(self) -> None:
+        """Release what the state holds (the session is over)."""
+
+
+S = TypeVar("S", bound=StageState)
+
+
 def code_fingerprint(code: tuple[str, ...]) -> str:
     """sha256 of the source of the modules (a package: all its modules) behind a stage."""
     return source_fingerprint(code)
 
 
-class CatalogStage:
-    """One catalog-wide stage. Subclasses set the class attributes and ``run``."""
+class CatalogStage(Generic[S]):
+    """One catalog-wide stage. Subclasses set the class attributes and ``run``; for incremental sync, a stage
+    that can follow a change to a few tools overrides ``warm`` and ``update`` (``S`` is what it keeps warm)."""
 
     name: ClassVar[StageName]
     graph: ClassVar[NamedNode | None] = None  # the named graph it swaps
@@ -105,9 +144,13 @@ class CatalogStage:
 
     def digest(self, run: CatalogRun) -> str:
         """Options and code, hashed: a store built with other options or older rules is brought up to date."""
+        return self.digest_with(run, self.extra_options(run))
+
+    def digest_with(self, run: CatalogRun, extra: dict[str, Any]) -> str:
+        """The digest with ``extra`` standing for ``extra_options(run)`` (what another run would record)."""
         options = self.options(run)
         key = {"options": options.model_dump() if options else {}, "code": self.fingerprint()}
-        key["options"] |= self.extra_options(run)
+        key["options"] |= extra
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 
     def extra_options(self, run: CatalogRun) -> dict[str, Any]:
@@ -129,3 +172,23 @@ class CatalogStage:
     def size(self, run: CatalogRun, info: StageInfo) -> int | None:
         """How many items it went over (its progress line's final count)."""
         return len(run.tools())
+
+    # --- incremental sync (flows/sync/catalog.py) ------------------------------------------------
+    # A sync session calls ``warm`` once, then, for each change, ``update`` before it writes (the triples go
+    # into the change: one transaction with the rest of the operation) and ``after_write`` once it has.
+
+    def warm(self, run: CatalogRun) -> S:
+        """What the stage keeps between a session's changes, loaded once. By default nothing."""
+        return StageState()  # type: ignore[return-value]  # S is StageState for a stage that keeps nothing
+
+    def update(self, state: S, change: Change) -> StageUpdate:
+        """Bring the stage's output up to date for ``change``, into ``change``. By default the stage cannot
+        follow a change at what a sync may cost (it is redone over the whole catalog): it is marked pending
+        in the sync's own transaction, and the next build redoes it."""
+        change.patch(STATE_GRAPH, set(), {Triple(stage_node(self.name), TK.pendingSince, Literal("sync"))})
+        return StageUpdate()
+
+    def after_write(self, state: S, change: Change) -> StageUpdate:
+        """After the sync wrote ``change``: a stage that reads the store as written does so here (a second
+        transaction). By default nothing."""
+        return StageUpdate()

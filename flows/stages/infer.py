@@ -13,15 +13,15 @@ from toolkg.canonicalize.inference.acyclic import dropped_pairs
 from toolkg.canonicalize.inference.incremental import IncrementalInference
 from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.config import InferenceOptions
-from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change
+from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change, StageState, StageUpdate
 from toolkg.models import InferredEdge, OutputField, Parameter, QuarantinedItem, StageInfo, Tool
 from toolkg.ontology import TK
 from toolkg.ontology.graphs import INFERRED_GRAPH
 from toolkg.ontology.vocabulary import Basis
 from toolkg.stages import StageName
+from toolkg.store.build_state import options_digests
 from toolkg.store.catalog_reads import server_catalogs
 from toolkg.store.dependencies import declared_pairs, dependency_rows, edge_triples, tool_id_of
-from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.records import ToolRecord
 
 EdgeKey = tuple[str, str, str | None]  # consumer, producer, parameter
@@ -32,15 +32,18 @@ def _edge_key(e: InferredEdge) -> EdgeKey:
 
 
 @dataclass
-class InferState:
+class InferState(StageState):
     """What incremental inference keeps warm: the stored inferred edges (indexed by consumer and by
-    producer), each server's catalog (inference keeps unrelated catalogs apart; sync sets a synced
-    server's before its change) and the incremental engine, which holds the declared pairs."""
+    producer), each server's catalog (inference keeps unrelated catalogs apart; a change sets the
+    catalog of each server it writes) and the incremental engine, which holds the declared pairs."""
 
     edges: dict[EdgeKey, InferredEdge]
     catalogs: dict[str, str]
     engine: IncrementalInference
     looped: set[tuple[str, str]] = field(default_factory=set)  # the engine's pairs ``acyclic`` leaves out
+    # the stored graph was inferred with other options or rules than the session's: the first update
+    # redecides every consumer, so the graph is what these options give (as a build's rerun would make it)
+    redo: bool = False
     by_consumer: dict[str, set[EdgeKey]] = field(default_factory=lambda: defaultdict(set))
     by_producer: dict[str, set[EdgeKey]] = field(default_factory=lambda: defaultdict(set))
 
@@ -90,7 +93,7 @@ class InferInfo(StageInfo):
         return out
 
 
-class Infer(CatalogStage):
+class Infer(CatalogStage[InferState]):
     """Infer dependencies over every stored tool (an LLM reviews them when configured) and swap the
     inferred graph."""
 
@@ -141,12 +144,12 @@ class Infer(CatalogStage):
 
     # --- incremental sync ----------------------------------------------------------------------
 
-    def warm(
-        self, store: ToolStore, options: InferenceOptions | None = None, tools: Iterable[Tool] = ()
-    ) -> InferState:
+    def warm(self, run: CatalogRun) -> InferState:
         """The stored inferred edges (declared ones are the manifests', not this stage's), and the
-        incremental engine over ``tools`` (the stored catalog): every tool's profile, offers and rule
-        edges computed ahead, so a sync session's first change costs what the later ones do."""
+        incremental engine over the stored catalog with the run's inference options: every tool's
+        profile, offers and rule edges computed ahead, so a session's first change costs what the later
+        ones do."""
+        store = run.store
         edges = {
             (r["consumer"], r["producer"], r["parameter"]): InferredEdge(
                 consumer=r["consumer"],
@@ -162,14 +165,25 @@ class Infer(CatalogStage):
             if r["basis"] != Basis.DECLARED
         }
         catalogs = server_catalogs(store)
-        engine = IncrementalInference(tools, options or InferenceOptions(), declared_pairs(store), catalogs)
-        return InferState(edges, catalogs, engine, dropped_pairs(_all_edges(engine), engine.declared))
+        engine = IncrementalInference(run.tools(), run.config.inference, declared_pairs(store), catalogs)
+        looped = dropped_pairs(_all_edges(engine), engine.declared)
+        return InferState(edges, catalogs, engine, looped, redo=not self._inferred_alike(run))
 
-    def update(self, state: InferState, change: Change) -> tuple[int, int, int]:
+    def _inferred_alike(self, run: CatalogRun) -> bool:
+        """Whether the stored graph was inferred with the run's options and this code: the digest the
+        build recorded is one this run's would be, with or without an LLM's review (a sync reviews
+        nothing; what a review decided stays outside the changes' neighbourhoods, as it always has)."""
+        recorded = options_digests(run.store).get(self.name)
+        extra = self.extra_options(run)
+        return recorded in {self.digest_with(run, extra | {"confirmed": confirmed}) for confirmed in (False, True)}
+
+    def update(self, state: InferState, change: Change) -> StageUpdate:
         """Re-infer what the change reaches (``IncrementalInference``: the changed tools' neighbourhood,
         widened where a catalog-wide count crosses its threshold), exactly as a rebuild would infer it.
-        Returns (consumers the change reached, edges added, edges removed); the triples go into ``change``."""
+        Reports the consumers the change reached and the edges added and removed; the triples go into
+        ``change``."""
         engine = state.engine
+        state.catalogs.update(change.catalogs)  # the engine's own mapping: read by ``apply``
         before = {i: engine.index.profiles[i].tool for i in change.touched if i in engine.index.profiles}
         found = engine.apply({i: as_read(change.tools[i]) for i in change.changed}, change.removed)
         added, dropped = _declared_changes(change)
@@ -178,6 +192,10 @@ class Infer(CatalogStage):
         # a stored edge from a removed tool goes whatever its consumer (a store inferred otherwise: an LLM's)
         for key in {k for i in change.removed for k in state.by_producer.get(i, ())}:
             found.setdefault(key[0], engine.final.get(key[0], []))
+        if state.redo:  # once: every consumer, those with stored edges and those with edges now
+            for consumer in engine.final.keys() | state.by_consumer.keys():
+                found.setdefault(consumer, engine.final.get(consumer, []))
+            state.redo = False
         # a loop is the whole catalog's: a pair the change adds may close one elsewhere (or open one again)
         looped = dropped_pairs(_all_edges(engine), engine.declared)
         for consumer, _ in looped ^ state.looped:
@@ -194,9 +212,11 @@ class Infer(CatalogStage):
         change.patch(INFERRED_GRAPH, old_triples - new_triples, new_triples - old_triples)
         old, new = {_edge_key(e): e for e in stale}, {_edge_key(e): e for e in fresh}
         state.replace(stale_keys, fresh)
-        added_edges = sum(old.get(k) != e for k, e in new.items())
-        removed_edges = sum(new.get(k) != e for k, e in old.items())
-        return max(engine.reached, len(found)), added_edges, removed_edges
+        return StageUpdate(
+            neighbourhood=max(engine.reached, len(found)),
+            edges_added=sum(old.get(k) != e for k, e in new.items()),
+            edges_removed=sum(new.get(k) != e for k, e in old.items()),
+        )
 
 
 def _all_edges(engine: IncrementalInference) -> list[InferredEdge]:
@@ -214,7 +234,10 @@ def as_read(tool: Tool) -> Tool:
         description=tool.description or "",
         parameters=tuple(
             Parameter(
-                name=p.name, required=p.required, location=p.location, description=p.description or "",
+                name=p.name,
+                required=p.required,
+                location=p.location,
+                description=p.description or "",
                 enum=tuple(sorted(p.enum)),
             )  # fmt: skip
             for p in tool.parameters

@@ -14,20 +14,19 @@ from toolkg.canonicalize.links.incremental import IncrementalLinks
 from toolkg.canonicalize.links.structural import LinkIndex, structural_links, tool_text
 from toolkg.embeddings.encoder import Embedder
 from toolkg.embeddings.encoder import model_id as embedding_model_id
-from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change
-from toolkg.models import StageInfo, Tool, ToolLink
+from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change, StageState, StageUpdate
+from toolkg.models import StageInfo, ToolLink
 from toolkg.ontology.graphs import LINKS_GRAPH
 from toolkg.stages import StageName
 from toolkg.store.dependencies import link_rows, link_triples
-from toolkg.store.oxigraph_store import ToolStore
 
 LinkKey = tuple[str, str, str]  # source, target, kind
 
 
 @dataclass
-class LinkState:
+class LinkState(StageState):
     """What incremental linking keeps warm: the stored links, every tool's vector, and each tool's
-    top lists (``IncrementalLinks``), computed once."""
+    top lists (``IncrementalLinks``), computed once; the embedder a change's new texts go through."""
 
     links: dict[LinkKey, ToolLink]
     vectors: dict[str, np.ndarray]
@@ -37,6 +36,12 @@ class LinkState:
     # stored links that differ from what the rules give now (a store linked by older rules): the first
     # update rewrites them too
     stale: set[LinkKey] = field(default_factory=set)
+
+    def preload(self) -> None:
+        self.embedder.warm()  # the ONNX session now: an operation's few texts never wait for it
+
+    def close(self) -> None:
+        self.embedder.close()
 
 
 class LinkInfo(StageInfo):
@@ -52,7 +57,7 @@ class LinkInfo(StageInfo):
         ]
 
 
-class Link(CatalogStage):
+class Link(CatalogStage[LinkState]):
     """Structural links (co-invoked, schema compatible, shared parameters); swap their graph."""
 
     name = StageName.LINK
@@ -83,25 +88,28 @@ class Link(CatalogStage):
 
     # --- incremental sync ----------------------------------------------------------------------
 
-    def warm(self, store: ToolStore, tools: dict[str, Tool], embedder: Embedder) -> LinkState:
-        """The stored links, and every tool's vector (from the embedding cache) and top lists."""
+    def warm(self, run: CatalogRun) -> LinkState:
+        """The stored links, and every tool's vector (from the embedding cache) and top lists, with the run's
+        link options: stored links that differ from what they give are redecided by the first update."""
         links = {
             (r["source"], r["target"], r["kind"]): ToolLink(
                 r["source"], r["target"], r["kind"], round(r["score"], 3), r["evidence"]
             )
-            for r in link_rows(store)
+            for r in link_rows(run.store)
         }
+        tools = {t.id: t for t in run.tools()}
         ids = sorted(tools)
+        embedder = Embedder(run.store.directory / "cache" / "embeddings.sqlite")
         matrix = embedder.encode([tool_text(tools[i]) for i in ids], label="embed tools")
         vectors = dict(zip(ids, matrix, strict=True))
         index = LinkIndex(list(tools.values()), vectors)
-        tops = IncrementalLinks(index)
+        tops = IncrementalLinks(index, run.config.links)
         stale = {k for k in links.keys() | tops.links.keys() if links.get(k) != tops.links.get(k)}
         return LinkState(links, vectors, embedder, index, tops, stale)
 
-    def update(self, state: LinkState, change: Change) -> tuple[int, int, float]:
+    def update(self, state: LinkState, change: Change) -> StageUpdate:
         """Embed the changed tools, redecide the links whose value may have changed, and patch the
-        links graph by link. Returns (links added, links removed, seconds spent embedding)."""
+        links graph by link. Reports the links added and removed, and the seconds spent embedding."""
         changed, removed, touched = change.changed, change.removed, change.touched
         embedding = 0.0
         for i in removed:
@@ -129,4 +137,5 @@ class Link(CatalogStage):
             del state.links[x.source, x.target, x.kind]
         state.links.update(((x.source, x.target, x.kind), x) for x in added)
         change.patch(LINKS_GRAPH, set(link_triples(gone)), set(link_triples(added)))
-        return len(added), len(gone), embedding
+        seconds = {"embed": embedding} if changed else {}  # part of the stage's time
+        return StageUpdate(links_added=len(added), links_removed=len(gone), seconds=seconds)

@@ -9,8 +9,9 @@ looks them up as before).
 
 Incremental sync does not patch the index: BM25's weights all move when the catalog's size does, and a
 tool's place in every array is its rank by id, so a patch would be a rewrite, which would cost a sync
-more than the rest of its work. ``update`` marks the stage pending in the sync's own transaction instead:
-retrievers then read the store (and say so) until the next build writes the index again.
+more than the rest of its work. Its ``update`` is the stages' default (flows/stages/base.py): the stage is
+marked pending in the sync's own transaction, and retrievers read the store (and say so) until the next build
+writes the index again.
 """
 
 from __future__ import annotations
@@ -18,14 +19,11 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from pyoxigraph import Literal, Triple
 
 from toolkg.embeddings.encoder import Embedder
 from toolkg.embeddings.encoder import model_id as embedding_model_id
-from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change
+from toolkg.flows.stages.base import CatalogRun, CatalogStage, StageState
 from toolkg.models import StageInfo
-from toolkg.ontology import TK
-from toolkg.ontology.graphs import STATE_GRAPH
 from toolkg.retrieval.catalog import ServerDoc, ToolDoc, read_servers
 from toolkg.retrieval.index_files import (
     current_token,
@@ -38,7 +36,7 @@ from toolkg.retrieval.index_files import (
     write_index,
 )
 from toolkg.stages import StageName
-from toolkg.store.build_state import options_digests, stage_node
+from toolkg.store.build_state import options_digests
 
 
 class IndexInfo(StageInfo):
@@ -52,7 +50,7 @@ class IndexInfo(StageInfo):
         return [f"retrieval index: {i.get('tools', 0)} tools, {i.get('terms', 0)} terms, {what}{vectors}"]
 
 
-class RetrievalIndex(CatalogStage):
+class RetrievalIndex(CatalogStage[StageState]):
     """Write ``<store>/index/<token>`` for the stored catalog and record its token in the store."""
 
     name = StageName.INDEX
@@ -119,10 +117,3 @@ class RetrievalIndex(CatalogStage):
             return embedder.encode(texts, label="embed tools"), embedder.encode(server_texts, label="embed servers")
         finally:
             embedder.close()
-
-    # --- incremental sync ----------------------------------------------------------------------
-
-    def update(self, change: Change) -> None:
-        """A sync changed the catalog: the index no longer matches it. Marks the stage pending in the sync's
-        own transaction (retrievers read the store until the next build writes the index again)."""
-        change.patch(STATE_GRAPH, set(), {Triple(stage_node(self.name), TK.pendingSince, Literal("sync"))})

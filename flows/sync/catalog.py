@@ -3,18 +3,20 @@
 A full build re-reads every manifest and re-infers over the whole catalog. ``CatalogSync`` keeps
 what the catalog-wide stages need warm (every tool, and each stage's own state: the inferred edges,
 the structural links and the tool vectors) and applies one change with the build's own steps,
-narrowed to what the change implies:
+narrowed to what the change implies, and the build's options (the run's ``BuildConfig``):
 
 - the server's manifest goes through the build's transform step (flows/steps.py), extracting the
   tools whose text changed and validating the tools whose triples differ; the server's named graph
   is patched by the triple difference, not rewritten, and a removed tool's extraction graph dropped;
-- the inference and link stages bring their graphs up to date for the changed tools'
-  neighbourhood (``Infer.update``, ``Link.update`` in flows/stages/), proven equal to a rebuild by
-  tests/integration/test_sync.py; the audit then reads the changed tools as written (``Audit.update``: their
-  findings, a rug pull's ``changed`` included).
+- every stage of ``CATALOG_STAGES`` the run wants follows the change through the stages' one contract
+  (flows/stages/base.py: ``warm`` once, ``update`` per change, ``after_write``): inference and links bring
+  their graphs up to date for the changed tools' neighbourhood (``Infer.update``, ``Link.update``),
+  proven equal to a rebuild by tests/integration/test_sync.py; canonicalize and the retrieval index,
+  which only a pass over the whole catalog makes, are marked pending for the next build; the audit
+  reads the changed tools as written (``Audit.after_write``: their findings, a rug pull's ``changed`` included).
 
-Everything one operation writes goes in one SPARQL update, so one transaction: a failure leaves
-the store as it was. The manifest that owns a synced server is marked stale (its fingerprint
+Everything one operation writes but the audit goes in one SPARQL update, so one transaction: a failure
+leaves the store as it was. The manifest that owns a synced server is marked stale (its fingerprint
 cleared), so the next ``toolkg build`` re-reads it rather than trusting a record that no longer
 matches the store.
 
@@ -33,26 +35,23 @@ from pathlib import Path
 
 from pyoxigraph import Literal, NamedNode, Triple
 
-from toolkg.embeddings.encoder import Embedder
-from toolkg.errors import NotFoundError, ToolkgError
+from toolkg.config import BuildConfig
+from toolkg.errors import ConfigError, NotFoundError, ToolkgError
 from toolkg.extractors.triples.semantic import make_extractor
 from toolkg.extractors.triples.structural import NameIndex
-from toolkg.flows.stages.audit import Audit
-from toolkg.flows.stages.base import Change
-from toolkg.flows.stages.infer import Infer
-from toolkg.flows.stages.link import Link, LinkState
-from toolkg.flows.stages.retrieval_index import RetrievalIndex
+from toolkg.flows.stages import CATALOG_STAGES, CatalogRun, CatalogStage
+from toolkg.flows.stages.base import Change, StageState
+from toolkg.flows.stages.infer import InferState
 from toolkg.flows.steps import transform_manifests
 from toolkg.flows.sync.result import SyncResult
 from toolkg.models import ExtractedManifest, Manifest, Server, Tool
 from toolkg.ontology import TK, iris
+from toolkg.stages import StageContext
 from toolkg.store.catalog_reads import manifests_defining
 from toolkg.store.oxigraph_store import ToolStore
-from toolkg.store.records import read_tools
 from toolkg.store.validation import Validator, tool_key
+from toolkg.summary import BuildSummary
 from toolkg.text.words import lemma
-
-INFER, LINK, INDEX, AUDIT = Infer(), Link(), RetrievalIndex(), Audit()
 
 
 def _signature(tool: Tool) -> tuple:
@@ -69,44 +68,44 @@ def _signature(tool: Tool) -> tuple:
 class CatalogSync:
     """A warm view of one store for incremental changes. Use one writer per store."""
 
-    def __init__(
-        self, store: ToolStore, *, links: bool = True, embedder: Embedder | None = None, warm: bool = True
-    ) -> None:
-        """``warm`` pays the one-time loads (model, lemma table, SHACL shapes) now, as a long-lived
-        session wants; a one-shot CLI sync leaves them to the first operation that needs them."""
+    def __init__(self, store: ToolStore, config: BuildConfig | None = None, *, warm: bool = True) -> None:
+        """``config`` is the run's, as a build is told it (its stage switches and options); ``warm`` pays the
+        one-time loads (model, lemma table, SHACL shapes) now, as a long-lived session wants; a one-shot CLI
+        sync leaves them to the first operation that needs them."""
         started = time.perf_counter()
+        config = config or BuildConfig()
+        _refuse_what_sync_cannot_do(config)
         self.store = store
-        self.tools: dict[str, Tool] = {t.id: t for t in read_tools(store)}
+        run = CatalogRun(store, StageContext(_session_summary(store)), config)
+        self.tools: dict[str, Tool] = {t.id: t for t in run.tools()}
         self.servers: dict[str, set[str]] = defaultdict(set)  # server id -> its tools' ids
         for i, t in self.tools.items():
             self.servers[t.server_id].add(i)
-        self.inferred = INFER.warm(store, tools=self.tools.values())
-        self.embedder = embedder
-        self.linked: LinkState | None = None
-        if links:
-            self.embedder = embedder or Embedder(store.directory / "cache" / "embeddings.sqlite")
-            self.linked = LINK.warm(store, self.tools, self.embedder)
-            if warm:  # the ONNX session now: an operation's few texts never wait for it, nor take the NumPy pass
-                self.embedder.warm()
+        # a stage the run switches off is left alone (the next build drops its graph, as builds do)
+        self.stages: list[tuple[CatalogStage, StageState]] = [
+            (stage, stage.warm(run)) for stage in CATALOG_STAGES if stage.wanted(run)
+        ]
         self.index = NameIndex()
         self.index.add(self.tools, "sync")
         self.extractor = make_extractor("offline", store.directory)
         self.validator = Validator(workers=0)
-        if warm:  # the lemma table and the compiled SHACL shapes load on first use
+        if warm:  # the embedding model, the lemma table and the compiled SHACL shapes load on first use
+            for _, state in self.stages:
+                state.preload()
             lemma("tools")
             self.validator.violations([])
         self.load_seconds = time.perf_counter() - started
 
     @property
     def edges(self) -> dict:
-        """The inferred edges as they stand, by (consumer, producer, parameter)."""
-        return self.inferred.edges
+        """The inferred edges as they stand, by (consumer, producer, parameter) (none when inference is off)."""
+        return next((s.edges for _, s in self.stages if isinstance(s, InferState)), {})
 
     def close(self) -> None:
         self.validator.close()
         self.extractor.close()
-        if self.embedder is not None:
-            self.embedder.close()
+        for _, state in self.stages:
+            state.close()
 
     def __enter__(self) -> CatalogSync:
         return self
@@ -166,7 +165,7 @@ class CatalogSync:
             drops.append(graph)
         else:
             self.index.add(new, source)
-            self.inferred.catalogs[server.id] = str(Path(source).parent)
+            change.catalogs[server.id] = str(Path(source).parent)
             drops += self._transform(server, source, format, graph, changed, change, result)
 
         clock = self._lap(result, "graphs", started)
@@ -175,15 +174,9 @@ class CatalogSync:
             self.index.discard(i)
         self.tools.update({i: new[i] for i in changed})
         self.servers[server_id] = set(new)
-        result.neighbourhood, result.edges_added, result.edges_removed = INFER.update(self.inferred, change)
-        clock = self._lap(result, "infer", clock)
-        if self.linked is not None:
-            result.links_added, result.links_removed, embedding = LINK.update(self.linked, change)
-            if changed:
-                result.stage_seconds["embed"] = round(embedding, 4)  # part of "link"
-        clock = self._lap(result, "link", clock)
-        INDEX.update(change)  # the retrieval index no longer matches: retrievers read the store until the next build
-        before = AUDIT.before(self.store, changed)  # the texts as they were: what a changed finding quotes
+        for stage, state in self.stages:  # in the build's order; each patches ``change``
+            result.fold(stage.update(state, change))
+            clock = self._lap(result, stage.name.value, clock)
         deletions, insertions = change.deletions, change.insertions
         self._mark_owner_stale(server_id, deletions, insertions, graph, server is None)
 
@@ -191,10 +184,11 @@ class CatalogSync:
         result.triples_inserted = sum(len(t) for t in insertions.values())
         self.store.patch(deletions, insertions, drops)
         clock = self._lap(result, "write", clock)
-        # the audit reads what was just written, as a build's audit reads the store (a second transaction: a sync
-        # killed before it leaves the changed tools unaudited until the next build, which audits every tool)
-        AUDIT.update(self.store, changed, removed, before)
-        self._lap(result, "audit", clock)
+        # what reads the store as written (the audit, as a build's audit reads the store) comes after, in a
+        # second transaction: a sync killed before it leaves the changed tools unaudited until the next build
+        for stage, state in self.stages:
+            result.fold(stage.after_write(state, change))
+            clock = self._lap(result, stage.name.value, clock)
         result.seconds = round(time.perf_counter() - started, 4)
         return result
 
@@ -247,8 +241,9 @@ class CatalogSync:
 
     @staticmethod
     def _lap(result: SyncResult, stage: str, since: float) -> float:
+        """Seconds since ``since`` added to ``stage``'s (a stage is timed before the write and after it)."""
         now = time.perf_counter()
-        result.stage_seconds[stage] = round(now - since, 4)
+        result.stage_seconds[stage] = round(result.stage_seconds.get(stage, 0.0) + now - since, 4)
         return now
 
     def _mark_owner_stale(self, server_id: str, deletions, insertions, graph: NamedNode, gone: bool) -> None:
@@ -264,3 +259,22 @@ class CatalogSync:
 def _structural(extracted: ExtractedManifest) -> set[Triple]:
     """A manifest's triples for its servers' own graphs (not its tools' extraction graphs)."""
     return {t for g in extracted.graphs if not g.extraction_of for t in g.triples}
+
+
+def _session_summary(store: ToolStore) -> BuildSummary:
+    """The context's summary a sync session's stages share (each operation reports in its ``SyncResult``)."""
+    started = datetime.now(UTC)
+    run_id = started.strftime("%Y%m%dT%H%M%SZ-sync-") + uuid.uuid4().hex[:6]
+    return BuildSummary(run_id=run_id, store=str(store.directory), started=started.isoformat())
+
+
+def _refuse_what_sync_cannot_do(config: BuildConfig) -> None:
+    """Settings a sync cannot honour are refused, not ignored: it extracts with the offline rules, has no
+    LLM review of inferred edges, and patches what the manifests declare."""
+    cannot = {
+        "build.extractor=llm": config.extractor == "llm",
+        "build.confirm_deps": config.confirm_deps,
+        "build.hide_declared": config.hide_declared,
+    }
+    if refused := [name for name, on in cannot.items() if on]:
+        raise ConfigError(f"an incremental sync cannot honour {', '.join(refused)}: run a full build")

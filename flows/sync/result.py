@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from toolkg.flows.stages.base import StageUpdate
 from toolkg.models import QuarantinedItem
 
 
@@ -23,7 +24,16 @@ class SyncResult:
     links_added: int = 0
     links_removed: int = 0
     quarantined: list[QuarantinedItem] = field(default_factory=list)
-    stage_seconds: dict[str, float] = field(default_factory=dict)  # graphs, infer, link, write
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # graphs, each stage, write
+
+    def fold(self, update: StageUpdate) -> None:
+        """Add what one stage's update changed."""
+        self.neighbourhood += update.neighbourhood
+        self.edges_added += update.edges_added
+        self.edges_removed += update.edges_removed
+        self.links_added += update.links_added
+        self.links_removed += update.links_removed
+        self.stage_seconds.update({part: round(seconds, 4) for part, seconds in update.seconds.items()})
 
 
 def format_result(r: SyncResult) -> str:

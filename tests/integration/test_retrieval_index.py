@@ -9,7 +9,8 @@ import shutil
 import pytest
 
 from tests.conftest import CASES
-from toolkg.flows.stages.base import Change
+from toolkg.config import BuildConfig
+from toolkg.flows.stages.base import Change, StageState
 from toolkg.flows.stages.retrieval_index import RetrievalIndex
 from toolkg.flows.sync import CatalogSync
 from toolkg.retrieval import METHODS, Index, Query, make_retriever
@@ -84,12 +85,12 @@ def test_a_store_changed_since_its_index_is_read_from_the_store_until_the_next_b
     build([catalog], store)
     first = current_token(store)
     capsys.readouterr()
-    with ToolStore(store) as opened, CatalogSync(opened, links=False, warm=False) as sync:
+    with ToolStore(store) as opened, CatalogSync(opened, BuildConfig(link=False), warm=False) as sync:
         gone = sorted({t.server_id for t in sync.tools.values()})[0]
         sync.remove_server(gone)
         # what sync is to write in the same transaction (RetrievalIndex.update): the index stage owed a rerun
         change = Change(changed=set(), removed=set(), before=[], tools={})
-        RetrievalIndex().update(change)
+        RetrievalIndex().update(StageState(), change)
         opened.patch(change.deletions, change.insertions)
         assert "index" in pending_stages(opened)
 
@@ -151,6 +152,6 @@ def test_an_unchanged_rebuild_leaves_the_index_alone(build, built_store, tmp_pat
 
 def test_a_sync_marks_the_index_stale(built_store, tmp_path):
     store = built_store.copy(CATALOG, tmp_path / "store")
-    with ToolStore(store) as opened, CatalogSync(opened, links=False, warm=False) as sync:
+    with ToolStore(store) as opened, CatalogSync(opened, BuildConfig(link=False), warm=False) as sync:
         sync.remove_server(sorted({t.server_id for t in sync.tools.values()})[0])
         assert "index" in pending_stages(opened)

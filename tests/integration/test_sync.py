@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from tests.conftest import CASES
 from tests.support.stores import _graph_state
 from toolkg.flows.sync import CatalogSync, read_manifest
@@ -90,3 +92,40 @@ def test_removing_and_adding_one_tool_match_rebuilds(build, tmp_path):
         added = sync.update_tool(without, tool, str(full / "shop.json"), manifest.format)
         assert (added.operation, added.tools_changed) == ("add-tool", [f"shop::{gone}"])
     assert _graph_state(tmp_path / "live-store", ["shop"])[:2] == _graph_state(tmp_path / "full-store", ["shop"])[:2]
+
+
+@pytest.mark.parametrize("built_with", ["defaults", "the same settings"])
+def test_a_sync_infers_with_the_runs_inference_settings(build, tmp_path, built_with):
+    """`toolkg build PATH --only SERVER --set inference.*` infers with those settings: the synced store's
+    dependency edges are a build's with them, whether the store was built with them or with the defaults
+    (then the first change brings every stored edge in line, as a build's rerun of the stage would)."""
+    from toolkg.cli import main
+
+    settings = {"learned": False}  # the learned judge off: shop's edges differ (tests/cases/inference/shop.json)
+    shop = json.loads((CASES / "inference" / "shop.json").read_text())
+    folder, live = tmp_path / "catalog", tmp_path / "live-store"
+    folder.mkdir()
+    (folder / "shop.json").write_text(json.dumps(shop[:-1]))
+    shutil.copy(CASES / "mcp_bing.json", folder / "mcp_bing.json")
+    build([folder], live, links=False, inference=settings if built_with == "the same settings" else {})
+    (folder / "shop.json").write_text(json.dumps(shop))  # its last tool is new
+    build([folder], tmp_path / "with-settings", links=False, inference=settings)
+    build([folder], tmp_path / "with-defaults", links=False)
+
+    code = main(["build", str(folder), "--store", str(live), "--only", "shop", "--no-links", "-q",
+                 "--set", "inference.learned=false"])  # fmt: skip
+    assert code == 0
+    edges = _graph_state(live, [])[0]
+    assert edges == _graph_state(tmp_path / "with-settings", [])[0]
+    assert edges != _graph_state(tmp_path / "with-defaults", [])[0]
+
+
+def test_a_sync_refuses_settings_it_cannot_honour(tmp_path):
+    """The LLM extractor, the LLM review and hidden declared dependencies are a build's: refused, not ignored."""
+    from toolkg.config import BuildConfig
+    from toolkg.errors import ConfigError
+
+    with ToolStore(tmp_path / "store") as store:
+        for config in (BuildConfig(confirm_deps=True), BuildConfig(hide_declared=True), BuildConfig(extractor="llm")):
+            with pytest.raises(ConfigError, match="incremental sync cannot honour"):
+                CatalogSync(store, config)

@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -201,10 +202,11 @@ def _timing(wall: float, pipeline: float, server: SharedServer | None) -> list[s
 
 
 def _build_only(args: argparse.Namespace, config: BuildConfig, started: float, skipped: list[str]) -> int:
-    """`toolkg build PATH... --only SERVER`: incremental sync of those servers (flows/sync.py). ``skipped``:
-    the lines of the MCP configurations found in folders and not listed, said on stderr."""
+    """`toolkg build PATH... --only SERVER`: incremental sync of those servers (flows/sync/), told the run's
+    whole config as a build is. ``skipped``: the lines of the MCP configurations found in folders and not
+    listed, said on stderr."""
     from toolkg.errors import StoreError
-    from toolkg.flows.sync.flow import SyncResult, format_result, sync_servers
+    from toolkg.flows.sync import SyncResult, format_result, sync_paths
     from toolkg.store.oxigraph_store import ToolStore
 
     offline_only = {
@@ -219,12 +221,16 @@ def _build_only(args: argparse.Namespace, config: BuildConfig, started: float, s
     usage(not clashing, f"--only syncs servers with the offline extractor; it cannot go with {', '.join(clashing)}")
     if not ToolStore.exists(args.store):
         raise StoreError(f"no toolkg store at {args.store}: --only updates a built store (build it first)")
-    # With a Prefect server the sync is a flow run that shows in its UI; without one it runs in-process
-    # rather than spend 10-15 s starting a temporary server for a sub-second change.
-    run = sync_servers if os.environ.get("PREFECT_API_URL") else sync_servers.fn
+    # With a Prefect server the sync is a flow run that shows in its UI; without one it runs in-process, Prefect
+    # not even imported, rather than spend 10-15 s starting a temporary server for a sub-second change.
+    run: Callable[..., list[SyncResult]] = sync_paths
+    if os.environ.get("PREFECT_API_URL"):
+        from toolkg.flows.sync.flow import sync_servers
+
+        run = sync_servers
     for line in skipped:  # first (an --only naming a server of one fails), on stderr (stdout is the results)
         print(line, file=sys.stderr)
-    results = run(paths=list(args.paths), store_dir=args.store, servers=args.only, links=config.link, live=config.live)
+    results = run(paths=list(args.paths), store_dir=args.store, servers=args.only, config=config)
     timing = f"  wall time: {time.perf_counter() - started:.2f}s"
     if args.output_format == "json":
         from pydantic import TypeAdapter
