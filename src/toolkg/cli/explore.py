@@ -8,7 +8,7 @@ from pathlib import Path
 
 from toolkg.cli.common import UsageError, add_output, add_store, add_verbosity, one_of, open_store, print_json, usage
 from toolkg.ontology.docs import CONTEXT_IRI, ontology_html
-from toolkg.store.query_guard import QueryLimits, QueryRefused, check_query, on_large_stack
+from toolkg.store.query_guard import QueryLimits, QueryRefused, check_query, on_large_stack, syntax_error_line
 from toolkg.summary import EXIT_OK
 
 EXPORT_FORMATS = {"ttl": "TURTLE", "nq": "N_QUADS", "trig": "TRIG", "jsonld": "JSON_LD", "nt": "N_TRIPLES"}
@@ -166,7 +166,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     try:  # evaluated while printed (results are lazy), so both run on the large stack
         on_large_stack(lambda: print_result(store.query(text), args.output_format, sys.stdout))
     except SyntaxError as exc:
-        raise UsageError(f"invalid SPARQL: {str(exc).splitlines()[0]}") from None
+        raise UsageError(syntax_error_line(exc, text)) from None
     return EXIT_OK
 
 
