@@ -41,10 +41,16 @@ class Ranking:
     tools: list[Hit] = field(default_factory=list)
     servers: list[tuple[str, float]] = field(default_factory=list)  # (server id, score), best first
 
-    def as_json(self, query_id: str) -> dict:
+    def as_json(self, query_id: str, *, why: bool = False) -> dict:
+        """The ranking as JSON; ``why``: each tool's reason too (``retrieve --json``; not in --queries' lines,
+        whose format evaluation scripts read)."""
         return {
             "id": query_id,
-            "tools": [{"server": h.tool.server, "tool": h.tool.name, "score": round(h.score, 6)} for h in self.tools],
+            "tools": [
+                {"server": h.tool.server, "tool": h.tool.name, "score": round(h.score, 6)}
+                | ({"why": h.why} if why else {})
+                for h in self.tools
+            ],
             "servers": [{"server": s, "score": round(score, 6)} for s, score in self.servers],
         }
 
