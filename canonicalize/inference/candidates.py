@@ -1,5 +1,5 @@
 """Which producers may fill a parameter: a bucket of offers read in tie-break order, the consumer's own
-server scanned, other servers judged once per class of offer (canonicalize/inference.py's parameter rule)."""
+server scanned, other servers judged once per class of offer (the parameter rule of canonicalize/inference/infer.py)."""
 
 from __future__ import annotations
 

@@ -201,7 +201,7 @@ def _timing(wall: float, pipeline: float, server: SharedServer | None) -> list[s
 
 
 def _build_only(args: argparse.Namespace, config: BuildConfig, started: float, skipped: list[str]) -> int:
-    """`toolkg build PATH... --only SERVER`: incremental sync of those servers (flows/sync.py). ``skipped``:
+    """`toolkg build PATH... --only SERVER`: incremental sync of those servers (flows/sync/). ``skipped``:
     the lines of the MCP configurations found in folders and not listed, said on stderr."""
     from toolkg.errors import StoreError
     from toolkg.flows.sync.flow import SyncResult, format_result, sync_servers
