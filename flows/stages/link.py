@@ -17,6 +17,7 @@ from toolkg.embeddings.encoder import model_id as embedding_model_id
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change
 from toolkg.models import StageInfo, Tool, ToolLink
 from toolkg.ontology.graphs import LINKS_GRAPH
+from toolkg.paths import store_cache
 from toolkg.stages import StageName
 from toolkg.store.dependencies import link_rows, link_triples
 from toolkg.store.oxigraph_store import ToolStore
@@ -71,7 +72,7 @@ class Link(CatalogStage):
     def run(self, run: CatalogRun) -> LinkInfo:
         run.finish_ahead()  # the vectors it embedded are in the cache; the rest are embedded here
         tools = run.tools()
-        embedder = Embedder(run.store.directory / "cache" / "embeddings.sqlite")
+        embedder = Embedder(store_cache(run.store.directory, "embeddings"))
         try:
             vectors = embedder.encode([tool_text(t) for t in tools], label="embed tools")
         finally:

@@ -26,6 +26,7 @@ from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change
 from toolkg.models import StageInfo
 from toolkg.ontology import TK
 from toolkg.ontology.graphs import STATE_GRAPH
+from toolkg.paths import store_cache
 from toolkg.retrieval.catalog import ServerDoc, ToolDoc, read_servers
 from toolkg.retrieval.index_files import (
     current_token,
@@ -112,7 +113,7 @@ class RetrievalIndex(CatalogStage):
         are embedded here once). Without links the build embeds nothing: None unless all are cached."""
         texts = [t.text for t in tools]
         server_texts = [s.text for s in servers]
-        embedder = Embedder(run.store.directory / "cache" / "embeddings.sqlite")
+        embedder = Embedder(store_cache(run.store.directory, "embeddings"))
         try:
             if not run.config.link and embedder.missing(texts + server_texts):
                 return None

@@ -46,6 +46,7 @@ from toolkg.flows.steps import transform_manifests
 from toolkg.flows.sync.result import SyncResult
 from toolkg.models import ExtractedManifest, Manifest, Server, Tool
 from toolkg.ontology import TK, iris
+from toolkg.paths import store_cache
 from toolkg.store.catalog_reads import manifests_defining
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.records import read_tools
@@ -84,7 +85,7 @@ class CatalogSync:
         self.embedder = embedder
         self.linked: LinkState | None = None
         if links:
-            self.embedder = embedder or Embedder(store.directory / "cache" / "embeddings.sqlite")
+            self.embedder = embedder or Embedder(store_cache(store.directory, "embeddings"))
             self.linked = LINK.warm(store, self.tools, self.embedder)
             if warm:  # the ONNX session now: an operation's few texts never wait for it, nor take the NumPy pass
                 self.embedder.warm()

@@ -12,6 +12,7 @@ import numpy as np
 
 from toolkg.embeddings.encoder import Embedder, model_id
 from toolkg.errors import NotFoundError
+from toolkg.paths import store_cache
 from toolkg.retrieval.catalog import Catalog, ToolDoc
 from toolkg.retrieval.dense import make_embedder
 from toolkg.retrieval.index_files import IndexUnusable, SavedIndex, open_index
@@ -77,7 +78,7 @@ class Index:
         self.catalog = self.saved.catalog(self.store) if self.saved else Catalog.load(self.store)
         if not self.catalog.tools:
             raise NotFoundError(f"store {store_dir} has no tools: build it first")
-        self._embedder = make_embedder(Path(store_dir) / "cache" / "embeddings.sqlite")
+        self._embedder = make_embedder(store_cache(store_dir, "embeddings"))
 
     def close(self) -> None:
         self._embedder.close()
