@@ -68,6 +68,7 @@ def _state(store_dir: Path) -> tuple[set, set]:
 def run_case(name: str, files: list[Path], work: Path) -> dict:
     from toolkg.flows.build import build_catalog
     from toolkg.flows.sync import CatalogSync, read_manifest
+    from toolkg.paths import store_cache
     from toolkg.store.oxigraph_store import ToolStore
 
     entries = _entries(files)
@@ -91,8 +92,9 @@ def run_case(name: str, files: list[Path], work: Path) -> dict:
     final_files = _write(work / "final", final_removed)
     build_catalog(paths=[str(p) for p in initial_files], store_dir=str(work / "live"))
     for store in ("whole-store", "final-store"):  # a rebuild after the first: tool vectors are cached
-        (work / store / "cache").mkdir(parents=True)
-        shutil.copy(work / "live" / "cache" / "embeddings.sqlite", work / store / "cache" / "embeddings.sqlite")
+        vectors = store_cache(work / store, "embeddings")
+        vectors.parent.mkdir(parents=True)
+        shutil.copy(store_cache(work / "live", "embeddings"), vectors)
     rebuilt = build_catalog(
         paths=[str(p) for p in _write(work / "whole", entries)], store_dir=str(work / "whole-store")
     )

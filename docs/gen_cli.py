@@ -35,7 +35,8 @@ do in depth is on the topical pages: [configuration](configuration.md) (build se
 
 Exit codes: `0` ok, `1` failure, `2` usage or configuration error (bad flag, bad SPARQL, missing path,
 `--extractor llm` or `--confirm-deps` without an endpoint, an endpoint that rejects the key), `3` the run
-finished but some inputs were quarantined. Errors are one line, no traceback.
+finished but some inputs were quarantined. Errors are one line, no traceback. `toolkg` alone prints the
+list of commands (what `toolkg --help` prints) and exits `0`.
 
 Options every command shares (`src/toolkg/cli/common.py`): `--store DIR` (default `$TOOLKG_STORE`, else
 `./.toolkg`) on every command that reads or writes a store; `-v` / `--verbose` prints the traceback of a

@@ -47,6 +47,7 @@ from toolkg.flows.steps import TransformInfo, batches, ingest_batch, retrying, t
 from toolkg.live import refresh_live
 from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem
 from toolkg.ontology import iris
+from toolkg.paths import store_cache
 from toolkg.stages import StageContext, StageName
 from toolkg.store.build_state import mark_pending, pending_stages
 from toolkg.store.loading import BuildOptions, ManifestParts, load_manifest, record_run
@@ -241,7 +242,7 @@ def _pipeline(run: BuildRun, paths: list[str]) -> PreparedSnapshot | None:
         index = _name_index(run, manifests, owners)
     used = [r.file for r in manifests]
     if run.config.link:
-        run.catalog.ahead = EmbedAhead.start(store.directory / "cache" / "embeddings.sqlite", _tool_texts(manifests))
+        run.catalog.ahead = EmbedAhead.start(store_cache(store.directory, "embeddings"), _tool_texts(manifests))
     try:
         loaded = _extract_validate_load(run, manifests, index, owners)
         _remove(run, gone)
@@ -356,7 +357,7 @@ def _transformed(
             run.extractor.tools += info.tools  # type: ignore[attr-defined]  # the run's usage line counts them
             yield batch, info
         return
-    with Validator(cache_path=run.store.directory / "cache" / "validation.sqlite") as validator:
+    with Validator(cache_path=store_cache(run.store.directory, "validation")) as validator:
         while work:
             batch = work.pop(0)
             manifests = [r.manifest for r in batch]

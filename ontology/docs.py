@@ -55,7 +55,7 @@ _ID_FAMILIES = {
     "manifest": "manifest/",
     "run": "run/",
     "agent": "agent/",
-    "merge": "merge/",  # canonicalize/entities.py: one entity merge
+    "merge": "merge/",  # canonicalize/entities/clustering.py: one entity merge
     "build-state": "build-state/",  # store/build_state.py: catalog stages
 }
 

@@ -34,7 +34,15 @@ class Backend(Protocol):
 
     publishes_snapshots: bool  # the endpoint reads published snapshots of it (local) or the server (remote)
 
-    def query(self, query: str, use_default_graph_as_union: bool = True, substitutions: Any = None) -> Any: ...
+    def query(
+        self,
+        query: str,
+        use_default_graph_as_union: bool = True,
+        substitutions: Any = None,
+        prefixes: dict[str, str] | None = None,
+    ) -> Any:
+        """``prefixes``: declared for the query without a line of its text, so error positions stay the user's."""
+
     def update(self, update: str) -> None: ...
     def extend(self, quads: Iterable[Quad]) -> None: ...
     def quads_for_pattern(self, subject: Any, predicate: Any, obj: Any, graph: Any) -> Iterable[Quad]: ...
@@ -97,9 +105,17 @@ class LocalBackend:
         self.__dict__.pop("_store", None)
 
     # pyoxigraph.Store's surface, passed through
-    def query(self, query: str, use_default_graph_as_union: bool = True, substitutions: Any = None) -> Any:
+    def query(
+        self,
+        query: str,
+        use_default_graph_as_union: bool = True,
+        substitutions: Any = None,
+        prefixes: dict[str, str] | None = None,
+    ) -> Any:
         union = use_default_graph_as_union
-        return self._store.query(query, use_default_graph_as_union=union, substitutions=substitutions)
+        return self._store.query(
+            query, use_default_graph_as_union=union, substitutions=substitutions, prefixes=prefixes
+        )
 
     def update(self, update: str) -> None:
         self._store.update(update)

@@ -115,11 +115,15 @@ class ToolStore:
     def query(self, sparql: str, substitutions: dict[str, object] | None = None, *, prefixes: bool = True):
         """Run SPARQL over the union of all graphs; values go in through ``substitutions``.
 
-        Oxigraph requires a substituted variable to appear in the SELECT projection.
+        Oxigraph requires a substituted variable to appear in the SELECT projection. The project's prefixes
+        (``prefixes``) are declared beside the text, not prepended to it: an error's line and column are the
+        query's own (``query_guard.syntax_error_line``).
         """
         bound = {Variable(name): value for name, value in (substitutions or {}).items()}
-        text = SPARQL_PREFIXES + sparql if prefixes else sparql
-        return self._store.query(text, use_default_graph_as_union=True, substitutions=bound or None)
+        declared = PREFIXES if prefixes else None
+        return self._store.query(
+            sparql, use_default_graph_as_union=True, substitutions=bound or None, prefixes=declared
+        )
 
     def select(self, sparql: str, substitutions: dict[str, object] | None = None) -> list[dict[str, object]]:
         """SELECT rows as dicts of variable name to term (unbound variables omitted)."""

@@ -23,9 +23,10 @@ the project's own (``toolkg.ontology.PREFIXES``) can be added where a query uses
 
 from __future__ import annotations
 
+import difflib
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -98,7 +99,7 @@ class QueryShape:
 
 
 def _tokens(text: str):
-    """(kind, value) for every token but spaces and comments, with ``<`` read as Oxigraph may read it.
+    """(kind, value, offset) for every token but spaces and comments, with ``<`` read as Oxigraph may read it.
 
     ``<`` opens an IRI, except inside an expression after an operand, where it is "less than": there
     ``(?x<1-1-1)>(0)`` is a comparison around a chain of subtractions, not the IRI ``<1-1-1)>``. Reading it as
@@ -116,7 +117,7 @@ def _tokens(text: str):
         if kind == "iri" and brackets and brackets[-1] == "(" and not expects_operand:
             plain_until = pos + len(value)
             kind, value = "op", "<=" if text.startswith("<=", pos) else "<"
-        pos += len(value)
+        start, pos = pos, pos + len(value)
         if kind in ("space", "comment"):
             continue
         if kind == "op" and value in _OPEN:
@@ -124,7 +125,7 @@ def _tokens(text: str):
         elif kind == "op" and value in _CLOSE and brackets:
             brackets.pop()
         expects_operand = kind == "op" and value not in (")", "]")
-        yield kind, value
+        yield kind, value, start
 
 
 def measure(text: str) -> QueryShape:
@@ -133,7 +134,7 @@ def measure(text: str) -> QueryShape:
     depth = 0
     first_keyword = True
     expect_prefix = False
-    for kind, value in _tokens(text):
+    for kind, value, _ in _tokens(text):
         shape.stray_backslash |= kind == "other" and value == "\\"
         if expect_prefix and kind == "name":
             shape.declared.add(value.split(":", 1)[0])
@@ -193,8 +194,56 @@ def check_query(text: str, limits: QueryLimits = DEFAULT_LIMITS) -> QueryShape:
     return shape
 
 
-def with_project_prefixes(text: str, shape: QueryShape | None = None) -> str:
-    """``text`` with a PREFIX declaration for each project prefix it uses without declaring.
+def undefined_prefix(text: str, predefined: Collection[str] = PREFIXES) -> tuple[str, int, int] | None:
+    r"""The first prefix ``text`` uses undeclared (other than ``predefined``): (prefix, line, column), both from 1.
+
+    >>> undefined_prefix("PREFIX ex: <urn:ex#>\nSELECT * { ?s ex:p ?o ; tk:name ?n ;\n  foaf:name ?f ; dc:x ?d }")
+    ('foaf', 3, 3)
+    """
+    declared, expect_prefix = set(predefined), False
+    for kind, value, start in _tokens(text):
+        prefix = value.split(":", 1)[0]
+        if expect_prefix and kind == "name":
+            declared.add(prefix)
+        elif kind == "name" and ":" in value and prefix not in declared:
+            line_start = text.rfind("\n", 0, start) + 1
+            return prefix, text.count("\n", 0, start) + 1, start - line_start + 1
+        expect_prefix = kind == "name" and value.upper() == "PREFIX"
+    return None
+
+
+_POSITION = re.compile(r"error at (\d+):(\d+): ")
+
+
+def syntax_error_line(error: BaseException | str, text: str, predefined: Collection[str] = PREFIXES) -> str:
+    r"""Oxigraph's SyntaxError about ``text`` as one line: ``invalid SPARQL: error at LINE:COLUMN: ...``.
+
+    The position is Oxigraph's, in the text it parsed: callers hand it the user's text unchanged (the project's
+    prefixes go in through ``prefixes=``, not as lines in front), so it points into the user's query. An
+    undeclared prefix gets whatever Oxigraph expected at the point it gave up (a dump of the grammar's character
+    classes over several lines, or "expected OPTIONAL"): when the query uses one before that point, the line
+    names it, where it is, and the predefined prefix it is closest to, if any.
+
+    >>> syntax_error_line("error at 1:24: expected one of Prefix not found, ['%'],\n['.']", "ASK { ?s tks:name ?o }")
+    "invalid SPARQL: error at 1:10: undefined prefix 'tks:' (did you mean tk:? declare it with PREFIX tks: <IRI>)"
+    """
+    message = str(error).strip()
+    first = message.splitlines()[0] if message else "syntax error"
+    undefined = undefined_prefix(text, predefined)
+    reported = _POSITION.match(first)
+    if undefined is None or (reported and (int(reported[1]), int(reported[2])) < undefined[1:]):
+        return f"invalid SPARQL: {first}"  # no undeclared prefix, or an error before it
+    prefix, line, column = undefined
+    close = difflib.get_close_matches(prefix, list(predefined), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}:? " if close else ""
+    return (
+        f"invalid SPARQL: error at {line}:{column}: undefined prefix '{prefix}:' "
+        f"({hint}declare it with PREFIX {prefix}: <IRI>)"
+    )
+
+
+def with_project_prefixes(text: str, shape: QueryShape | None = None, prefixes: Mapping[str, str] = PREFIXES) -> str:
+    """``text`` with a PREFIX declaration for each of ``prefixes`` (the project's) it uses without declaring.
 
     The declarations go on the query's first line, so line numbers in Oxigraph's errors stay right.
 
@@ -204,10 +253,10 @@ def with_project_prefixes(text: str, shape: QueryShape | None = None) -> str:
     'PREFIX tk: <urn:mine#> SELECT * { ?t a tk:Tool }'
     """
     shape = shape or measure(text)
-    missing = [p for p in PREFIXES if p in shape.used and p not in shape.declared]
+    missing = [p for p in prefixes if p in shape.used and p not in shape.declared]
     if not missing:
         return text
-    return "".join(f"PREFIX {p}: <{PREFIXES[p]}> " for p in missing) + text
+    return "".join(f"PREFIX {p}: <{prefixes[p]}> " for p in missing) + text
 
 
 def on_large_stack(run: Callable[[], T]) -> T:

@@ -48,6 +48,7 @@ from pyoxigraph import (
 )
 
 from toolkg.errors import ConfigError, StoreError
+from toolkg.store.query_guard import with_project_prefixes
 
 CONFIG_FILE = "remote.toml"
 _WHERE = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)
@@ -136,8 +137,14 @@ class RemoteBackend:
 
     # --- the pyoxigraph.Store surface ------------------------------------------------------
 
-    def query(self, query: str, use_default_graph_as_union: bool = True, substitutions=None):
-        text = bind(query, substitutions)
+    def query(self, query: str, use_default_graph_as_union: bool = True, substitutions=None, prefixes=None):
+        # A server takes no prefixes beside the text: those used undeclared go on the first line, so error
+        # lines stay the user's (columns on that line move).
+        text = (
+            with_project_prefixes(bind(query, substitutions), prefixes=prefixes)
+            if prefixes
+            else bind(query, substitutions)
+        )
         form = query_form(text)
         accept = "application/n-triples" if form in ("CONSTRUCT", "DESCRIBE") else "application/sparql-results+json"
         body = self._send(

@@ -1,4 +1,4 @@
-"""Learn the same-server pair model (canonicalize/pairs.py) from the labelled catalogs, leave-one-catalog-out.
+"""Learn the same-server pair model (canonicalize/inference/pairs.py) from the labelled catalogs, leave-one-catalog-out.
 
 Catalogs: ToolLinkOS (its declared edges, hidden from inference: complete labels, so every candidate is
 labelled) and every label set of benchmarks/inference_bench.py (LiveMCPBench and data/dependency-labels/: samples,
@@ -9,7 +9,7 @@ candidates and every pair a rule proposed. Each catalog weighs the same in the f
 Prints, per catalog left out, the rules alone against the rules plus the learned edges of a model fitted
 without it (recall over labelled positives, precision over labelled predicted pairs, and the lower bound
 with every unlabelled prediction counted wrong), the calibration of the left-out predictions, and writes the
-model fitted on every catalog to canonicalize/pair_model.json.
+model fitted on every catalog to canonicalize/inference/pair_model.json.
 
     python benchmarks/labels/train_pairs.py            # LOCO table, then writes the shipped weights
     python benchmarks/labels/train_pairs.py --no-write

@@ -1,5 +1,5 @@
 """Which producers may fill a parameter: a bucket of offers read in tie-break order, the consumer's own
-server scanned, other servers judged once per class of offer (canonicalize/inference.py's parameter rule)."""
+server scanned, other servers judged once per class of offer (the parameter rule of canonicalize/inference/infer.py)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def class_of(offer: Offer) -> tuple:
     return (offer.key, offer.described, offer.contextual)
 
 
-def _match(offer: Offer, words: list[str], cohesive: bool) -> tuple[float, str] | None:
+def offer_match(offer: Offer, words: list[str], cohesive: bool) -> tuple[float, str] | None:
     match = parameter_match(offer, words)
     if match is None or (not cohesive and generalises(offer, words)):
         return None  # 'a car ownership rate is a rate' says little in a catalog-sized server
@@ -47,7 +47,7 @@ def own_server_producers(
             continue  # a service's own tools feed that service only
         if (id(producer), offer.key) in seen:
             continue
-        match = _match(offer, words, cohesive)
+        match = offer_match(offer, words, cohesive)
         if match is not None:
             found.append((match[0], producer, offer, match[1]))
     return found
@@ -86,8 +86,8 @@ def other_server_producers(
     parameter takes."""
     found = []
     for rep, members in classes:
-        match = _match(rep, words, cohesive)
-        anywhere = match is not None and _travels_anywhere(rep, match[0], words)
+        match = offer_match(rep, words, cohesive)
+        anywhere = match is not None and travels_anywhere(rep, match[0], words)
         if match is None or (not anywhere and not consumer.namespace):
             # it fills no such parameter, or may fill only a near tool's and no other server's tool is near
             if cutoffs is not None:
@@ -113,7 +113,7 @@ def other_server_producers(
     return [f[1:] for f in found[:wanted]]
 
 
-def _travels_anywhere(offer: Offer, score: float, words: list[str]) -> bool:
+def travels_anywhere(offer: Offer, score: float, words: list[str]) -> bool:
     """Whether an offer can fill a parameter of any server, not only a near one (same server or
     service namespace). A bare reference (an ``id``, a ``ticker``, a ``category``) means something
     only on the platform that issued it; a value of a universal type (a coordinate, a date, an

@@ -38,7 +38,7 @@ from toolkg.canonicalize.inference.catalog_rules import (
 from toolkg.canonicalize.inference.files import file_edges
 from toolkg.canonicalize.inference.identifiers import identifier_edges, opener_edges
 from toolkg.canonicalize.inference.index import CatalogIndex
-from toolkg.canonicalize.inference.infer import _sparsify, doubted, kept_across, parameter_edges, with_learned
+from toolkg.canonicalize.inference.infer import doubted, kept_across, parameter_edges, sparsify_edges, with_learned
 from toolkg.canonicalize.inference.mentions import mention_edges
 from toolkg.canonicalize.inference.pair_candidates import Candidate, server_candidates
 from toolkg.canonicalize.inference.pairs import (
@@ -298,7 +298,7 @@ class IncrementalInference:
 
     def _finalize(self, i: str) -> None:
         judgement = self.learned.get(i) or Judgement([], set())
-        kept = _sparsify(self.post[i], self.options, self.declared, self.hubs, self.fanout)
+        kept = sparsify_edges(self.post[i], self.options, self.declared, self.hubs, self.fanout)
         kept = [e for e in kept if not doubted(e, judgement)]
         final = with_learned(kept, judgement.edges, self.declared, self.options)
         self.final[i] = within_collections(final, collection_slots(self.post[i]))

@@ -50,7 +50,7 @@ from toolkg.canonicalize.inference.index import CatalogIndex
 from toolkg.canonicalize.inference.mentions import mention_edges
 from toolkg.canonicalize.inference.pairs import Judgement, judge
 from toolkg.canonicalize.inference.profiles import (
-    _DERIVERS,
+    DERIVERS,
     IDENTIFIER_SUFFIXES,
     PARAMETER_DIRECT,
     PARAMETER_INDIRECT,
@@ -110,7 +110,7 @@ def infer_dependencies(
         found = edges + learned
         return found if consumers is None else [e for e in found if e.consumer in consumers]
     hubs = {p.id for p in everyone if not p.needs_input}
-    kept = [e for e in _sparsify(edges, options, declared, hubs) if not doubted(e, judgement)]
+    kept = [e for e in sparsify_edges(edges, options, declared, hubs) if not doubted(e, judgement)]
     # no loop the catalog does not declare: the whole catalog's edges decide which pair closes one
     final = within_collections(with_learned(kept, learned, declared, options), collection_slots(edges))
     final = acyclic(final, declared)
@@ -228,7 +228,7 @@ def _candidate_keys(name: str) -> tuple[list[str], tuple[tuple[str, ...], ...]]:
     if len(words) > 1 and (words[-1] in IDENTIFIER_SUFFIXES or words[-1] in FORM_HEADS):
         keys.append(canonical_key(words[:-1]))
     keys += [full[i:] for i in range(1, len(full))]
-    keys += [(parent,) for parent in _DERIVERS.get(full[-1], ())]
+    keys += [(parent,) for parent in DERIVERS.get(full[-1], ())]
     return words, tuple(dict.fromkeys(k for k in keys if k))
 
 
@@ -243,7 +243,7 @@ def candidate_keys(p: Profile) -> list[tuple[object, list[str], tuple[tuple[str,
     return out
 
 
-def _sparsify(
+def sparsify_edges(
     edges: list[InferredEdge],
     options: InferenceOptions,
     declared: Collection[tuple[str, str]],

@@ -29,10 +29,10 @@ DERIVABLE = {
     "coordinate": {"latitude", "longitude", "lat", "lon", "lng"},
     "address": {"city", "country", "street", "postcode", "zip", "region"},
 }
-_DERIVERS: dict[str, list[str]] = {}
+DERIVERS: dict[str, list[str]] = {}
 for _parent, _children in DERIVABLE.items():
     for _child in _children:
-        _DERIVERS.setdefault(_child, []).append(_parent)
+        DERIVERS.setdefault(_child, []).append(_parent)
 # What authenticating produces, whatever the service.
 SESSION_WORDS = frozenset({"session", "token", "auth", "credential", "cookie"})
 GENERIC_KEYS = GENERIC_NOUNS | GENERIC_PARAMETERS | IDENTIFIER_SUFFIXES | CONTEXT_WORDS

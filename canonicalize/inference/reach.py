@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
-from toolkg.canonicalize.inference.candidates import _match, _travels_anywhere, class_of
+from toolkg.canonicalize.inference.candidates import class_of, offer_match, travels_anywhere
 from toolkg.canonicalize.inference.files import read_formats, writes
 from toolkg.canonicalize.inference.identifiers import MAX_SERVER_TOOLS
 from toolkg.canonicalize.inference.index import CatalogIndex, filings
@@ -165,8 +165,8 @@ class Reach:
         cohesive = self.index.server_sizes[c.tool.server_id] <= MAX_SERVER_TOOLS
         for _, words, keys in candidate_keys(c):
             if key in keys:
-                match = _match(offer, words, cohesive)
-                if match is not None and (c.namespace or _travels_anywhere(offer, match[0], words)):
+                match = offer_match(offer, words, cohesive)
+                if match is not None and (c.namespace or travels_anywhere(offer, match[0], words)):
                     return True
         return False
 

@@ -28,8 +28,8 @@ from toolkg.canonicalize.links.structural import (
     SHARES_PARAMETERS,
     SYMMETRIC,
     LinkIndex,
-    _cap,
-    _names,
+    capped,
+    name_keys,
 )
 from toolkg.config import LinkOptions
 from toolkg.models import Tool, ToolLink
@@ -47,7 +47,7 @@ class IncrementalLinks:
         self.listed_in: dict[str, set[str]] = defaultdict(set)  # tool -> sources whose top list names it
         for source in index.tools:
             self._set_top(source)
-        kept = _cap([x for top in self.tops.values() for x in top], self.options.per_tool)  # as a full pass
+        kept = capped([x for top in self.tops.values() for x in top], self.options.per_tool)  # as a full pass
         self.links: dict[LinkKey, ToolLink] = {(x.source, x.target, x.kind): x for x in kept}
 
     def update(self, changed: set[str], previous: Sequence[Tool] = ()) -> set[LinkKey]:
@@ -108,7 +108,7 @@ class IncrementalLinks:
         delta: Counter[str] = Counter()
         for sign, tools in ((1, now), (-1, before)):
             for tool in tools:
-                for n in _names([p.name for p in tool.parameters]):
+                for n in name_keys([p.name for p in tool.parameters]):
                     delta[n] += sign
         found: set[str] = set()
         for n, change in delta.items():
@@ -116,7 +116,7 @@ class IncrementalLinks:
             if (len(holders) <= MAX_HOLDERS) != (len(holders) - change <= MAX_HOLDERS):
                 found |= holders
         for tool in now:
-            inputs = _names([p.name for p in tool.parameters])
+            inputs = name_keys([p.name for p in tool.parameters])
             for n in inputs:
                 for s in index.by_output.get(n, ()):  # s's outputs may cover the new inputs
                     coverage = len(index.outputs[s] & inputs) / len(inputs)

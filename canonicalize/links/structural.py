@@ -46,7 +46,7 @@ def tool_text(tool: Tool) -> str:
     return embedded_text(tool)
 
 
-def _names(names: Sequence[str]) -> frozenset[str]:
+def name_keys(names: Sequence[str]) -> frozenset[str]:
     return frozenset(k for k in map(_name_key, names) if k)
 
 
@@ -57,7 +57,7 @@ def _name_key(name: str) -> str:
     return "_".join(key) if key and is_informative(key) else ""
 
 
-def _cap(links: list[ToolLink], per_tool: int) -> list[ToolLink]:
+def capped(links: list[ToolLink], per_tool: int) -> list[ToolLink]:
     """At most ``per_tool`` links per source and type, strongest first; a symmetric link survives
     only when both ends keep it (mutual nearest neighbours), so it stays symmetric and bounded."""
     kept = _kept(links, per_tool)
@@ -88,8 +88,8 @@ class LinkIndex:
         """Add a tool, or replace the one with its id."""
         self.discard(tool.id)
         self.tools[tool.id] = tool
-        self.inputs[tool.id] = _names([p.name for p in tool.parameters])
-        self.outputs[tool.id] = _names([o.name for o in tool.outputs])
+        self.inputs[tool.id] = name_keys([p.name for p in tool.parameters])
+        self.outputs[tool.id] = name_keys([o.name for o in tool.outputs])
         for n in self.inputs[tool.id]:
             self.by_input[n].add(tool.id)
             self._ranked.pop(n, None)
@@ -196,19 +196,19 @@ def _kept(links: list[ToolLink], per_tool: int) -> list[ToolLink]:
 def co_invoked_links(tools: Sequence[Tool], vectors: np.ndarray, options: LinkOptions) -> list[ToolLink]:
     """Pairs on one server whose tool-text embeddings are close (both directions)."""
     index = LinkIndex(tools, dict(zip([t.id for t in tools], vectors, strict=True)))
-    return _cap([x for x in index.top_links(index.tools, options) if x.kind == CO_INVOKED], options.per_tool)
+    return capped([x for x in index.top_links(index.tools, options) if x.kind == CO_INVOKED], options.per_tool)
 
 
 def schema_links(tools: Sequence[Tool], options: LinkOptions) -> list[ToolLink]:
     """Producer -> consumer when the producer's output names cover the consumer's specific inputs."""
     index = LinkIndex(tools)
-    return _cap([x for x in index.top_links(index.tools, options) if x.kind == SCHEMA_COMPATIBLE], options.per_tool)
+    return capped([x for x in index.top_links(index.tools, options) if x.kind == SCHEMA_COMPATIBLE], options.per_tool)
 
 
 def shared_parameter_links(tools: Sequence[Tool], options: LinkOptions) -> list[ToolLink]:
     """Pairs whose specific parameter names overlap (Jaccard), found through an inverted index."""
     index = LinkIndex(tools)
-    return _cap([x for x in index.top_links(index.tools, options) if x.kind == SHARES_PARAMETERS], options.per_tool)
+    return capped([x for x in index.top_links(index.tools, options) if x.kind == SHARES_PARAMETERS], options.per_tool)
 
 
 def structural_links(
@@ -218,5 +218,5 @@ def structural_links(
     options = options or LinkOptions()
     by_id = dict(zip([t.id for t in tools], vectors, strict=True)) if vectors is not None else None
     index = LinkIndex(tools, by_id)
-    links = _cap(index.top_links(index.tools, options), options.per_tool)
+    links = capped(index.top_links(index.tools, options), options.per_tool)
     return sorted(links, key=lambda x: (x.kind, x.source, x.target))

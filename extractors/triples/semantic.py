@@ -22,6 +22,7 @@ from toolkg.failures import quarantine
 from toolkg.fingerprint import source_fingerprint
 from toolkg.models import ExtractedManifest, QuarantinedItem, Server, ServerGraph, Tool
 from toolkg.ontology import PROV, RDF, TK, iris, ontology_version
+from toolkg.paths import store_cache
 from toolkg.result_cache import ResultCache, result_key
 
 EXTRACTORS: tuple[str, ...] = ("offline", "llm")
@@ -107,7 +108,7 @@ def make_extractor(name: str, store_dir: str | Path | None, llm_config: str | No
     """The configured extractor, caching under ``<store_dir>/cache`` (the offline one caches nothing
     without a ``store_dir``); ``llm`` raises ``ConfigError`` when no endpoint is configured."""
     if name == "offline":
-        return OfflineBatch(Path(store_dir) / "cache" / "offline.sqlite" if store_dir is not None else None)
+        return OfflineBatch(store_cache(store_dir, "offline") if store_dir is not None else None)
     if name == "llm":
         if store_dir is None:
             raise ValueError("the LLM extractor keeps its cache in a store directory")
@@ -115,7 +116,7 @@ def make_extractor(name: str, store_dir: str | Path | None, llm_config: str | No
         from toolkg.llm.config import load_llm_config
 
         config = load_llm_config(llm_config).require_endpoint()
-        return LLMExtractor(config, Path(store_dir) / "cache" / "llm.sqlite")
+        return LLMExtractor(config, store_cache(store_dir, "llm"))
     raise ValueError(f"unknown extractor {name!r} (choose from {', '.join(EXTRACTORS)})")
 
 

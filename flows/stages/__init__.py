@@ -17,7 +17,6 @@ rules make it due again.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from toolkg.failures import fault_point
@@ -27,6 +26,7 @@ from toolkg.flows.stages.canonicalize import Canonicalize
 from toolkg.flows.stages.infer import Infer
 from toolkg.flows.stages.link import Link
 from toolkg.flows.stages.retrieval_index import RetrievalIndex
+from toolkg.paths import store_cache
 from toolkg.stages import StageName
 from toolkg.store.build_state import clear_pending, options_digests
 from toolkg.store.oxigraph_store import ToolStore
@@ -101,4 +101,4 @@ def make_confirmer(store_dir: str, llm_config: str | None) -> DependencyConfirme
 
     config = load_llm_config(llm_config)
     config.require_endpoint()
-    return DependencyConfirmer(config, Path(store_dir) / "cache" / "llm.sqlite")
+    return DependencyConfirmer(config, store_cache(store_dir, "llm"))

@@ -17,6 +17,7 @@ from toolkg.embeddings.encoder import model_id as embedding_model_id
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change, StageState, StageUpdate
 from toolkg.models import StageInfo, ToolLink
 from toolkg.ontology.graphs import LINKS_GRAPH
+from toolkg.paths import store_cache
 from toolkg.stages import StageName
 from toolkg.store.dependencies import link_rows, link_triples
 
@@ -76,7 +77,7 @@ class Link(CatalogStage[LinkState]):
     def run(self, run: CatalogRun) -> LinkInfo:
         run.finish_ahead()  # the vectors it embedded are in the cache; the rest are embedded here
         tools = run.tools()
-        embedder = Embedder(run.store.directory / "cache" / "embeddings.sqlite")
+        embedder = Embedder(store_cache(run.store.directory, "embeddings"))
         try:
             vectors = embedder.encode([tool_text(t) for t in tools], label="embed tools")
         finally:
@@ -99,7 +100,7 @@ class Link(CatalogStage[LinkState]):
         }
         tools = {t.id: t for t in run.tools()}
         ids = sorted(tools)
-        embedder = Embedder(run.store.directory / "cache" / "embeddings.sqlite")
+        embedder = Embedder(store_cache(run.store.directory, "embeddings"))
         matrix = embedder.encode([tool_text(tools[i]) for i in ids], label="embed tools")
         vectors = dict(zip(ids, matrix, strict=True))
         index = LinkIndex(list(tools.values()), vectors)

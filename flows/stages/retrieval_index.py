@@ -24,6 +24,7 @@ from toolkg.embeddings.encoder import Embedder
 from toolkg.embeddings.encoder import model_id as embedding_model_id
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, StageState
 from toolkg.models import StageInfo
+from toolkg.paths import store_cache
 from toolkg.retrieval.catalog import ServerDoc, ToolDoc, read_servers
 from toolkg.retrieval.index_files import (
     current_token,
@@ -110,7 +111,7 @@ class RetrievalIndex(CatalogStage[StageState]):
         are embedded here once). Without links the build embeds nothing: None unless all are cached."""
         texts = [t.text for t in tools]
         server_texts = [s.text for s in servers]
-        embedder = Embedder(run.store.directory / "cache" / "embeddings.sqlite")
+        embedder = Embedder(store_cache(run.store.directory, "embeddings"))
         try:
             if not run.config.link and embedder.missing(texts + server_texts):
                 return None

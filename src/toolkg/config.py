@@ -36,7 +36,7 @@ class Options(BaseModel):
 
 
 class InferenceOptions(Options):
-    """Dependency inference (canonicalize/inference.py)."""
+    """Dependency inference (canonicalize/inference/)."""
 
     max_producers_per_parameter: int = Field(1, ge=1, description="producers each consumer parameter keeps")
     weak_fanout_cap: int = Field(40, ge=1, description="a weak rule reaching more consumers keeps only its strongest")
@@ -56,7 +56,7 @@ class InferenceOptions(Options):
 
 
 class LinkOptions(Options):
-    """Structural links (canonicalize/links.py)."""
+    """Structural links (canonicalize/links/)."""
 
     co_invoke: float = Field(0.6, ge=-1, le=1, description="cosine above which same-server tools are co-invoked")
     schema_overlap: float = Field(0.7, ge=0, le=1, description="share of inputs a producer's outputs must cover")
@@ -65,7 +65,7 @@ class LinkOptions(Options):
 
 
 class EntityOptions(Options):
-    """Store-wide entity canonicalization (canonicalize/entities.py)."""
+    """Store-wide entity canonicalization (canonicalize/entities/)."""
 
     threshold: float = Field(92.0, ge=0, le=100, description="rapidfuzz token_sort_ratio to merge two labels")
     single_word_threshold: float = Field(95.0, ge=0, le=100, description="the same for two one-word labels")

@@ -1,4 +1,9 @@
-"""Where toolkg keeps per-machine (per-user) files: never inside a store, shared by every store on the machine."""
+"""Where toolkg keeps its files: per-machine (per-user) ones, never inside a store and shared by every store on
+the machine (``cache_dir``, ``config_dir``), and a store's own caches (``store_cache``).
+
+>>> store_cache("/data/st", "embeddings").as_posix()
+'/data/st/cache/embeddings.sqlite'
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,19 @@ def cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "toolkg"
+
+
+# The caches a store keeps in <store>/cache/ (they go with it: copied, moved and removed with the store):
+# text vectors, LLM replies, the offline extractor's results, SHACL validation results.
+STORE_CACHES = ("embeddings", "llm", "offline", "validation")
+
+
+def store_cache(store_dir: str | Path, name: str) -> Path:
+    """``<store_dir>/cache/<name>.sqlite``, ``name`` one of ``STORE_CACHES``: every module names a store's cache
+    files through here, so one place says where they are (tests/unit/test_store_caches.py keeps it so)."""
+    if name not in STORE_CACHES:
+        raise ValueError(f"no store cache {name!r} (one of {', '.join(STORE_CACHES)})")
+    return Path(store_dir) / "cache" / f"{name}.sqlite"
 
 
 def config_dir() -> Path:

@@ -77,3 +77,11 @@ def test_build_help_names_the_settings_file_and_its_sections():
     text = _flat(_help("build"))
     assert "--config FILE.toml" in text and "--set SECTION.KEY=VALUE" in text
     assert "[build] [limits] [inference] [links] [entities]" in text
+
+
+def test_bare_toolkg_prints_the_help_and_exits_0():
+    """Nothing asked, nothing failed: the same help as --help on standard output (as pip, docker and kubectl do),
+    not a usage error about a missing COMMAND."""
+    bare = subprocess.run([str(TOOLKG)], capture_output=True, text=True, timeout=120)
+    assert (bare.returncode, bare.stderr) == (0, "")
+    assert bare.stdout == _help()

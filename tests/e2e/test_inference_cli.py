@@ -25,4 +25,4 @@ def test_cli_deps_lists_edges_and_the_closure(cli, tmp_path):
         data["edges"][0]
     )
     missing = cli("deps", "--store", str(store), "--tool", "nope")
-    assert missing.returncode == 2 and "must name exactly one tool (found: none)" in missing.stderr
+    assert missing.returncode == 2 and "--tool 'nope': no such tool in" in missing.stderr

@@ -75,7 +75,7 @@ def _openai_expected() -> dict[str, dict[str, int]]:
 
 
 def _github_expected() -> dict[str, Any]:
-    """Operations and their parameters, as the README's openapi row and extractors/openapi.py's docstring say."""
+    """Operations and their parameters, as the README's openapi row and extractors/manifests/openapi.py say."""
     document = json.loads(GITHUB.read_text())
 
     def resolve(node: Any) -> Any:

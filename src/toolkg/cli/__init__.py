@@ -11,6 +11,9 @@
 Each command module registers its sub-commands with ``add_parsers(sub)`` and a ``handler`` default; this
 module only assembles the parser and maps errors to exit codes.
 
+Bare ``toolkg`` prints the help and exits 0: a person typing the name alone asks what the tool does, and nothing
+failed (pip, docker and kubectl do the same).
+
 Exit codes: 0 ok, 1 failure, 2 usage or configuration error (bad flags, bad SPARQL, missing
 files, no LLM endpoint),
 3 finished but some inputs were quarantined (see the summary and runs/<run>/quarantine.jsonl).
@@ -58,7 +61,12 @@ def _show_tracebacks(verbose: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        # Bare `toolkg` asks what the tool does: the help, as --help prints it, and exit 0 (nothing failed).
+        parser.print_help()
+        return EXIT_OK
+    args = parser.parse_args(argv)
     verbose = bool(getattr(args, "verbose", False))
     _show_tracebacks(verbose)
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from toolkg.cli.common import UsageError, add_output, add_store, add_verbosity, one_of, open_store, print_json, usage
 from toolkg.ontology.docs import CONTEXT_IRI, ontology_html
-from toolkg.store.query_guard import QueryLimits, QueryRefused, check_query, on_large_stack
+from toolkg.store.query_guard import QueryLimits, QueryRefused, check_query, on_large_stack, syntax_error_line
 from toolkg.summary import EXIT_OK
 
 EXPORT_FORMATS = {"ttl": "TURTLE", "nq": "N_QUADS", "trig": "TRIG", "jsonld": "JSON_LD", "nt": "N_TRIPLES"}
@@ -166,7 +166,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     try:  # evaluated while printed (results are lazy), so both run on the large stack
         on_large_stack(lambda: print_result(store.query(text), args.output_format, sys.stdout))
     except SyntaxError as exc:
-        raise UsageError(f"invalid SPARQL: {str(exc).splitlines()[0]}") from None
+        raise UsageError(syntax_error_line(exc, text)) from None
     return EXIT_OK
 
 
@@ -217,19 +217,41 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def _resolve_tool(store, name: str) -> str:
+    """The stored id ``--tool`` names (``server::tool``, or a tool name only one server has); a name no tool has
+    is a usage error naming the closest ids, never an empty answer about a tool that is not there."""
     from pyoxigraph import Literal
 
     from toolkg.display import one_line
 
     if "::" in name:
-        return name
-    rows = store.select(
-        "SELECT ?id ?name WHERE { ?t a tk:Tool ; tk:name ?name ; tk:identifier ?id }", {"name": Literal(name)}
-    )
-    ids = sorted({r["id"].value for r in rows})
-    found = ", ".join(one_line(i) for i in ids[:20]) if ids else "none"
-    usage(len(ids) == 1, f"--tool {name!r} must name exactly one tool (found: {found}); use server::tool")
+        found = store.select("SELECT ?id WHERE { ?t a tk:Tool ; tk:identifier ?id }", {"id": Literal(name)})
+        ids = [name] if found else []
+    else:
+        rows = store.select(
+            "SELECT ?id ?name WHERE { ?t a tk:Tool ; tk:name ?name ; tk:identifier ?id }", {"name": Literal(name)}
+        )
+        ids = sorted({r["id"].value for r in rows})
+    usage(ids, f"--tool {one_line(name)!r}: no such tool in {one_line(store.directory)}{_did_you_mean(store, name)}")
+    found = ", ".join(one_line(i) for i in ids[:20])
+    usage(len(ids) == 1, f"--tool {one_line(name)!r} must name exactly one tool (found: {found}); use server::tool")
     return ids[0]
+
+
+def _did_you_mean(store, name: str) -> str:
+    """'; did you mean a::b, c::d?' with the stored ids (or, for a bare name, tool names) closest to ``name``."""
+    from rapidfuzz import fuzz, process
+
+    from toolkg.display import one_line
+
+    rows = store.select("SELECT ?id WHERE { ?t a tk:Tool ; tk:identifier ?id }")
+    ids = [r["id"].value for r in rows]
+    # A bare name is matched against the tool part of each id, so 'place_ordr' finds 'shop::acme_place_order'.
+    choices = ids if "::" in name else [i.partition("::")[2] for i in ids]
+    close = process.extract(name, choices, scorer=fuzz.ratio, limit=3, score_cutoff=80)
+    best = close[0][1] if close else 0
+    # Only those about as close as the closest: 'delta_user_logn' is not a misspelt 'etrade_user_login'.
+    names = [one_line(ids[i] if "::" in name else choices[i]) for _, score, i in close if score >= best - 5]
+    return f"; did you mean {', '.join(names)}?" if names else ""
 
 
 def cmd_deps(args: argparse.Namespace) -> int:

@@ -164,15 +164,33 @@ def _rank_one(retriever, tools: int, args: argparse.Namespace) -> None:
 
     ranking = retriever.retrieve(Query("query", args.query, tuple(args.step)), args.k)
     if args.output_format == "json":
-        print_json(ranking.as_json("query"))
+        print_json(ranking.as_json("query", why=True))
         return
     print(_header(args, tools))
     rows = [
         [str(rank), hit.tool.server, hit.tool.name, f"{hit.score:.4f}", hit.why]
         for rank, hit in enumerate(ranking.tools, start=1)
     ]
-    print(table(["rank", "server", "tool", "score", "why"], rows))
+    laid_out = table(["rank", "server", "tool", "score", "why"], rows)
+    print(laid_out)
+    if cut := _cut_reasons(rows, laid_out.split("\n")[2:]):
+        print("why, in full where cut above:")
+        print("\n".join(f"{rank:>4}  {why}" for rank, why in cut))
     print("servers: " + ", ".join(one_line(s, 80) for s, _ in ranking.servers))
+
+
+def _cut_reasons(rows: list[list[str]], lines: list[str]) -> list[tuple[str, str]]:
+    """(rank, why) of each row whose ``why`` (its last cell) the table cut with '…'.
+
+    The table keeps one line per row, so a long reason is cut there to fit the window; these follow it whole
+    (the terminal wraps them), so every word of a ``why`` can be read without --json."""
+    from toolkg.display import one_line
+
+    return [
+        (row[0], one_line(row[-1]))
+        for row, line in zip(rows, lines, strict=True)
+        if not line.endswith(one_line(row[-1]))
+    ]
 
 
 def _header(args: argparse.Namespace, tools: int) -> str:

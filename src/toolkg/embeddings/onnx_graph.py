@@ -93,7 +93,7 @@ def build_model(model_dir: str | Path):
     types = g.op("Gather", [g.constant("type_table", w("embeddings.token_type_embeddings.weight")), "token_type_ids"])
     x = layer_norm(g.op("Add", [g.op("Add", [words, positions]), types]), "embeddings.LayerNorm")
     # The layers run on [batch * tokens, width] rows: MatMul + Add of 2-D tensors is fused into one Gemm (the
-    # bias added in the matrix product), which int8 runs ~1.4x faster than the 3-D graph (benchmarks/README).
+    # bias added in the matrix product), which int8 runs ~1.4x faster than the 3-D graph (benchmarks/README.md).
     batch_tokens = g.op("Shape", ["input_ids"])
     rows = g.constant("rows", np.array([-1, width], dtype=np.int64))
     x = g.op("Reshape", [x, rows])

@@ -108,7 +108,7 @@ async def list_one(spec: ServerSpec, timeout: float = DEFAULT_TIMEOUT) -> Listin
         except TimeoutError:
             reason = f"no answer within {timeout:g}s (server hung or too slow; raise live.timeout)"
         except Exception as exc:  # noqa: BLE001 - every failure of a stranger's server is this server's alone
-            reason = _reason(exc)
+            reason = error_reason(exc)
         if refusals:
             reason += f" (HTTP {', '.join(dict.fromkeys(refusals))})"
         errlog.flush()
@@ -152,7 +152,7 @@ def stderr_tail(fd: int, redactor: Redactor, limit: int = STDERR_TAIL) -> str:
     return one_line_text(text)[-limit:].strip()
 
 
-def _reason(exc: BaseException) -> str:
+def error_reason(exc: BaseException) -> str:
     """The innermost useful message of an exception (task groups wrap the real one)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -169,7 +169,7 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-async def _transport(spec: ServerSpec, errlog, stack: AsyncExitStack, refusals: list[str]):
+async def open_transport(spec: ServerSpec, errlog, stack: AsyncExitStack, refusals: list[str]):
     if spec.transport == "stdio":
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -203,7 +203,7 @@ async def _list(spec: ServerSpec, errlog, refusals: list[str]) -> Listing:
     from mcp import Client
 
     async with AsyncExitStack() as stack:
-        transport = await _transport(spec, errlog, stack, refusals)
+        transport = await open_transport(spec, errlog, stack, refusals)
         # "auto": the 2026 discovery handshake where the server speaks it, else the initialize one
         client = await stack.enter_async_context(Client(transport, mode="auto", cache=None))
         tools: list[dict[str, Any]] = []

@@ -12,6 +12,7 @@ import numpy as np
 
 from toolkg.embeddings.encoder import Embedder, model_id
 from toolkg.errors import NotFoundError
+from toolkg.paths import store_cache
 from toolkg.retrieval.catalog import Catalog, ToolDoc
 from toolkg.retrieval.dense import make_embedder
 from toolkg.retrieval.index_files import IndexUnusable, SavedIndex, open_index
@@ -41,10 +42,16 @@ class Ranking:
     tools: list[Hit] = field(default_factory=list)
     servers: list[tuple[str, float]] = field(default_factory=list)  # (server id, score), best first
 
-    def as_json(self, query_id: str) -> dict:
+    def as_json(self, query_id: str, *, why: bool = False) -> dict:
+        """The ranking as JSON; ``why``: each tool's reason too (``retrieve --json``; not in --queries' lines,
+        whose format evaluation scripts read)."""
         return {
             "id": query_id,
-            "tools": [{"server": h.tool.server, "tool": h.tool.name, "score": round(h.score, 6)} for h in self.tools],
+            "tools": [
+                {"server": h.tool.server, "tool": h.tool.name, "score": round(h.score, 6)}
+                | ({"why": h.why} if why else {})
+                for h in self.tools
+            ],
             "servers": [{"server": s, "score": round(score, 6)} for s, score in self.servers],
         }
 
@@ -71,7 +78,7 @@ class Index:
         self.catalog = self.saved.catalog(self.store) if self.saved else Catalog.load(self.store)
         if not self.catalog.tools:
             raise NotFoundError(f"store {store_dir} has no tools: build it first")
-        self._embedder = make_embedder(Path(store_dir) / "cache" / "embeddings.sqlite")
+        self._embedder = make_embedder(store_cache(store_dir, "embeddings"))
 
     def close(self) -> None:
         self._embedder.close()

@@ -98,7 +98,8 @@ def run_query(store, request: dict, allow_service: bool, max_result_bytes: int) 
     """(status, content type, body) for one request; every failure is a status and a one-line message."""
     from pyoxigraph import NamedNode, QueryResultsFormat, QueryTriples, RdfFormat
 
-    from toolkg.store.query_guard import QueryLimits, QueryRefused, check_query
+    from toolkg.ontology import PREFIXES
+    from toolkg.store.query_guard import QueryLimits, QueryRefused, check_query, syntax_error_line
 
     query = request["query"]
     if not allow_service:
@@ -120,8 +121,11 @@ def run_query(store, request: dict, allow_service: bool, max_result_bytes: int) 
             use_default_graph_as_union=not graphs,  # the union of all graphs unless the request names some
             default_graph=default_graphs,
             named_graphs=named_graphs,
+            prefixes=PREFIXES,  # beside the text, not in front of it: error positions are the query's own
         )
-    except (SyntaxError, ValueError) as exc:
+    except SyntaxError as exc:
+        return 400, "text/plain; charset=utf-8", syntax_error_line(exc, query).encode()
+    except ValueError as exc:
         return 400, "text/plain; charset=utf-8", str(exc).encode()
     accept = request.get("accept") or ""
     if isinstance(results, QueryTriples):

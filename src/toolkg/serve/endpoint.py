@@ -14,7 +14,8 @@ What the endpoint adds to the query engine, in the order a request meets it:
 - updates and Graph Store writes refused (403) before they reach anything;
 - the query checked (``toolkg.store.query_guard``): size, nesting and complexity under what crashes Oxigraph,
   ``SERVICE`` refused unless ``--allow-federation`` (otherwise the backend fetches any URL it is given);
-- the project's prefixes (``tk:``...) declared when a query uses them without declaring them;
+- the project's prefixes (``tk:``...) known without declaring them (handed to the backend beside the query, so
+  error positions are the query's own);
 - the answer relayed only when it is whole and in time: at the timeout the client gets 504 (never a truncated
   200) and the backend is replaced; a backend that died on a query is replaced and the client gets 502.
 Plus: the UI (Oxigraph's YASGUI read out of its binary, no CDN), the saved analyst queries with their parameters,
@@ -40,7 +41,7 @@ from toolkg.serve.assets import asset
 from toolkg.serve.backend import Backends
 from toolkg.serve.http_server import OneRequestHandler, PooledHTTPServer
 from toolkg.serve.sparql_protocol import READ_ONLY, BadRequest, parse_request, read_body
-from toolkg.store.query_guard import DEFAULT_LIMITS, QueryLimits, QueryRefused, check_query, with_project_prefixes
+from toolkg.store.query_guard import DEFAULT_LIMITS, QueryLimits, QueryRefused, check_query
 from toolkg.store.saved_queries import saved_queries, saved_query
 
 QUERY_PATHS = ("/query", "/sparql")
@@ -246,7 +247,7 @@ class Handler(OneRequestHandler):
             if self.command == "POST" and self.headers.get("Content-Length") is None:
                 raise BadRequest(411, "a POST needs a Content-Length")
             request = parse_request(self.command, urlsplit(self.path).query, self.headers, body)
-            shape = check_query(request.query, self.endpoint.limits)
+            check_query(request.query, self.endpoint.limits)
         except BadRequest as exc:
             self.close_connection = exc.status in (400, 408, 411, 413)  # the body may be unread or misframed
             return self._text(exc.status, exc.message)
@@ -256,7 +257,7 @@ class Handler(OneRequestHandler):
         accept = self.headers.get("Accept") or ""
         try:
             status, payload, content_type, snapshot = self.endpoint.run(
-                with_project_prefixes(request.query, shape), request.graphs, accept, self._base_iri()
+                request.query, request.graphs, accept, self._base_iri()
             )
         except StoreError as exc:  # no backend up
             return self._text(503, str(exc))

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from toolkg.errors import ToolkgError
-from toolkg.live.listing import _reason, _transport, redact, stderr_tail
+from toolkg.live.listing import error_reason, open_transport, redact, stderr_tail
 from toolkg.live.redaction import Redactor
 from toolkg.live.sources import ServerSpec
 from toolkg.models import one_line_text
@@ -227,10 +227,10 @@ class SessionPool:
             # the SDK's client rejects a result (not valid for the tool's output schema): the session is fine
             return CallFailed(self._say(plan, f"server '{server}' gave a result the MCP client rejects: {exc}", None))
         if session is None:  # it never opened (opening failures are CallFailed already)
-            return CallFailed(self._say(plan, f"cannot reach server '{server}': {_reason(exc)}", None))
+            return CallFailed(self._say(plan, f"cannot reach server '{server}': {error_reason(exc)}", None))
         self._discard(session)
         closed = isinstance(exc, MCPError) or isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError)
-        what = "closed the connection during the call (it exited?)" if closed else f"failed: {_reason(exc)}"
+        what = "closed the connection during the call (it exited?)" if closed else f"failed: {error_reason(exc)}"
         message = f"server '{server}' {what}; that session was closed, the next call opens a new one"
         return CallFailed(self._say(plan, message, session))
 
@@ -255,7 +255,7 @@ class SessionPool:
             try:
                 await self._group.start(self._own, session)
             except Exception as exc:  # noqa: BLE001 - it cannot start or answer: one line, with its HTTP refusals
-                reason = _reason(exc)
+                reason = error_reason(exc)
                 if session.refusals:
                     reason += f" (HTTP {', '.join(dict.fromkeys(session.refusals))})"
                 raise CallFailed(self._say(plan, f"cannot reach server '{spec.id}': {reason}", None)) from None
@@ -282,7 +282,7 @@ class SessionPool:
                 async with AsyncExitStack() as stack:
                     from mcp import Client
 
-                    transport = await _transport(session.spec, errlog, stack, session.refusals)
+                    transport = await open_transport(session.spec, errlog, stack, session.refusals)
                     session.client = await stack.enter_async_context(Client(transport, mode="auto", cache=None))
                     started = True
                     task_status.started()

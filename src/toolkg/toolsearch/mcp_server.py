@@ -8,6 +8,7 @@ beside the server.
 
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import threading
@@ -60,7 +61,17 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None, *, sco
     server = MCPServer("toolkg", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     annotations = ToolAnnotations(**{"title": None, **_READ_ONLY})
 
-    @server.tool(annotations=annotations.model_copy(update={"title": "Search tools"}))
+    def tool(title: str):
+        """``server.tool``, read-only, described by the function's docstring as ``description`` makes it."""
+
+        def register(fn):
+            update = {"title": title}
+            read_only = annotations.model_copy(update=update)
+            return server.tool(annotations=read_only, description=description(fn.__doc__))(fn)
+
+        return register
+
+    @tool("Search tools")
     async def search_tools(
         query: Annotated[
             str, Field(description="what the task needs done, in plain words; or tool names (server::tool, select:A,B)")
@@ -83,7 +94,7 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None, *, sco
         found = await answer(search.search_tools, query, k, steps, min_score)
         return {"snapshot": search.snapshot, **found}
 
-    @server.tool(annotations=annotations.model_copy(update={"title": "Get a tool"}))
+    @tool("Get a tool")
     async def get_tool(
         id: Annotated[str, Field(description="a tool id 'server::tool' as search_tools returns it, or a tool name")],
     ) -> dict[str, Any]:
@@ -91,7 +102,7 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None, *, sco
         (`call_first`) and the tools that need it (`needed_by`)."""
         return await answer(search.get_tool, id)
 
-    @server.tool(annotations=annotations.model_copy(update={"title": "Tool dependencies"}))
+    @tool("Tool dependencies")
     async def tool_dependencies(
         id: Annotated[str, Field(description="a tool id 'server::tool', or a tool name")],
     ) -> dict[str, Any]:
@@ -100,7 +111,7 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None, *, sco
         tools in an order to call them, the asked tool last."""
         return await answer(search.tool_dependencies, id)
 
-    @server.tool(annotations=annotations.model_copy(update={"title": "SPARQL query"}))
+    @tool("SPARQL query")
     async def sparql(
         query: Annotated[str, Field(description="a SPARQL 1.1 SELECT, ASK, CONSTRUCT or DESCRIBE query")],
     ) -> dict[str, Any]:
@@ -144,6 +155,17 @@ def _within_scope(search: ToolSearch, tool: str) -> str:
     if refusal := scope.call_refusal(record["id"], record["server"]):
         raise CallRefused(refusal)
     return record["id"]
+
+
+def description(docstring: str | None) -> str:
+    r"""A tool's description from its docstring: each paragraph on one line. The SDK would send the docstring
+    as written, the source's indentation and line wraps included, to every agent that lists the tools.
+
+    >>> description("One line,\n        wrapped.\n\n        Another.")
+    'One line, wrapped.\n\nAnother.'
+    """
+    paragraphs = inspect.cleandoc(docstring or "").split("\n\n")
+    return "\n\n".join(" ".join(paragraph.split()) for paragraph in paragraphs)
 
 
 def _call_tool_description(policy: CallPolicy) -> str:

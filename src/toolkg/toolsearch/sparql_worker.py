@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from toolkg.errors import RequestError
-from toolkg.store.query_guard import QueryRefused, check_query, on_large_stack
+from toolkg.store.query_guard import QueryRefused, check_query, on_large_stack, syntax_error_line
 
 
 def _term(term: Any) -> dict[str, str]:
@@ -75,7 +75,7 @@ def _serve(snapshot: str, connection) -> None:
         try:
             connection.send(("ok", on_large_stack(partial(answer, store, query, max_rows))))
         except SyntaxError as exc:
-            connection.send(("error", f"invalid SPARQL: {str(exc).splitlines()[0]}"))
+            connection.send(("error", syntax_error_line(exc, query)))
         except Exception as exc:  # noqa: BLE001 - the message goes back to the caller as one line
             connection.send(("error", f"{type(exc).__name__}: {exc}"))
 

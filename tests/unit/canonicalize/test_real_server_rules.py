@@ -1,6 +1,6 @@
 """Dependency rules for real MCP servers, which declare no outputs: what a description says a tool
 returns, file formats passed by path, tools named in a parameter's text, and which values may cross
-from one server to another (canonicalize/returns.py, files.py, mentions.py, inference.py)."""
+from one server to another (canonicalize/inference/returns.py, files.py, mentions.py, infer.py)."""
 
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ def test_catalog_entry_without_tools_is_quarantined(tmp_path):
     assert result.quarantined[0].item == "broken" and "tools must be an object" in result.quarantined[0].reason
 
 
-# --- limits and hostile input (toolkg.limits, extractors/reading.py, extractors/fitting.py) ------------------
+# --- limits and hostile input (toolkg.limits, extractors/manifests/reading.py and fitting.py) ----------
 
 
 def _bomb(levels: int = 9) -> bytes:

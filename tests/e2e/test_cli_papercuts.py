@@ -1,0 +1,77 @@
+"""What a new user hit first (issue 43), through the installed `toolkg` in a subprocess, on a store built once.
+
+- `toolkg query`: a syntax error's line and column are the query's own (the project's prefixes are no longer
+  lines in front of it), and an undeclared prefix is named in one line instead of Oxigraph's grammar dump;
+- `toolkg deps --tool` naming no stored tool is a usage error (exit 2) with the closest ids, not an empty answer;
+- `toolkg retrieve`: every `why` can be read whole (after the table where the table cut it, and in --json).
+
+Bare `toolkg` printing the help is in tests/e2e/test_cli_help.py. No Prefect server: none of these starts a flow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CASES, TOOLKG
+
+
+@pytest.fixture(scope="module")
+def store(built_store) -> Path:
+    return built_store(CASES / "inference" / "shop.json", links=False)  # shared: these tests only read it
+
+
+def toolkg(*args: str, columns: int | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **({"COLUMNS": str(columns)} if columns else {})}
+    return subprocess.run([str(TOOLKG), *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_query_errors_point_into_the_query_as_written(store):
+    bad = toolkg("query", "--store", str(store), "SELECT ?n WHERE {\n  ?t tk:name ?n\n  FILTR }")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.startswith("toolkg: error: invalid SPARQL: error at 3:") and bad.stderr.count("\n") == 1
+
+
+def test_an_undeclared_prefix_is_named(store):
+    bad = toolkg("query", "--store", str(store), "SELECT ?n WHERE { ?t tk:name ?n ; foo:bar ?x }")
+    assert bad.returncode == 2
+    assert bad.stderr == (
+        "toolkg: error: invalid SPARQL: error at 1:35: undefined prefix 'foo:' (declare it with PREFIX foo: <IRI>)\n"
+    )
+    typo = toolkg("query", "--store", str(store), "ASK { ?t tks:name 'x' }")
+    assert typo.returncode == 2 and "undefined prefix 'tks:' (did you mean tk:?" in typo.stderr
+
+
+def test_deps_of_a_tool_the_store_lacks_is_a_usage_error(store):
+    missing = toolkg("deps", "--store", str(store), "--tool", "nosuch::tool")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr == f"toolkg: error: --tool 'nosuch::tool': no such tool in {store}\n"
+    typo = toolkg("deps", "--store", str(store), "--tool", "shop::acme_place_ordr")
+    assert typo.returncode == 2 and typo.stderr.endswith("; did you mean shop::acme_place_order?\n")
+    bare = toolkg("deps", "--store", str(store), "--tool", "acme_place_ordr")
+    assert bare.returncode == 2 and bare.stderr.endswith("; did you mean acme_place_order?\n")
+    known = toolkg("deps", "--store", str(store), "--tool", "shop::acme_place_order")
+    assert known.returncode == 0 and "shop::acme_place_order depends transitively on" in known.stdout
+
+
+def test_every_why_of_retrieve_can_be_read_whole(store):
+    query = ("retrieve", "--store", str(store), "-k", "4", "--method", "grtf", "place an order", "--step", "log in")
+    ranked = json.loads(toolkg(*query, "--json").stdout)["tools"]
+    whys = [t["why"] for t in ranked]
+    assert len(whys) == 4 and all(whys) and any(" of " in why for why in whys)  # a prerequisite's reason
+    narrow = toolkg(*query, columns=60)
+    assert narrow.returncode == 0, narrow.stderr
+    lines = narrow.stdout.splitlines()
+    assert all(len(line) <= 60 for line in lines[1 : 3 + len(whys)])  # the header line and the table fit
+    cut = lines.index("why, in full where cut above:")
+    assert cut == 3 + len(whys) and lines[-1].startswith("servers: ")
+    shown = {line[:4].strip(): line[6:] for line in lines[cut + 1 : -1]}
+    assert shown and all(shown[rank] == whys[int(rank) - 1] for rank in shown)
+    cells = {str(rank): line for rank, line in enumerate(lines[3 : 3 + len(whys)], start=1)}
+    assert {rank for rank, line in cells.items() if line.endswith("…")} == set(shown)
+    wide = toolkg(*query, columns=200)  # the table is at most 120 wide; these reasons fit it
+    assert "why, in full" not in wide.stdout and all(why in wide.stdout for why in whys)
