@@ -141,9 +141,10 @@ class Progress:
         except (AttributeError, ValueError, OSError):
             return False
 
-    def _write(self, out: IO[str], text: str) -> None:
+    def _line(self, out: IO[str], task: Task, final: bool) -> None:
+        """A plain line: '[toolkg] ingest: 32/40 manifests (80%), 12.0/s, ETA 1s'."""
         try:
-            out.write(text)
+            out.write(PREFIX + task.description + ": " + "".join(describe(task, final)) + "\n")
             out.flush()
         except (OSError, ValueError):  # a closed or broken stderr never stops the work
             pass
@@ -156,8 +157,10 @@ class Progress:
         old = bars.named(stage)
         if old is not None:  # begun again before it ended: the new run replaces it
             bars.remove_task(old.id)
-        # Hidden until its first report, as a stage that never moves shows nothing.
-        bars.add_task(stage, total=total, completed=done, visible=False, unit=unit, base=done, timed=timed)
+        # Hidden until its first report, as a stage that never moves shows nothing. 'shown': when its last
+        # plain line was written (its start counts), 'base': its count when begun, 'timed': begun by start().
+        fields = {"unit": unit, "base": done, "timed": timed, "shown": self.clock()}
+        bars.add_task(stage, total=total, completed=done, visible=False, **fields)
         task = bars.named(stage)
         assert task is not None
         return task
@@ -167,7 +170,7 @@ class Progress:
         if not self.enabled:  # nothing to show, and rich's import spared (-q, the MCP server)
             return
         with self._lock:
-            self._add(stage, total, unit, 0, timed=True).fields["shown"] = self.clock()
+            self._add(stage, total, unit, 0, timed=True)
 
     def report(self, stage: str, done: int, total: int | None, unit: str = "manifests") -> None:
         if not self.enabled or (total is not None and total <= 1):
@@ -177,7 +180,6 @@ class Progress:
             task = self._task(stage)
             if task is None or task.total != total:  # first report: the stage starts here
                 task = self._add(stage, total, unit, done, timed=False)
-                task.fields["shown"] = now
             self._tasks().update(task.id, completed=done, unit=unit or task.fields["unit"])
             final = total is not None and done >= total
             out = self._out()
@@ -186,7 +188,7 @@ class Progress:
             if self._is_tty(out):
                 self._draw(task, now, final)
             elif final or now - task.fields["shown"] >= PLAIN_INTERVAL:
-                self._write(out, PREFIX + task.description + ": " + "".join(describe(task, final)) + "\n")
+                self._line(out, task, final)
                 task.fields["shown"] = now
             if final:
                 self._drop(task)
@@ -210,7 +212,7 @@ class Progress:
                     if task.completed or task.visible:
                         self._draw(task, self.clock(), True)
                 elif task.completed:
-                    self._write(out, PREFIX + task.description + ": " + "".join(describe(task, True)) + "\n")
+                    self._line(out, task, True)
             self._drop(task)
 
     @contextmanager
@@ -233,9 +235,13 @@ class Progress:
     def _draw(self, task: Task, now: float, final: bool) -> None:
         bars = self._tasks()
         if final:  # off the live area, then printed for good above what still runs
+            if bars.live.is_started and not any(t.visible for t in bars.tasks if t.id != task.id):
+                # The last bar: stop while it is still drawn (transient: erased, the cursor back at its start);
+                # stopped on an empty area, rich before 14.1 leaves a blank line.
+                self._safely(bars.stop)
             bars.remove_task(task.id)
             if bars.live.is_started:
-                self._safely(bars.refresh if any(t.visible for t in bars.tasks) else bars.stop)
+                self._safely(bars.refresh)
             self._safely(lambda: bars.print_line(task, final=True))
             return
         first = not task.visible
