@@ -150,7 +150,7 @@ class Progress:
             pass
 
     def _task(self, stage: str) -> Task | None:
-        return self._tasks().named(stage)
+        return None if self._bars is None else self._bars.named(stage)  # no stage yet: rich not imported
 
     def _add(self, stage: str, total: int | None, unit: str, done: int, timed: bool) -> Task:
         bars = self._tasks()
