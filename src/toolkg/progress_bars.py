@@ -5,7 +5,7 @@ it runs, text written to ``sys.stderr`` meanwhile printed above the bars, the te
 that reports 0 columns, as an unconfigured pseudo-terminal does, counts as 80), the bar itself, and the
 rate over the last seconds (``Task.speed``). What stays here is what to show in the width there is
 (``fit``): the whole line with a bar when it fits, else no bar, then fewer clauses, then a shorter stage
-name, never a count cut in the middle (a 40-column terminal used to show ``load: 200/2``).
+name, never a count cut in the middle (40 columns used to show ``extract, validate, load: 200/2``).
 
 Imported on a stage's first report only (``import rich.progress`` costs about 0.1 s, which commands that
 report no progress should not pay). It imports nothing of toolkg: ``toolkg.progress`` hands it the text.
