@@ -38,7 +38,7 @@ the index and each consumer's edges, and asks the rules again for the consumers 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from toolkg.canonicalize.inference.acyclic import acyclic
@@ -247,7 +247,7 @@ def _sparsify(
     edges: list[InferredEdge],
     options: InferenceOptions,
     declared: Collection[tuple[str, str]],
-    hubs: Collection[str],
+    hubs: Container[str],
     fanout: Mapping[tuple[str, str], int] | None = None,
 ) -> list[InferredEdge]:
     """Drop weak edges of promiscuous parameter matches; keep one edge per (consumer, producer, parameter).

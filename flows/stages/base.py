@@ -106,7 +106,7 @@ class CatalogStage:
     def digest(self, run: CatalogRun) -> str:
         """Options and code, hashed: a store built with other options or older rules is brought up to date."""
         options = self.options(run)
-        key = {"options": options.model_dump() if options else {}, "code": self.fingerprint()}
+        key: dict[str, Any] = {"options": options.model_dump() if options else {}, "code": self.fingerprint()}
         key["options"] |= self.extra_options(run)
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def read_manifest(path: str | Path, format: str | None = None, server: str | Non
 
 
 def find_servers(
-    paths: Iterable[str], servers: Iterable[str], exclude: set[str] = frozenset()
+    paths: Iterable[str], servers: Iterable[str], exclude: AbstractSet[str] = frozenset()
 ) -> dict[str, tuple[Server, Manifest]]:
     """The ``servers`` the manifests under ``paths`` (but the files in ``exclude``) define, each with its
     manifest (the last one read wins when two define it); a server no manifest defines is left out."""
