@@ -92,10 +92,12 @@ class Index:
 
     def _saved_vectors(self) -> bool:
         """Whether the index's vectors are the ones this process would look up (same model, offline)."""
+        saved = self.saved  # a SavedIndex is always truthy: no __len__ or __bool__
         return (
-            bool(self.saved and self.saved.model)
+            saved is not None
+            and bool(saved.model)
             and isinstance(self._embedder, Embedder)
-            and (self.saved.model == model_id())
+            and (saved.model == model_id())
         )
 
     @cached_property
