@@ -176,7 +176,7 @@ class ToolStore:
         ):
             values: dict[object, list[str]] = {}
             for quad in self._store.quads_for_pattern(None, prop, None, graph):
-                assert isinstance(quad.object, Literal), "a record's lists are literals"
+                assert not isinstance(quad.object, Triple), "toolkg writes no RDF-star quoted triples"
                 values.setdefault(quad.subject, []).append(quad.object.value)
             for manifest, found in values.items():
                 if manifest in fields:
