@@ -71,8 +71,9 @@ docs: $(STAMP)  ## check the generated command reference, then build the docs si
 	$(BIN)/python docs/gen_cli.py --check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-test: $(STAMP) browser mcp-servers docs  ## lint, the docs, then the whole test suite
+test: $(STAMP) browser mcp-servers docs  ## lint, types, the docs, then the whole test suite
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 # The fast loop: the unit and integration layers (no CLI subprocess, browser, live server or Prefect server),

@@ -8,7 +8,7 @@ summary as a markdown artifact. What the build does is the pipeline's alone: a b
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
@@ -24,7 +24,7 @@ from toolkg.summary import BuildSummary
 
 @cache
 def _task(name: str, work: Callable[..., Any]):
-    return task(work, name=name, cache_policy=NO_CACHE, persist_result=False)
+    return task(name=name, cache_policy=NO_CACHE, persist_result=False)(work)  # the decorator's typed form
 
 
 def as_prefect_task(name: str, work: Callable[..., Any], *args: Any) -> Any:
@@ -43,9 +43,11 @@ def build_catalog(paths: list[str], store_dir: str, config: BuildConfig | dict |
     catalog-wide stages run and with which options, and the input limits.
     """
     config = config if isinstance(config, BuildConfig) else BuildConfig.model_validate(config or {})
-    fan_out = None
+    fan_out: Callable[..., Iterator[Any]] | None = None
     if config.dask:
-        from toolkg.flows.scale import fan_out
+        from toolkg.flows.scale import fan_out as dask_fan_out
+
+        fan_out = dask_fan_out
     summary = new_summary(store_dir)
     try:
         return run_pipeline(paths, store_dir, config, runner=as_prefect_task, fan_out=fan_out, summary=summary)

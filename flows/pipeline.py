@@ -257,7 +257,7 @@ def _pipeline(run: BuildRun, paths: list[str]) -> PreparedSnapshot | None:
 
 def _tool_texts(manifests: list[IngestResult]) -> list[str]:
     """The texts the link stage will embed for the tools being (re)loaded (toolkg.embeddings.ahead)."""
-    return [tool_text(t) for r in manifests for s in r.manifest.servers for t in s.tools]
+    return [tool_text(t) for r in manifests for s in r.parsed.servers for t in s.tools]
 
 
 def _drop_orphans(run: BuildRun) -> None:
@@ -343,7 +343,7 @@ def _name_index(run: BuildRun, manifests: list[IngestResult], owners: dict[str, 
             if graph not in replacing and graph in owners:
                 index.add(tool_ids, owners[graph])
     for r in manifests:
-        index.add((t.id for s in r.manifest.servers for t in s.tools), r.file.path)
+        index.add((t.id for s in r.parsed.servers for t in s.tools), r.file.path)
     return index
 
 
@@ -380,7 +380,7 @@ def _extract_validate_load(
     """Extract, validate and load batch by batch (a batch's models are released once it is loaded);
     returns how many manifests (or parts) loaded."""
     size = run.options.limits.max_tools_per_batch
-    total_tools = sum(r.manifest.tool_count for r in manifests)
+    total_tools = sum(r.parsed.tool_count for r in manifests)
     if run.config.dask:  # smaller batches, so that every worker gets some (at least four when possible)
         size = max(1, min(size, total_tools // (2 * DEFAULT_WORKERS)))
     work = [list(b) for b in tool_batches(manifests, size)]
@@ -391,12 +391,12 @@ def _extract_validate_load(
     for batch, info in _transformed(run, work, index):
         run.summary.fold(info)
         for r, extracted in zip(batch, info.extracted, strict=True):
-            tools_done += r.manifest.tool_count
+            tools_done += r.parsed.tool_count
             count = part_count.get(r.file.path, 1)
             mine = parts.setdefault(r.file.path, ManifestParts()) if count > 1 else None
             final = mine is None or len(mine.seen) + 1 == count
             if mine is not None:
-                mine.seen.append(r.manifest.tool_count)
+                mine.seen.append(r.parsed.tool_count)
             if extracted is None:  # quarantined whole (its reason is among the problems)
                 if mine is None:
                     continue

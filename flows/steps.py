@@ -65,11 +65,11 @@ def tool_batches(results: Sequence[IngestResult], max_tools: int) -> Iterator[Se
     tools = 0
     for whole in results:
         for result in parts(whole, max_tools):
-            if batch and tools + result.manifest.tool_count > max_tools:
+            if batch and tools + result.parsed.tool_count > max_tools:
                 yield batch
                 batch, tools = [], 0
             batch.append(result)
-            tools += result.manifest.tool_count
+            tools += result.parsed.tool_count
     if batch:
         yield batch
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from functools import cache
+from typing import cast
 
 from pydantic import BaseModel, ConfigDict
-from pyoxigraph import BlankNode, Literal, NamedNode, RdfFormat, parse
+from pyoxigraph import BlankNode, Literal, NamedNode, RdfFormat, Triple, parse
 
 from toolkg.ontology import ONTOLOGY_FILE, TK_NS
 
@@ -71,8 +72,9 @@ ENTITY_TYPES: tuple[str, ...] = entity_types()
 @cache
 def extraction_schema() -> ExtractionSchema:
     triples = list(parse(path=str(ONTOLOGY_FILE), format=RdfFormat.TURTLE))
-    by_subject: dict[object, dict[str, list[object]]] = defaultdict(lambda: defaultdict(list))
+    by_subject: dict[object, dict[str, list[NamedNode | BlankNode | Literal]]] = defaultdict(lambda: defaultdict(list))
     for t in triples:
+        assert not isinstance(t.object, Triple), "the ontology has no RDF-star quoted triples"
         by_subject[t.subject][t.predicate.value].append(t.object)
 
     def local(node) -> str | None:
@@ -93,12 +95,14 @@ def extraction_schema() -> ExtractionSchema:
         for s, p in by_subject.items()
         if any(o.value.endswith("ObjectProperty") for o in p.get(_RDF + "type", []))
     }
-    types = {name for name in marked if name not in is_property}
+    names = cast(set[str], marked)  # None discarded above
+    types = {name for name in names if name not in is_property}
     subclasses: dict[str, set[str]] = defaultdict(set)
     for s, props in by_subject.items():
         for parent in props.get(_RDFS + "subClassOf", []):
-            if local(s) and local(parent):
-                subclasses[local(parent)].add(local(s))
+            child_name, parent_name = local(s), local(parent)
+            if child_name and parent_name:
+                subclasses[parent_name].add(child_name)
 
     def expand(node) -> set[str]:
         """The extractable classes a domain/range node denotes (itself, its subclasses, union members)."""
@@ -118,7 +122,7 @@ def extraction_schema() -> ExtractionSchema:
         return found
 
     predicates = {}
-    for name in sorted(marked & is_property):
+    for name in sorted(names & is_property):
         subject = NamedNode(TK_NS + name)
         domain = set().union(*(expand(d) for d in by_subject[subject].get(_RDFS + "domain", [])))
         range_ = set().union(*(expand(r) for r in by_subject[subject].get(_RDFS + "range", [])))

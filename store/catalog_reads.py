@@ -8,6 +8,7 @@ catalog (``toolkg.retrieval.catalog``) and ``toolkg mcp`` share.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict, cast
 
 from pyoxigraph import Literal, NamedNode
 
@@ -22,11 +23,21 @@ def stored_server_ids(store: ToolStore) -> set[str]:
 
 def manifests_defining(store: ToolStore, graph: NamedNode) -> list[tuple[NamedNode, Literal]]:
     """The manifest records (node, fingerprint) in the manifests graph that define ``graph``."""
-    rows = store.select(
-        "SELECT ?m ?fp ?g ?records WHERE { GRAPH ?records { ?m tk:definesGraph ?g ; tk:fingerprint ?fp } }",
-        {"g": graph, "records": MANIFESTS_GRAPH},
+    rows = cast(
+        list[_DefiningRow],
+        store.select(
+            "SELECT ?m ?fp ?g ?records WHERE { GRAPH ?records { ?m tk:definesGraph ?g ; tk:fingerprint ?fp } }",
+            {"g": graph, "records": MANIFESTS_GRAPH},
+        ),
     )
     return [(row["m"], row["fp"]) for row in rows]
+
+
+class _DefiningRow(TypedDict):
+    m: NamedNode  # a record is a named node, its fingerprint a literal (store.oxigraph_store._record_triples)
+    fp: Literal
+    g: NamedNode
+    records: NamedNode
 
 
 def server_catalogs(store: ToolStore) -> dict[str, str]:

@@ -11,6 +11,7 @@ inferred again.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypedDict
 from urllib.parse import unquote
 
 from pyoxigraph import Literal, NamedNode, Triple
@@ -33,10 +34,10 @@ def edge_triples(edges: list[InferredEdge], tools: Iterable[Tool] | Mapping[str,
     looks up a few, not the catalog)."""
     by_id = tools if isinstance(tools, Mapping) else {t.id: t for t in tools}
     locations: dict[tuple[str, str], str] = {}
-    for consumer in {e.consumer for e in edges if e.parameter}:
-        tool = by_id.get(consumer)
+    for consumer_id in {e.consumer for e in edges if e.parameter}:
+        tool = by_id.get(consumer_id)
         for p in tool.parameters if tool is not None else ():
-            locations[consumer, p.name] = p.location  # the last of a name, as a dict of them all kept
+            locations[consumer_id, p.name] = p.location  # the last of a name, as a dict of them all kept
     out: list[Triple] = []
     for e in edges:
         consumer, producer = iris.tool_iri_from_id(e.consumer), iris.tool_iri_from_id(e.producer)
@@ -91,12 +92,35 @@ def link_triples(links: list[ToolLink]) -> list[Triple]:
     return out
 
 
-def link_rows(store: ToolStore, tool: str | None = None) -> list[dict[str, object]]:
+class LinkRow(TypedDict):
+    """A structural link as ``link_rows`` gives it."""
+
+    source: str
+    target: str
+    kind: str
+    score: float
+    evidence: str
+
+
+class DependencyRow(TypedDict):
+    """A qualified dependency edge as ``dependency_rows`` gives it (None: not stated in the store)."""
+
+    consumer: str
+    producer: str
+    kind: str
+    parameter: str | None
+    confidence: float | None
+    basis: str
+    rule: str | None
+    evidence: str
+
+
+def link_rows(store: ToolStore, tool: str | None = None) -> list[LinkRow]:
     """Structural links (all, or from one tool), strongest first."""
     rows = store.select("""SELECT ?source ?target ?kind ?score ?reason WHERE {
         ?s tk:qualifiedLink ?l ; tk:identifier ?source . ?l tk:linkedTool ?t ; tk:linkType ?k ; tk:score ?score ;
            tk:reason ?reason . ?t tk:identifier ?target . BIND(STRAFTER(STR(?k), "#") AS ?kind) }""")
-    out = [
+    out: list[LinkRow] = [
         {
             "source": r["source"].value,
             "target": r["target"].value,
@@ -110,7 +134,7 @@ def link_rows(store: ToolStore, tool: str | None = None) -> list[dict[str, objec
     return sorted(out, key=lambda r: (r["source"], r["kind"], -r["score"], r["target"]))
 
 
-def dependency_rows(store: ToolStore, tool: str | None = None) -> list[dict[str, object]]:
+def dependency_rows(store: ToolStore, tool: str | None = None) -> list[DependencyRow]:
     """Qualified dependency edges (all, or those of one tool as consumer or producer), strongest first."""
     rows = store.select("""SELECT DISTINCT ?consumer ?producer ?kind ?parameter ?confidence ?basis ?rule ?reason WHERE {
         ?c tk:qualifiedDependency ?d ; tk:identifier ?consumer .
@@ -120,7 +144,7 @@ def dependency_rows(store: ToolStore, tool: str | None = None) -> list[dict[str,
         OPTIONAL { ?d tk:inferenceRule ?rule } OPTIONAL { ?d tk:reason ?reason } }""")
     out = []
     for r in rows:
-        row = {
+        row: DependencyRow = {
             "consumer": r["consumer"].value,
             "producer": r["producer"].value,
             "kind": r["kind"].value,

@@ -167,6 +167,7 @@ class _JsonLd:
         node: dict[str, object] = {"@id": self.node_id(subject)}
         for predicate, same in groupby(quads, key=lambda q: q.predicate):
             objects = [q.object for q in same]
+            values: list[object]
             if predicate.value == _RDF_TYPE and all(isinstance(o, NamedNode) for o in objects):
                 key, values = "@type", [self.vocab(o.value) for o in objects]
             else:

@@ -101,7 +101,8 @@ def load_manifest(
     parts.pending |= set(extracted.pending)
     record = None
     keep_previous = final and parts.incomplete and previous is not None
-    if keep_previous:  # a part failed: nothing of the previous version is dropped, the next run redoes it
+    # A part failed: nothing of the previous version is dropped, the next run redoes it.
+    if keep_previous and previous is not None:
         parts.graphs += [g for g in previous.graphs if g not in parts.graphs]
     if final:
         record = ManifestRecord(
@@ -121,10 +122,10 @@ def load_manifest(
         run=run,
     )
     if final:
-        for g in previous.graphs if previous else ():
-            graph_owners.pop(g, None)
-        for g in parts.graphs:
-            graph_owners[g] = file.path
+        for name in previous.graphs if previous else ():
+            graph_owners.pop(name, None)
+        for name in parts.graphs:
+            graph_owners[name] = file.path
     else:
         for g in graphs:
             graph_owners[g.graph.value] = file.path

@@ -23,11 +23,12 @@ names, which the next build drops (``drop_orphans``) or replaces.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict
-from pyoxigraph import Literal, NamedNode, Quad, QuerySolutions, RdfFormat, Triple, Variable, serialize
+from pyoxigraph import BlankNode, Literal, NamedNode, Quad, QuerySolutions, RdfFormat, Triple, Variable, serialize
 
 from toolkg import PIPELINE_VERSION
 from toolkg.failures import fault_point
@@ -36,6 +37,13 @@ from toolkg.ontology.graphs import EXTRACTION_GRAPH_PREFIX, MANIFESTS_GRAPH, SER
 from toolkg.store import export
 from toolkg.store.backends import Backend, LocalBackend, missing_store
 from toolkg.store.remote import CONFIG_FILE, RemoteBackend, remote_config
+
+# What a SELECT binds a variable to. Not pyoxigraph's Triple: toolkg writes no RDF-star quoted triples, so none
+# can be bound, and every term here has ``.value``.
+Term: TypeAlias = NamedNode | BlankNode | Literal
+# A SELECT row: variable name -> term, unbound variables absent. Readers that rely on which variables are bound
+# declare a TypedDict of the same shape for their query.
+Row: TypeAlias = dict[str, Term]
 
 # Prefixes for output meant for people (exports, tables): the vocabularies plus toolkg's own ids.
 DISPLAY_PREFIXES = {**PREFIXES, "id": iris.BASE}
@@ -125,12 +133,13 @@ class ToolStore:
             sparql, use_default_graph_as_union=True, substitutions=bound or None, prefixes=declared
         )
 
-    def select(self, sparql: str, substitutions: dict[str, object] | None = None) -> list[dict[str, object]]:
+    def select(self, sparql: str, substitutions: dict[str, object] | None = None) -> list[Row]:
         """SELECT rows as dicts of variable name to term (unbound variables omitted)."""
         result = self.query(sparql, substitutions)
         assert isinstance(result, QuerySolutions), "select() needs a SELECT query"
         names = [v.value for v in result.variables]
-        return [{n: row[n] for n in names if row[n] is not None} for row in result]
+        # A cast, not a check per cell (reads of every tool go through here): no binding is a Triple (Term's note).
+        return cast(list[Row], [{n: row[n] for n in names if row[n] is not None} for row in result])
 
     def count_quads(self) -> int:
         return len(self._store)
@@ -171,6 +180,7 @@ class ToolStore:
         ):
             values: dict[object, list[str]] = {}
             for quad in self._store.quads_for_pattern(None, prop, None, graph):
+                assert not isinstance(quad.object, Triple), "toolkg writes no RDF-star quoted triples"
                 values.setdefault(quad.subject, []).append(quad.object.value)
             for manifest, found in values.items():
                 if manifest in fields:
@@ -276,8 +286,8 @@ class ToolStore:
 
     def patch(
         self,
-        deletions: dict[NamedNode, Iterable[Triple]],
-        insertions: dict[NamedNode, Iterable[Triple]],
+        deletions: Mapping[NamedNode, Iterable[Triple]],
+        insertions: Mapping[NamedNode, Iterable[Triple]],
         drop_graphs: Iterable[NamedNode] = (),
     ) -> None:
         """Drop graphs, delete and insert triples per graph: one SPARQL update, so one transaction."""

@@ -108,9 +108,11 @@ def _tokens(text: str):
     "less than" everywhere else: erring that way only counts more (a VALUES row ``(<a> <b>)`` counts its
     second IRI as tokens). Within such a would-be IRI, ``#`` and quotes are single characters, not the start
     of a comment or string, in case Oxigraph does read it as an IRI."""
-    pos, brackets, expects_operand, plain_until = 0, [], True, 0
+    brackets: list[str] = []
+    pos, expects_operand, plain_until = 0, True, 0
     while pos < len(text):
         match = _TOKEN.match(text, pos)
+        assert match is not None, "_TOKEN's last alternative matches any one character"
         kind, value = match.lastgroup, match.group()
         if pos < plain_until and kind in ("comment", "string"):
             kind, value = "other", text[pos]

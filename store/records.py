@@ -19,11 +19,9 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable
 
-from pyoxigraph import Literal
-
 from toolkg.models import Annotations, OutputField, Parameter, Tool
 from toolkg.ontology import iris
-from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.oxigraph_store import Term, ToolStore
 
 
 class ToolRecord(Tool):
@@ -99,7 +97,7 @@ def _values(ids: list[str]) -> str:
     return " ".join(json.dumps(i) for i in ids)
 
 
-def _text(term: Literal | None) -> str:
+def _text(term: Term | None) -> str:
     return term.value if term is not None else ""
 
 

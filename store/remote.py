@@ -110,7 +110,7 @@ class RemoteBackend:
         self.query_url = str(config["query"])
         self.update_url = str(config["update"])
         self.graph_store_url = str(config.get("graph_store") or "")
-        self.timeout = float(config.get("timeout", 120))
+        self.timeout = float(str(config.get("timeout", 120)))  # a number or its text, as the config file has it
         user = config.get("username") or os.environ.get("TOOLKG_SPARQL_USER")
         password = config.get("password") or os.environ.get("TOOLKG_SPARQL_PASSWORD", "")
         self.headers = {}

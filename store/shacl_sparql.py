@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from pathlib import Path
 
-from pyoxigraph import BlankNode, Literal, NamedNode, RdfFormat, Store, Triple, parse, serialize
+from pyoxigraph import BlankNode, Literal, NamedNode, QuerySolutions, RdfFormat, Store, Triple, parse, serialize
 
 SH = "http://www.w3.org/ns/shacl#"
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
@@ -152,7 +152,9 @@ class CompiledShapes:
         store.load(text, format=RdfFormat.N_TRIPLES, lenient=True)
         subclasses = f"<{RDFS_SUBCLASS_OF}>" in text
         found = set()
-        for row in store.query(self.query if subclasses else self.query_without_subclasses):
+        rows = store.query(self.query if subclasses else self.query_without_subclasses)
+        assert isinstance(rows, QuerySolutions), "the checks are SELECT queries"
+        for row in rows:
             check = self.checks[int(row[1].value)]
             found.add((row[0].value, check.path, check.message))
         return found
@@ -163,7 +165,9 @@ class CompiledShapes:
         Oxigraph writes the N-Triples (a sixth of the time Python takes to write them a triple at a time, and
         loading text is faster than loading Quad objects); Python then reads back only the lines it judges:
         the typed literals, and the values of the paths with a pattern or a range."""
-        text = serialize(triples, format=RdfFormat.N_TRIPLES).decode()
+        data = serialize(triples, format=RdfFormat.N_TRIPLES)
+        assert data is not None, "serialize() returns the bytes when given no output"
+        text = data.decode()
         pieces: list[str] = []
         done = 0  # text[:done] is in pieces
         first_of: set[tuple] = set()  # (s, p, normalised o) of the typed literals kept
@@ -185,6 +189,7 @@ class CompiledShapes:
             for line in values.finditer(text):
                 subject = text[text.rfind("\n", 0, line.start()) + 1 : line.start()]
                 value, lexical, language = line.groups()
+                string: str | None
                 if lexical is not None:
                     string = _unescape(lexical)
                     read_as: tuple[str, str] | None = (string, "@" + language if language else XSD_STRING)
@@ -223,8 +228,9 @@ def compiled_shapes(shapes_file: str) -> CompiledShapes:
 
 def compile_shapes(shapes_file: Path) -> CompiledShapes:
     """Every active property shape of every shape with a sh:targetClass, as ``PropertyCheck``s."""
-    graph: dict[object, list[tuple[str, object]]] = {}
+    graph: dict[object, list[tuple[str, NamedNode | BlankNode | Literal]]] = {}
     for t in parse(path=str(shapes_file), format=RdfFormat.TURTLE):
+        assert not isinstance(t.object, Triple), "a SHACL shapes file has no RDF-star quoted triples"
         graph.setdefault(t.subject, []).append((t.predicate.value, t.object))
     checks: list[PropertyCheck] = []
     for node, facts in graph.items():

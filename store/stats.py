@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any, TypedDict
 
 from toolkg.approvals import Approvals, approved
 from toolkg.ontology import TK_NS
@@ -68,7 +69,20 @@ def stats(store: ToolStore) -> dict[str, object]:
     }
 
 
-def findings_summary(store: ToolStore) -> dict[str, object]:
+class FlaggedTool(TypedDict):
+    tool: str
+    approved: bool
+    findings: list[dict[str, Any]]  # Finding.short() of each medium or high finding
+
+
+class FindingsSummary(TypedDict):
+    by_kind: dict[str, dict[str, int]]  # kind -> severity -> findings
+    tools_flagged: int
+    tools_with_notes_only: int
+    flagged: list[FlaggedTool]
+
+
+def findings_summary(store: ToolStore) -> FindingsSummary:
     """The audit's findings: counts by kind and severity, and every flagged tool (a medium or high finding) with
     its findings and whether a person approved its current text. Tools with low findings only (a name another
     server has too) are counted as notes."""

@@ -23,7 +23,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
-from pyoxigraph import NamedNode, RdfFormat, Triple, serialize
+from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, serialize
 
 from toolkg.errors import ConfigError
 from toolkg.models import ExtractedManifest, QuarantinedItem
@@ -60,11 +60,13 @@ def tool_key(term) -> str | None:
 
 def row_of(t: Triple) -> Row:
     """A triple as pySHACL's worker reads it (plain strings cross the process boundary)."""
-    o = t.object
+    s, o = t.subject, t.object
+    assert not isinstance(s, Triple), "toolkg writes no RDF-star quoted triples"
     if isinstance(o, NamedNode):
-        return (t.subject.value, t.predicate.value, o.value, "iri", "")
-    extra = "@" + o.language if getattr(o, "language", None) else o.datatype.value
-    return (t.subject.value, t.predicate.value, o.value, "literal", extra)
+        return (s.value, t.predicate.value, o.value, "iri", "")
+    assert isinstance(o, Literal), "no blank node is an object in the graphs validated"
+    extra = "@" + o.language if o.language else o.datatype.value
+    return (s.value, t.predicate.value, o.value, "literal", extra)
 
 
 def _chunks(triples: Sequence[Triple], size: int) -> list[list[Triple]]:
@@ -182,7 +184,9 @@ def _engine_digest(engine: str) -> str:
 def _verdict_key(engine: str, triples: Sequence[Triple]) -> str:
     """The triples checked (in order: the same input gives the same order) and what checks them."""
     digest = hashlib.sha256(_engine_digest(engine).encode())
-    digest.update(serialize(triples, format=RdfFormat.N_TRIPLES))
+    data = serialize(triples, format=RdfFormat.N_TRIPLES)
+    assert data is not None, "serialize() returns the bytes when given no output"
+    digest.update(data)
     return digest.hexdigest()
 
 

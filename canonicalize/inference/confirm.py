@@ -88,10 +88,11 @@ class DependencyConfirmer:
             else:
                 todo.append((position, edge, key))
         judged = self.llm.map(lambda job: self._judge(job[1], job[2], cards, run_id), todo, "confirm (llm)", "edges")
-        for (position, _, _), verdict in zip(todo, judged, strict=True):
-            verdicts[position] = verdict
+        for (position, _, _), judgement in zip(todo, judged, strict=True):
+            verdicts[position] = judgement
         review = Review()
         for edge, verdict in zip(edges, verdicts, strict=True):
+            assert verdict is not None, "every edge was judged: from the cache or by the LLM"
             if isinstance(verdict, LLMFailure):
                 review.edges.append(edge)
                 review.unjudged.append((edge, verdict.reason))

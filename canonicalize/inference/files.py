@@ -25,7 +25,7 @@ from toolkg.canonicalize.inference.profiles import (
     is_output_location,
 )
 from toolkg.canonicalize.inference.returns import described_returns
-from toolkg.models import InferredEdge
+from toolkg.models import InferredEdge, Parameter
 from toolkg.text.words import split_identifier
 
 # File formats and the names tools use for them (general knowledge, not any catalog's words).
@@ -74,7 +74,7 @@ def _formats(words) -> set[str]:
     return {FORMATS[w] for w in words if w in FORMATS}
 
 
-def _input_paths(p: Profile) -> list[tuple[object, list[str]]]:
+def _input_paths(p: Profile) -> list[tuple[Parameter, list[str]]]:
     found = []
     for q in p.tool.parameters:
         words = split_identifier(q.name)

@@ -107,10 +107,10 @@ def _referenced(param_name: str, consumer: Profile) -> tuple[set[str], float, bo
         return named or _source(consumer), CONFIDENCE["identifier file"], True
     if words[-1] not in REFERENCE_SUFFIXES:
         return None
-    named = canonical_key(words[:-1])
-    if named and _names_thing(named):
-        return {named[-1]}, CONFIDENCE["identifier named"], False
-    if named:
+    key = canonical_key(words[:-1])
+    if key and _names_thing(key):
+        return {key[-1]}, CONFIDENCE["identifier named"], False
+    if key:
         return None  # a 'typeId' or 'dataId' names nothing a tool would list
     own = _heads(consumer)  # a bare 'id' identifies the tool's own object: get_card_by_id(id) -> card
     return (own, CONFIDENCE["identifier of own object"], False) if own else None

@@ -78,7 +78,7 @@ class _Hubs:
         self.index = index
 
     def __contains__(self, tool_id: object) -> bool:
-        p = self.index.profiles.get(tool_id)  # type: ignore[arg-type]
+        p = self.index.profiles.get(tool_id) if isinstance(tool_id, str) else None  # ids are strings
         return p is not None and not p.needs_input
 
 
@@ -189,14 +189,14 @@ class IncrementalInference:
         for i in renewed:
             self._set_pre(i, feeders)
         refilter = renewed | regrouped | set(changed)
-        for p in regrouped:
-            refilter |= self.by_producer.get(p, set())
+        for producer_id in regrouped:
+            refilter |= self.by_producer.get(producer_id, set())
         for i in refilter & index.profiles.keys():
             if self._set_post(i, counts):
                 redo.add(i)
         cap = self.options.weak_fanout_cap
-        for (producer, rule), before in counts.items():
-            if (before > cap) != (self.fanout[producer, rule] > cap):  # the cap starts or stops counting
+        for (producer, rule), count_before in counts.items():
+            if (count_before > cap) != (self.fanout[producer, rule] > cap):  # the cap starts or stops counting
                 self.stats["fan-out"] += 1
                 redo |= self.by_producer.get(producer, set())
         for i, p in old.items():
@@ -346,10 +346,10 @@ class IncrementalInference:
                     moved.add(i)
         flipped = {p for p, n in feeders.items() if (n > 0) != (self.feeders[p] > 0)}
         judged = {p.id for s in servers for p in index.by_server.get(s, ())} | renewed
-        for p in moved | flipped:
-            judged |= self.by_producer.get(p, set())
-        for p in flipped:
-            judged |= {q.id for q in index.by_server.get(p.partition("::")[0], ())}
+        for producer_id in moved | flipped:
+            judged |= self.by_producer.get(producer_id, set())
+        for producer_id in flipped:
+            judged |= {q.id for q in index.by_server.get(producer_id.partition("::")[0], ())}
         context, redo = self._context(), set()
         for i in judged & index.profiles.keys():
             server = index.profiles[i].tool.server_id

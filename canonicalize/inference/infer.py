@@ -38,11 +38,11 @@ the index and each consumer's edges, and asks the rules again for the consumers 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from toolkg.canonicalize.inference.acyclic import acyclic
-from toolkg.canonicalize.inference.candidates import other_server_producers, own_server_producers
+from toolkg.canonicalize.inference.candidates import Candidate, other_server_producers, own_server_producers
 from toolkg.canonicalize.inference.catalog_rules import catalog_rule_edges
 from toolkg.canonicalize.inference.files import file_edges
 from toolkg.canonicalize.inference.identifiers import MAX_SERVER_TOOLS, identifier_edges, opener_edges
@@ -62,7 +62,7 @@ from toolkg.canonicalize.inference.profiles import (
 )
 from toolkg.canonicalize.inference.rest import collection_slots, rest_edges, within_collections
 from toolkg.config import InferenceOptions
-from toolkg.models import InferredEdge, Tool
+from toolkg.models import InferredEdge, Parameter, Tool
 from toolkg.text.lexicon import FORM_HEADS
 from toolkg.text.words import split_identifier
 
@@ -183,7 +183,8 @@ def parameter_edges(
             if is_destination(consumer.tool.name, param.name):
                 continue
             words, keys = _candidate_keys(param.name)
-            scored, seen = [], set()  # an offer is filed under its key and its head: scored once
+            scored: list[Candidate] = []
+            seen: set[tuple[int, tuple[str, ...]]] = set()  # an offer is filed under its key and its head: scored once
             for key in keys:
                 found = own_server_producers(
                     index.by_server_key.get((own, key), ()), consumer, words, cohesive, wanted, seen
@@ -232,7 +233,7 @@ def _candidate_keys(name: str) -> tuple[list[str], tuple[tuple[str, ...], ...]]:
     return words, tuple(dict.fromkeys(k for k in keys if k))
 
 
-def candidate_keys(p: Profile) -> list[tuple[object, list[str], tuple[tuple[str, ...], ...]]]:
+def candidate_keys(p: Profile) -> list[tuple[Parameter, list[str], tuple[tuple[str, ...], ...]]]:
     """(parameter, its words, the buckets it reads) for each parameter of a tool that rule 1 fills."""
     out = []
     for param in p.tool.parameters:
@@ -247,7 +248,7 @@ def sparsify_edges(
     edges: list[InferredEdge],
     options: InferenceOptions,
     declared: Collection[tuple[str, str]],
-    hubs: Collection[str],
+    hubs: Container[str],
     fanout: Mapping[tuple[str, str], int] | None = None,
 ) -> list[InferredEdge]:
     """Drop weak edges of promiscuous parameter matches; keep one edge per (consumer, producer, parameter).
@@ -269,7 +270,7 @@ def sparsify_edges(
             kept[key] = e
     # A parameter its own server can fill as well takes nothing from another server: across catalogs
     # a matching name is weak evidence, inside one server the tools are written to be used together.
-    served: dict[tuple[str, str], float] = {}
+    served: dict[tuple[str, str | None], float] = {}  # (consumer, parameter)
     for e in kept.values():
         if e.parameter and _same_server(e):
             served[e.consumer, e.parameter] = max(e.confidence, served.get((e.consumer, e.parameter), 0.0))

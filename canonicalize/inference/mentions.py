@@ -88,7 +88,7 @@ def _mentions(tool: Tool) -> tuple[tuple[Parameter | None, re.Match], ...]:
 def mention_tokens(tool: Tool) -> set[str]:
     """The names a tool's mentions may name another tool by (a mention reads at most its first four
     words as a name): a tool of one of these names appearing or going can change its edges."""
-    found = set()
+    found: set[str] = set()
     for _, match in _mentions(tool):
         tokens = re.findall(r"[A-Za-z][\w-]*", match.group("ref"))
         if tokens and tokens[0].lower() not in MENTION_NOISE:

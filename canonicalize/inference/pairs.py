@@ -167,7 +167,7 @@ def features(
     fed = {(c, p) for (c, p, q) in proposed if q is not None and c.partition("::")[0] == p.partition("::")[0]}
     if feeders is None:
         feeders = {p for _, p in fed}
-    slots: dict[tuple[str, str], tuple] = {}
+    slots: dict[tuple[str, str | None], tuple] = {}
     rows = np.zeros((len(found), len(FEATURES)))
     for n, c in enumerate(found):
         producer, consumer, parameter = c.producer, c.consumer, c.parameter

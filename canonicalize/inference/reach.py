@@ -89,7 +89,7 @@ class Reach:
         index = self.index
         versions = [(p, index.groups[i], frozenset(p.namespace)) for i, p in old.items()]
         versions += [(index.profiles[i], index.groups[i], frozenset(index.profiles[i].namespace)) for i in regrouped]
-        coming = [(profile_of(t), group, frozenset()) for t, group in fresh.values()]
+        coming: list[Version] = [(profile_of(t), group, frozenset()) for t, group in fresh.values()]
         coming += [(index.profiles[i], index.group(index.profiles[i]), frozenset()) for i in regrouped]
         keys = {key for version in versions + coming for key in _watched(version)}
         return {"old": versions, "keys": keys, "seen": self._snapshot(keys)}

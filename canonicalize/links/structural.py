@@ -167,6 +167,7 @@ class LinkIndex:
         if len(members) < 2:
             return []
         if server not in self._similarity:
+            assert self.vectors is not None, "co-invocation is asked only with vectors"
             block = np.vstack([self.vectors[m] for m in members])
             self._similarity[server] = block @ block.T
         similarity = self._similarity[server]

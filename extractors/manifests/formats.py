@@ -240,11 +240,13 @@ def parse_mcp(path: str, document: Any, server: str | None, limits: Limits | Non
     """An MCP ``tools/list`` result (optionally JSON-RPC wrapped, or a bare list of tools)."""
     wrapper: Mapping[str, Any] = {}
     if isinstance(document, Mapping):
-        wrapper = document.get("result") if isinstance(document.get("result"), Mapping) else document
+        result = document.get("result")
+        wrapper = result if isinstance(result, Mapping) else document
         entries = wrapper.get("tools")
     else:
         entries = document
-    info = wrapper.get("serverInfo") if isinstance(wrapper.get("serverInfo"), Mapping) else {}
+    server_info = wrapper.get("serverInfo")
+    info = server_info if isinstance(server_info, Mapping) else {}
     named = server or wrapper.get("server_name") or wrapper.get("server") or info.get("name") or wrapper.get("name")
     limits = limits or Limits()
     server_id = server_id_from(named if isinstance(named, str) and named.strip() else Path(path).stem)
@@ -393,7 +395,7 @@ def _toollinkos_dependency(raw: Any, item: str) -> DeclaredDependency:
         raise ItemError(item, f"parameter_name must be a string, got {type(parameter).__name__}")
     return DeclaredDependency(
         target=target,
-        kind=DEPENDENCE_KINDS[kind_name],  # type: ignore[arg-type]
+        kind=DEPENDENCE_KINDS[kind_name],
         parameter=parameter.strip() or None if parameter else None,
         reason=optional_str(raw.get("reason"), "reason", item),
     )

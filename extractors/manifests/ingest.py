@@ -35,6 +35,12 @@ class IngestResult(StageInfo):
     file: ManifestFile
     manifest: Manifest | None  # None when the whole file was quarantined
 
+    @property
+    def parsed(self) -> Manifest:
+        """The manifest, of a result known to have parsed (the build carries only those past ingestion)."""
+        assert self.manifest is not None, f"{self.file.path} was quarantined whole: it has no manifest"
+        return self.manifest
+
 
 def ingest_manifest(
     file: ManifestFile,

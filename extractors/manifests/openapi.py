@@ -123,6 +123,7 @@ def _merged_parameters(
                 continue
             if location in _LOCATIONS and written != location:
                 notes.add(f"parameter {name!r}", f"in {shown(written)} read as {shown(location)}")
+            assert isinstance(written, str), "a location was read from it"
             merged[(name, location)] = (raw, written)
     return merged
 
@@ -291,7 +292,8 @@ def parse_openapi(path: str, document: Any, server: str | None, limits: Limits |
             raise ManifestError(
                 path, f"unsupported OpenAPI version {version[:20]!r} (3.0 and 3.1, and Swagger 2.0, are supported)"
             )
-    info = document.get("info") if isinstance(document.get("info"), Mapping) else {}
+    info_value = document.get("info")
+    info: Mapping[str, Any] = info_value if isinstance(info_value, Mapping) else {}
     title = info.get("title") if isinstance(info.get("title"), str) else ""
     server_id = server_id_from(server or title or Path(path).stem)
     paths = document.get("paths") or {}
@@ -345,9 +347,11 @@ def parse_openapi(path: str, document: Any, server: str | None, limits: Limits |
                 taken[name] = f"{method.upper()} {route[:200]}"
             except Exception as exc:
                 quarantined.append(quarantine(exc, source=path, item=label, stage="parse", raw=operation))
-    listed = document.get("tags") if isinstance(document.get("tags"), list) else []
+    tags_value = document.get("tags")
+    listed = tags_value if isinstance(tags_value, list) else []
     tags = [t.get("name") for t in listed if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
-    description = info.get("description") if isinstance(info.get("description"), str) else ""
+    description_value = info.get("description")
+    description = description_value if isinstance(description_value, str) else ""
     result = Server(
         id=server_id,
         name=server_name(title, server_id, limits),

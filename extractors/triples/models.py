@@ -29,7 +29,7 @@ import re
 import threading
 from collections import Counter
 from functools import cache, lru_cache
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator, model_validator
 
@@ -309,14 +309,16 @@ def decoding_model(parameters: tuple[str, ...]) -> type[BaseModel]:
     """The reply asked of a server that constrains decoding, for a tool with these parameter names: the
     decoder can name no parameter the tool does not have (a small model otherwise named its server)."""
     base = response_model().for_constrained_decoding
+    assert base is not None, "response_model() sets it"
     return type(base.__name__, (base,), {"decoding_parameters": tuple(parameters), "__module__": __name__})
 
 
 @cache
-def response_model() -> type[BaseModel]:
+def response_model() -> type[_Reply]:
     """``ToolTriples``: the structured reply asked of the LLM, generated from the ontology."""
     schema = extraction_schema()
-    type_names = Literal[tuple(schema.types)]  # type: ignore[valid-type]
+    # Built at run time from the ontology: no static type describes it, so Any to create_model
+    type_names: Any = Literal[tuple(schema.types)]
 
     def strip(cls, value: str) -> str:
         return " ".join(value.split())
@@ -334,6 +336,12 @@ def response_model() -> type[BaseModel]:
         check_triple(self.head, self.head_type, self.relation, self.tail, self.tail_type, _context(info))
         return self
 
+    # pydantic's decorators, applied by hand: create_model takes what they return (its stub says plain callables)
+    validators: dict[str, Any] = {
+        "strip_names": field_validator("head", "tail", mode="before")(classmethod(strip)),
+        "map_relation": field_validator("relation", mode="before")(classmethod(relation)),
+        "ontology": model_validator(mode="after")(ontology),
+    }
     triple = create_model(
         "Triple",
         __doc__="One fact (head, relation, tail) about the tool; both ends typed by the ontology.",
@@ -344,14 +352,10 @@ def response_model() -> type[BaseModel]:
         relation=(str, Field(description="ontology relation", json_schema_extra={"enum": list(schema.predicates)})),
         tail=(str, Field(min_length=1, max_length=MAX_REFERENCE, description="name of the tail entity")),
         tail_type=(type_names, Field(description="ontology type of the tail")),
-        __validators__={
-            "strip_names": field_validator("head", "tail", mode="before")(classmethod(strip)),
-            "map_relation": field_validator("relation", mode="before")(classmethod(relation)),
-            "ontology": model_validator(mode="after")(ontology),
-        },
+        __validators__=validators,
     )
     doc = "The triples extracted from one tool's documentation."
-    triples = (list[triple], Field(max_length=MAX_TRIPLES))  # type: ignore[valid-type]
+    triples = (list[triple], Field(max_length=MAX_TRIPLES))
     reply = create_model("ToolTriples", __doc__=doc, __base__=_Reply, triples=triples)
     reply.for_constrained_decoding = create_model("ToolTriples", __doc__=doc, __base__=_ToolCentred, triples=triples)
     return reply

@@ -236,9 +236,9 @@ class OfflineExtractor:
             objects += noun_phrases(tool.description)[:MAX_DESCRIPTION_OBJECTS]
         for entity in dict.fromkeys(o for o in objects if o):
             add(tool.name, "Tool", "hasEntity", entity, "BusinessObject")
-        for parameter, entity in parameter_links:
+        for parameter_name, entity in parameter_links:
             if entity:
-                add(parameter, "Parameter", "refersTo", entity, "BusinessObject")
+                add(parameter_name, "Parameter", "refersTo", entity, "BusinessObject")
         category = clean_label(server.category or "")
         if has_letter(category):
             add(tool.name, "Tool", "hasLineOfBusiness", category, "LineOfBusiness")

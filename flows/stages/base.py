@@ -149,7 +149,7 @@ class CatalogStage(Generic[S]):
     def digest_with(self, run: CatalogRun, extra: dict[str, Any]) -> str:
         """The digest with ``extra`` standing for ``extra_options(run)`` (what another run would record)."""
         options = self.options(run)
-        key = {"options": options.model_dump() if options else {}, "code": self.fingerprint()}
+        key: dict[str, Any] = {"options": options.model_dump() if options else {}, "code": self.fingerprint()}
         key["options"] |= extra
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -153,6 +153,7 @@ class CatalogSync:
         started = time.perf_counter()
         result = SyncResult(operation, target)
         server_id = server.id if server else server_id
+        assert server_id is not None, "a sync names the server it changes (its new version, or its id)"
         graph = iris.server_graph(server_id)
         old = {i: self.tools[i] for i in self.servers.get(server_id, ())}
         new = {t.id: t for t in server.tools} if server else {}

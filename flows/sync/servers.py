@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,7 +40,10 @@ def read_manifest(
 
 
 def find_servers(
-    paths: Iterable[str], servers: Iterable[str], exclude: set[str] = frozenset(), config: BuildConfig | None = None
+    paths: Iterable[str],
+    servers: Iterable[str],
+    exclude: AbstractSet[str] = frozenset(),
+    config: BuildConfig | None = None,
 ) -> dict[str, tuple[Server, Manifest]]:
     """The ``servers`` the manifests under ``paths`` (but the files in ``exclude``) define, each with its
     manifest (the last one read wins when two define it), read with ``config``'s format, server and limits as

@@ -92,7 +92,8 @@ class Approvals:
         out = {}
         for tool, entry in tools.items():
             if isinstance(entry, dict) and isinstance(entry.get("fingerprint"), str):
-                kinds = entry.get("findings") if isinstance(entry.get("findings"), list) else []
+                listed = entry.get("findings")
+                kinds = listed if isinstance(listed, list) else []
                 out[tool] = Approval(
                     tool, entry["fingerprint"], str(entry.get("at", "")), tuple(map(str, kinds)), "toolkg approve"
                 )

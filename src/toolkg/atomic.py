@@ -41,7 +41,8 @@ def atomic_output(path: str | Path, mode: str = "w") -> Iterator[IO]:
     target = Path(path)
     scratch = target.with_name(f".{target.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
-        with open(scratch, mode.replace("w", "x"), **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+        encoding = None if "b" in mode else "utf-8"
+        with open(scratch, mode.replace("w", "x"), encoding=encoding) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

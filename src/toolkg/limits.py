@@ -76,6 +76,6 @@ def parse_limits(pairs: list[str] | None) -> Limits:
     try:
         return Limits(**values)
     except ValueError as exc:
-        first = exc.errors()[0] if hasattr(exc, "errors") else {}  # type: ignore[attr-defined]
+        first = exc.errors()[0] if hasattr(exc, "errors") else {}
         where = first.get("loc", ("?",))[0]
         raise ConfigError(f"--limit {where}: {first.get('msg', exc)}") from None

@@ -56,7 +56,7 @@ def is_local_bind(host: str) -> bool:
     """Whether listening on ``host`` keeps the server to this machine's own clients (see the module's doc)."""
     if host.lower() == "localhost":
         try:
-            resolved = {_address(info[4][0]) for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
+            resolved = {_address(str(info[4][0])) for info in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)}
         except OSError:
             return False
         return bool(resolved) and resolved <= LOCAL_ADDRESSES
@@ -70,6 +70,7 @@ def split_host(value: str) -> IPAddress | str | None:
     >>> split_host("[::1]:7878"), split_host("LocalHost:80"), split_host("::1"), split_host("a@b")
     (IPv6Address('::1'), 'localhost', None, None)
     """
+    host: IPAddress | str | None
     if value.startswith("["):
         inside, bracket, port = value[1:].partition("]")
         host = _address(inside) if bracket else None
@@ -133,7 +134,8 @@ class HostPolicy:
         else:  # a name: it and what it resolves to now
             names.add(bind_host.lower())
             try:
-                addresses |= {_address(info[4][0]) for info in socket.getaddrinfo(bind_host, None)} - {None}
+                found = {_address(str(info[4][0])) for info in socket.getaddrinfo(bind_host, None)}
+                addresses |= {a for a in found if a is not None}
             except OSError:
                 pass  # listening on it fails the same way, and says so
         return cls(frozenset(addresses), frozenset(names))

@@ -32,10 +32,10 @@ class CacheConnection(sqlite3.Connection):
     path: Path
     dropping_writes: bool = False
 
-    def execute(self, sql: str, parameters=(), /) -> sqlite3.Cursor:  # type: ignore[override]
+    def execute(self, sql: str, parameters=(), /) -> sqlite3.Cursor:
         return self._run(super().execute, sql, parameters)
 
-    def executemany(self, sql: str, parameters, /) -> sqlite3.Cursor:  # type: ignore[override]
+    def executemany(self, sql: str, parameters, /) -> sqlite3.Cursor:
         return self._run(super().executemany, sql, parameters)
 
     def _run(self, method, sql: str, parameters) -> sqlite3.Cursor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
@@ -37,10 +37,12 @@ def _extraction_line(usage: dict[str, object]) -> str:
     line += f"; tokens {usage['prompt_tokens']} in / {usage['completion_tokens']} out"
     if "cost" in usage:
         line += f"; cost {usage['cost']:.4f}"
-    mapped, unmapped = usage.get("predicates_mapped") or {}, usage.get("predicates_unmapped") or {}
-    line += f"; predicates mapped onto the ontology {sum(mapped.values())}, unmapped {sum(unmapped.values())}"  # type: ignore[union-attr]
+    # predicate -> count, as the extractor's usage record holds them
+    mapped = cast(dict[str, int], usage.get("predicates_mapped") or {})
+    unmapped = cast(dict[str, int], usage.get("predicates_unmapped") or {})
+    line += f"; predicates mapped onto the ontology {sum(mapped.values())}, unmapped {sum(unmapped.values())}"
     if unmapped:
-        line += " (" + ", ".join(one_line(p, 60) for p in sorted(unmapped)[:5]) + ")"  # type: ignore[arg-type]
+        line += " (" + ", ".join(one_line(p, 60) for p in sorted(unmapped)[:5]) + ")"
     return line
 
 

@@ -190,7 +190,7 @@ def _timing(wall: float, pipeline: float, server: SharedServer | None) -> list[s
     orchestration (importing Prefect, the flow and task runs)."""
     start = server.start_seconds if server else 0.0
     parts = f"pipeline {pipeline:.2f}s, Prefect orchestration {wall - pipeline - start:.2f}s"
-    if not start:
+    if server is None or not start:  # (a start time comes only with a server)
         return [f"wall time: {wall:.2f}s ({parts})"]
     if server.created_database:
         once = "Prefect server first start (once per PREFECT_HOME, creating its database)"

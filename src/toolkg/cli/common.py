@@ -20,6 +20,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from toolkg.errors import DiskFullError, RequestError, StoreError
 from toolkg.summary import EXIT_USAGE
@@ -46,7 +47,7 @@ def one_of(message: str, *given: object) -> None:
 class Parser(argparse.ArgumentParser):
     """Usage errors are one line and exit 2, like every other usage error of toolkg."""
 
-    def error(self, message: str) -> None:
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 

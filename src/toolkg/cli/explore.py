@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from toolkg.cli.common import UsageError, add_output, add_store, add_verbosity, one_of, open_store, print_json, usage
 from toolkg.ontology.docs import CONTEXT_IRI, ontology_html
 from toolkg.store.query_guard import QueryLimits, QueryRefused, check_query, on_large_stack, syntax_error_line
 from toolkg.summary import EXIT_OK
+
+if TYPE_CHECKING:  # the command loads the module when it runs
+    from toolkg.store.dependencies import DependencyRow, LinkRow
 
 EXPORT_FORMATS = {"ttl": "TURTLE", "nq": "N_QUADS", "trig": "TRIG", "jsonld": "JSON_LD", "nt": "N_TRIPLES"}
 
@@ -270,7 +274,9 @@ def cmd_deps(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _print_deps(tool: str | None, rows: list[dict], closure: list[str] | None, links: list[dict] | None) -> None:
+def _print_deps(
+    tool: str | None, rows: list[DependencyRow], closure: list[str] | None, links: list[LinkRow] | None
+) -> None:
     """Every name and evidence comes from manifests: one terminal line each (display.one_line)."""
     from toolkg.display import one_line as o
 
@@ -284,6 +290,7 @@ def _print_deps(tool: str | None, rows: list[dict], closure: list[str] | None, l
             f"{o(r['evidence'], 300)}"
         )
     if tool:
+        assert closure is not None, "computed whenever a tool is named"
         print(f"{o(tool)} depends transitively on {len(closure)} tool(s): {', '.join(map(o, closure)) or '-'}")
     else:
         print(f"{len(rows)} edge(s)", file=sys.stderr)

@@ -10,12 +10,15 @@ import io
 import re
 import shutil
 from collections.abc import Collection
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from pyoxigraph import QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat, serialize
 
 from toolkg.display import clip, one_line
 from toolkg.store.oxigraph_store import compact
+
+if TYPE_CHECKING:  # rich loads only where a table is drawn
+    from rich.console import JustifyMethod
 
 MAX_WIDTH = 120  # wider lines are hard to read, and a pasted issue or log wraps them anyway
 MIN_WIDTH = 40  # below this a table of a few columns would be all ellipses
@@ -76,7 +79,7 @@ def table(headers: list[str], rows: list[list[str]], *, width: int | None = None
         numeric = _numeric([r[i] for r in cells])
         # A non-numeric column is "wrappable" to rich only so that it shrinks the widest columns first;
         # each cell's own no_wrap then cuts it with '…' instead of wrapping it onto more lines.
-        justify = "right" if numeric else "left"
+        justify: JustifyMethod = "right" if numeric else "left"
         grid.add_column(Text(head, no_wrap=True, overflow="ellipsis"), justify=justify, no_wrap=numeric)
     # The rule under the header is a row of dashes as wide as the column's widest cell, cropped (not cut
     # with '…') when rich narrows the column: it always ends where the column ends.
@@ -106,17 +109,22 @@ def table(headers: list[str], rows: list[list[str]], *, width: int | None = None
     return "\n".join(line.rstrip() for line in out.getvalue().rstrip("\n").split("\n"))
 
 
+def _text(data: bytes | None) -> str:
+    assert data is not None, "pyoxigraph's serialize returns the bytes when given no output"
+    return data.decode()
+
+
 def print_result(result, fmt: str, out: IO[str]) -> None:
     if isinstance(result, QueryBoolean):
         out.write(("true" if bool(result) else "false") + "\n")
         return
     if not isinstance(result, QuerySolutions):  # CONSTRUCT / DESCRIBE
-        out.write(serialize(result, format=RdfFormat.N_TRIPLES).decode())
+        out.write(_text(serialize(result, format=RdfFormat.N_TRIPLES)))
         return
     if fmt == "json":
-        out.write(result.serialize(format=QueryResultsFormat.JSON).decode() + "\n")
+        out.write(_text(result.serialize(format=QueryResultsFormat.JSON)) + "\n")
     elif fmt == "csv":
-        out.write(result.serialize(format=QueryResultsFormat.CSV).decode())
+        out.write(_text(result.serialize(format=QueryResultsFormat.CSV)))
     else:
         names = [v.value for v in result.variables]
         rows = [[compact(row[n]) for n in names] for row in result]

@@ -328,8 +328,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     status = server.endpoint.status()
     federation = "SERVICE allowed" if args.allow_federation else "SERVICE refused"
     print(
-        f"toolkg endpoint on http://{_url_host(host)}:{port}/ (SPARQL at /query, read-only, {federation}, snapshot "
-        f"{status['snapshot']}, query timeout {args.timeout}s); Ctrl-C stops it",
+        f"toolkg endpoint on http://{_url_host(str(host))}:{port}/ (SPARQL at /query, read-only, {federation}, "
+        f"snapshot {status['snapshot']}, query timeout {args.timeout}s); Ctrl-C stops it",
         file=sys.stderr,
         flush=True,
     )

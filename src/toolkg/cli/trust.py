@@ -63,6 +63,7 @@ def cmd_approve(args: argparse.Namespace) -> int:
     for tool_id in ids:
         fingerprint = fingerprints.get(tool_id)
         usage(fingerprint is not None, f"{tool_id} has no audited text yet: build the store again (toolkg build)")
+        assert fingerprint is not None, "usage() refused it above"
         found = findings.get(tool_id, [])
         entry = book.approve(tool_id, fingerprint, sorted({f.kind.value for f in found}))
         done.append(

@@ -265,9 +265,11 @@ class VectorCache:
         """Keep the machine's file within its limit: the rows written first go first."""
         # rowids grow with each write (a replaced row gets a new one): their span bounds the row count and
         # costs two index look-ups, where COUNT(*) would scan millions of rows on every write
-        low, high = self._shared.execute("SELECT min(rowid), max(rowid) FROM vector").fetchone()
+        shared = self._shared
+        assert shared is not None, "called after a write to the machine's cache"
+        low, high = shared.execute("SELECT min(rowid), max(rowid) FROM vector").fetchone()
         if high is not None and high - low + 1 > self._limit:
-            self._shared.execute("DELETE FROM vector WHERE rowid <= ?", (high - self._limit,))
+            shared.execute("DELETE FROM vector WHERE rowid <= ?", (high - self._limit,))
 
     def close(self) -> None:
         with self._lock:

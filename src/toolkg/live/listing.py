@@ -90,7 +90,10 @@ async def alist_servers(
             group.start_soon(one, position, spec)
     for position in range(len(specs)):  # in configuration order, whatever finished first
         result = results[position]
-        (run.listings if isinstance(result, Listing) else run.failures).append(result)
+        if isinstance(result, Listing):
+            run.listings.append(result)
+        else:
+            run.failures.append(result)
     return run
 
 

@@ -130,6 +130,7 @@ def parse_address(text: str) -> ServerSpec:
             f"{public_url(url)}: credentials in an address would be recorded with the run; "
             "put them in a configuration file's headers instead"
         )
+    assert parts.hostname, "_http_url refuses an address without a host"
     name = parts.hostname + (parts.path.rstrip("/").replace("/", "-") if parts.path.strip("/") else "")
     return ServerSpec(name=name, source="address", transport=transport, url=url)
 
@@ -207,9 +208,14 @@ def count_servers(document: Any) -> int:
     return len(_client_block(document))
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is an object, else an empty one (a field of the wrong kind reads as absent)."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def _client_block(document: Mapping[str, Any]) -> Mapping[str, Any]:
     """A client configuration's servers: ``mcpServers``, ``servers`` or settings.json's ``mcp.servers``."""
-    nested = document.get("mcp") if isinstance(document.get("mcp"), Mapping) else {}
+    nested = _mapping(document.get("mcp"))
     candidates = (document.get("mcpServers"), document.get("servers"), nested.get("servers"))
     return next((c for c in candidates if isinstance(c, Mapping)), {})
 
@@ -227,8 +233,9 @@ def _expand(value: Any, what: str) -> str:
     if not isinstance(value, str | int | float) or isinstance(value, bool):
         raise ValueError(f"{what} must be a string, got {type(value).__name__}")
     text = str(value)
-    if _INPUT.search(text):
-        raise ValueError(f"{what} asks for {_INPUT.search(text).group(0)} (a prompt toolkg cannot answer)")
+    prompt = _INPUT.search(text)
+    if prompt:
+        raise ValueError(f"{what} asks for {prompt.group(0)} (a prompt toolkg cannot answer)")
 
     def lookup(match: re.Match) -> str:
         if match.group(1) not in os.environ:
@@ -302,7 +309,7 @@ def registry_spec(source: str, entry: Mapping[str, Any]) -> ServerSpec:
     name = str(entry.get("name") or "").strip()
     if not name:
         raise ValueError("server.json entry without a name")
-    repository = entry.get("repository") if isinstance(entry.get("repository"), Mapping) else {}
+    repository = _mapping(entry.get("repository"))
     metadata = {
         key: str(value)
         for key, value in (
@@ -341,7 +348,7 @@ def registry_spec(source: str, entry: Mapping[str, Any]) -> ServerSpec:
 
 def _package(package: Mapping[str, Any]) -> dict[str, Any]:
     kind, identifier = str(package.get("registryType") or ""), str(package.get("identifier") or "")
-    transport = package.get("transport") if isinstance(package.get("transport"), Mapping) else {}
+    transport = _mapping(package.get("transport"))
     if transport.get("type", "stdio") != "stdio":
         raise ValueError(f"{kind} package {identifier}: {transport.get('type')} transport needs a URL to reach it")
     runner = str(package.get("runtimeHint") or RUNNERS.get(kind, ""))

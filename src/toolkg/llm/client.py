@@ -54,7 +54,7 @@ def _one_line(text: object, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _api_error(exc: BaseException) -> openai.APIError | None:
+def _api_error(exc: BaseException | None) -> openai.APIError | None:
     """The OpenAI API error behind an instructor exception, if any."""
     seen = set()
     while exc is not None and id(exc) not in seen:
@@ -100,7 +100,7 @@ def _still_invalid(exc: InstructorRetryException | openai.APIError) -> str:
 
 
 def _raw_reply(exc: InstructorRetryException | IncompleteOutputException) -> str:
-    completion = getattr(exc, "last_completion", None)
+    completion: Any = getattr(exc, "last_completion", None)  # whatever the provider replied, or None: read warily
     try:
         message = completion.choices[0].message
         if message.tool_calls:

@@ -28,11 +28,13 @@ from dataclasses import dataclass
 
 import instructor
 import openai
+from openai.types.chat import ChatCompletionMessageFunctionToolCall, ChatCompletionMessageParam
+from openai.types.shared_params import FunctionDefinition
 
 PROBE_MARKER = "toolkg structured-output probe"
 PROBE_FIELD = "toolkg_probe"
 PROBE_VALUE = "ready"
-PROBE_SCHEMA = {
+PROBE_SCHEMA: dict[str, object] = {
     "type": "object",
     "properties": {PROBE_FIELD: {"type": "string", "enum": [PROBE_VALUE]}},
     "required": [PROBE_FIELD],
@@ -60,7 +62,7 @@ class Probe:
         return MODES[self.name]
 
 
-def _messages(ask: str) -> list[dict]:
+def _messages(ask: str) -> list[ChatCompletionMessageParam]:
     return [{"role": "user", "content": f"{PROBE_MARKER}: {ask}"}]
 
 
@@ -104,7 +106,11 @@ def _try_json_schema(client: openai.OpenAI, model: str) -> str | None:
 
 
 def _try_tools(client: openai.OpenAI, model: str) -> str | None:
-    function = {"name": PROBE_FIELD, "description": "Report that the probe ran.", "parameters": PROBE_SCHEMA}
+    function: FunctionDefinition = {
+        "name": PROBE_FIELD,
+        "description": "Report that the probe ran.",
+        "parameters": PROBE_SCHEMA,
+    }
     reply = client.chat.completions.create(
         model=model,
         messages=_messages(f"call {PROBE_FIELD}."),
@@ -114,8 +120,12 @@ def _try_tools(client: openai.OpenAI, model: str) -> str | None:
         temperature=0,
     )
     try:
-        call = reply.choices[0].message.tool_calls[0].function
-        if call.name == PROBE_FIELD and _json_object(call.arguments) is not None:
+        first = (reply.choices[0].message.tool_calls or [])[0]  # none: IndexError, as for an empty list
+        if (
+            isinstance(first, ChatCompletionMessageFunctionToolCall)
+            and first.function.name == PROBE_FIELD
+            and _json_object(first.function.arguments) is not None
+        ):
             return None
     except (AttributeError, IndexError, TypeError):
         pass

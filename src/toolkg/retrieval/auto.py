@@ -29,10 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 from toolkg.ontology.vocabulary import DEPENDENCY_KINDS, Basis
 from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, interleave, servers_of
-from toolkg.retrieval.calibration import load_calibration
+from toolkg.retrieval.calibration import Calibration, load_calibration
 from toolkg.retrieval.fusion import DEPTH as TEXT_DEPTH
 from toolkg.retrieval.fusion import candidates, ranking
 from toolkg.retrieval.graph import dependency_edges
@@ -166,7 +167,7 @@ class AutoRetriever(Retriever):
         depth: int = 6,
         split: bool = True,
         clauses: bool = False,
-        calibration: object = None,
+        calibration: str | Path | dict | Calibration | None = None,
         kinds: tuple[str, ...] = DEPENDENCY_KINDS,
     ) -> None:
         """``split``: look for the needs a request implies; ``clauses``: also split a request without steps

@@ -7,6 +7,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -98,22 +99,24 @@ class Index:
 
     def _saved_vectors(self) -> bool:
         """Whether the index's vectors are the ones this process would look up (same model, offline)."""
+        saved = self.saved  # a SavedIndex is always truthy: no __len__ or __bool__
         return (
-            bool(self.saved and self.saved.model)
+            saved is not None
+            and bool(saved.model)
             and isinstance(self._embedder, Embedder)
-            and (self.saved.model == model_id())
+            and (saved.model == model_id())
         )
 
     @cached_property
     def tool_vectors(self) -> np.ndarray:
         if self._saved_vectors():
-            return self.saved.tool_vectors
+            return _vectors(self.saved, "tool_vectors")
         return self._embedder.encode([t.text for t in self.catalog.tools], label="embed tools")
 
     @cached_property
     def server_vectors(self) -> np.ndarray:
         if self._saved_vectors():
-            return self.saved.server_vectors
+            return _vectors(self.saved, "server_vectors")
         return self._embedder.encode([s.text for s in self.catalog.servers], label="embed servers")
 
     @cached_property
@@ -207,12 +210,22 @@ class Retriever:
         return Ranking(tools, servers)
 
 
-def interleave(rankings: Sequence[Sequence[Hashable]]) -> list[tuple[Hashable, float]]:
+H = TypeVar("H", bound=Hashable)  # what interleave ranks: tool ids, server ids
+
+
+def _vectors(saved: SavedIndex | None, name: str) -> np.ndarray:
+    """A saved index's vectors, where ``_saved_vectors()`` said they are there (an index saved with a model)."""
+    vectors = getattr(saved, name, None)
+    assert vectors is not None, "an index saved with a model has its vectors"
+    return vectors
+
+
+def interleave(rankings: Sequence[Sequence[H]]) -> list[tuple[H, float]]:
     """Round robin over the lists (first of each, then second of each...), each item once.
 
     Steps want coverage, not consensus: under RRF a tool ranked fifth by every step would beat
     each step's own best match; interleaving gives every step its best tools first."""
-    out: dict[str, float] = {}
+    out: dict[H, float] = {}
     for rank in range(max((len(r) for r in rankings), default=0)):
         for ranking in rankings:
             if rank < len(ranking) and ranking[rank] not in out:

@@ -138,7 +138,7 @@ class _Lazy(Generic[T]):
             with self._lock:
                 if callable(self._value):
                     self._value = self._value()
-        return self._value  # type: ignore[return-value]
+        return self._value
 
 
 def read_servers(store: ToolStore) -> list[ServerDoc]:

@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -122,7 +123,11 @@ def plot(report: dict):
 
     ks, methods = report["k"], report["methods"]
     metrics = [m for m in METRICS if any(m in r["metrics"] for r in methods.values())]
-    colours = plt.get_cmap("tab10").colors
+    from matplotlib.colors import ListedColormap
+
+    tab10 = plt.get_cmap("tab10")
+    assert isinstance(tab10, ListedColormap), "tab10 is a list of ten colours"
+    colours = cast(Sequence, tab10.colors)  # ten RGB colours; its stub says any array-like
     look = {
         name: {"color": colours[i % len(colours)], "marker": MARKERS[i % len(MARKERS)], "linestyle": DASHES[i % 4]}
         for i, name in enumerate(methods)

@@ -75,7 +75,7 @@ def token_of(recorded: str) -> str:
 
 
 def tool_line(doc: ToolDoc) -> bytes:
-    fields = [doc.iri, doc.id, doc.server, doc.name, doc.description]
+    fields: list[object] = [doc.iri, doc.id, doc.server, doc.name, doc.description]
     fields += [list(doc.parameters), list(doc.parameter_descriptions), doc.text]
     return json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode()
 
@@ -290,7 +290,7 @@ class StringTable(Sequence[str]):
     def raw(self, i: int) -> bytes:
         return self.blob[int(self.offsets[i]) : int(self.offsets[i + 1])]
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         if i < 0:
@@ -330,7 +330,7 @@ class SavedTools(Sequence[ToolDoc]):
     def __len__(self) -> int:
         return len(self.docs)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         if i < 0:

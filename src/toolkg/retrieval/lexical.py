@@ -102,10 +102,10 @@ def build_postings(docs: Sequence[Sequence[str]], k1: float = 1.2, b: float = 0.
     lengths = np.zeros(size, dtype=np.float32)
     for i, tokens in enumerate(docs):
         lengths[i] = len(tokens)
-        for term, tf in Counter(tokens).items():
+        for term, count in Counter(tokens).items():
             term_of.append(vocabulary.setdefault(term, len(vocabulary)))
             doc_of.append(i)
-            frequency.append(tf)
+            frequency.append(count)
     terms = sorted(vocabulary)
     rank = np.empty(len(terms), dtype=np.int64)
     rank[[vocabulary[t] for t in terms]] = np.arange(len(terms))

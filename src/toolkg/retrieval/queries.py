@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from toolkg.display import one_line
 from toolkg.errors import ConfigError, NotFoundError
@@ -83,7 +84,7 @@ def _kind(value: Any) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
-def _describe(row: dict, error: dict) -> tuple[str, str]:
+def _describe(row: dict, error: ErrorDetails) -> tuple[str, str]:
     """One pydantic error as (field, 'field: what is wrong')."""
     loc = error["loc"]
     field = str(loc[0]) if loc else ""

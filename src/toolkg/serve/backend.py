@@ -354,7 +354,7 @@ class Backends:
         backend = self.backend
         alive = backend is not None and backend.alive()
         # Asked, not assumed: a process can be alive and wedged (the watcher replaces it after two probes).
-        answering = alive and backend.probe(PROBE_TIMEOUT_SECONDS / 2)
+        answering = alive and backend is not None and backend.probe(PROBE_TIMEOUT_SECONDS / 2)
         if answering:
             state, error = "up", None
         elif alive:

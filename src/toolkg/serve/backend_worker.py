@@ -108,9 +108,9 @@ def run_query(store, request: dict, allow_service: bool, max_result_bytes: int) 
         # the size and shape limits are the endpoint's, set by its options.
         try:
             check_query(query, QueryLimits(max_bytes=2**31, max_depth=2**31, max_complexity=2**31))
-        except QueryRefused as refused:
-            if refused.status == 403:
-                return 403, "text/plain; charset=utf-8", str(refused).encode()
+        except QueryRefused as federation:
+            if federation.status == 403:
+                return 403, "text/plain; charset=utf-8", str(federation).encode()
     graphs = request.get("graphs") or []
     default_graphs = [NamedNode(v) for k, v in graphs if k == "default-graph-uri"] if graphs else None
     named_graphs = [NamedNode(v) for k, v in graphs if k == "named-graph-uri"] if graphs else None

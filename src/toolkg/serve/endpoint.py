@@ -31,6 +31,7 @@ import threading
 import time
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from toolkg.display import one_line
@@ -43,6 +44,9 @@ from toolkg.serve.http_server import OneRequestHandler, PooledHTTPServer
 from toolkg.serve.sparql_protocol import READ_ONLY, BadRequest, parse_request, read_body
 from toolkg.store.query_guard import DEFAULT_LIMITS, QueryLimits, QueryRefused, check_query
 from toolkg.store.saved_queries import saved_queries, saved_query
+
+if TYPE_CHECKING:  # loaded on the first /search
+    from toolkg.toolsearch.service import ToolSearch
 
 QUERY_PATHS = ("/query", "/sparql")
 ASSETS = ("/yasgui.min.js", "/yasgui.min.css", "/logo.svg")
@@ -62,7 +66,7 @@ class Endpoint:
         self.limits = limits
         self.backends = Backends(store_dir, timeout_s, allow_service=limits.allow_service)
         self._lock = threading.Lock()
-        self._search = None  # toolkg.toolsearch.ToolSearch, when /search is first asked
+        self._search: ToolSearch | None = None  # when /search is first asked
 
     def status(self) -> dict[str, object]:
         status = self.backends.status()
@@ -177,7 +181,9 @@ class Handler(OneRequestHandler):
             self._send(200, json.dumps(jsonld_context(), indent=1).encode(), "application/ld+json")
         elif path == "/status":
             status = self.endpoint.status()
-            self._json(200 if status["backend"]["state"] == "up" else 503, status)
+            backend = status["backend"]
+            assert isinstance(backend, dict), "status() describes the backend in a dict"
+            self._json(200 if backend["state"] == "up" else 503, status)
         elif path == "/search":
             self._search(parse_qs(url.query))
         elif path in ASSETS:
@@ -277,6 +283,12 @@ def is_loopback(host: str) -> bool:
     return is_local_bind(host)
 
 
+class EndpointServer(PooledHTTPServer):
+    """The endpoint's HTTP server, with the endpoint it answers for (``make_server`` sets it)."""
+
+    endpoint: Endpoint
+
+
 def make_server(
     store_dir: str | Path,
     bind: str = "127.0.0.1:7878",
@@ -285,7 +297,7 @@ def make_server(
     allow_remote: bool = False,
     limits: QueryLimits = DEFAULT_LIMITS,
     allowed_hosts: tuple[str, ...] = (),
-) -> PooledHTTPServer:
+) -> EndpointServer:
     """The endpoint's HTTP server (not yet serving); ``server.endpoint.close()`` stops the SPARQL backend. It answers
     requests naming the bound address (the loopback names on a local bind) or one of ``allowed_hosts``."""
     host, port = parse_bind(bind)
@@ -299,11 +311,11 @@ def make_server(
     handler = type("BoundHandler", (Handler,), {"endpoint": endpoint, "host_policy": policy})
     # An IPv6 address needs an IPv6 socket (HTTPServer's is IPv4).
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    server_class = type("PooledHTTPServer", (PooledHTTPServer,), {"address_family": family})
+    server_class = type("PooledHTTPServer", (EndpointServer,), {"address_family": family})
     try:
-        server = server_class((host, port), handler)
+        server: EndpointServer = server_class((host, port), handler)
     except OSError as exc:
         endpoint.close()
         raise ConfigError(f"cannot listen on {bind}: {exc.strerror or exc}") from None
-    server.endpoint = endpoint  # type: ignore[attr-defined]
+    server.endpoint = endpoint
     return server

@@ -33,10 +33,12 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
 
 from toolkg.display import one_line
 from toolkg.serve.sparql_protocol import MAX_BODY_BYTES
@@ -111,7 +113,8 @@ class OneRequestHandler(BaseHTTPRequestHandler):
         waiting: Waiting = self.request
         self.connection = waiting.sock
         self.rfile = io.BytesIO(bytes(waiting.data))
-        self.wfile = _SocketWriter(waiting.sock)
+        # A raw writer, as socketserver's own wfile for unbuffered handlers; typeshed declares a buffered one.
+        self.wfile = _SocketWriter(waiting.sock)  # type: ignore[assignment]
 
     def handle(self) -> None:
         self.close_connection = True
@@ -133,8 +136,10 @@ class PooledHTTPServer(HTTPServer):
     request_queue_size = 128
     allow_reuse_address = True
 
-    def __init__(self, address, handler, workers: int = WORKERS) -> None:
+    def __init__(self, address, handler: type[BaseHTTPRequestHandler], workers: int = WORKERS) -> None:
         super().__init__(address, handler)
+        # RequestHandlerClass, typed as _answer calls it: its request is a Waiting (OneRequestHandler.setup)
+        self._handler: Callable[[Waiting, Any, PooledHTTPServer], BaseHTTPRequestHandler] = handler
         self.socket.setblocking(False)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolkg-serve")
         self._selector = selectors.DefaultSelector()
@@ -168,8 +173,8 @@ class PooledHTTPServer(HTTPServer):
                     self._sweep()
                     next_sweep = time.monotonic() + SWEEP_EVERY_S
         finally:
-            for key in (self.socket, self._wake_read):
-                self._selector.unregister(key)
+            for registered in (self.socket, self._wake_read):
+                self._selector.unregister(registered)
             self._stop.clear()
             self._stopped.set()
 
@@ -294,7 +299,7 @@ class PooledHTTPServer(HTTPServer):
         keep = False
         try:
             sock.settimeout(WRITE_TIMEOUT_S)  # blocking, with a total bound on each sendall
-            handler = self.RequestHandlerClass(waiting, waiting.address, self)
+            handler = self._handler(waiting, waiting.address, self)
             keep = not handler.close_connection and not self._stop.is_set()
             rest = handler.rfile.read() if keep else b""
         except Exception:

@@ -87,7 +87,7 @@ def latest_run(store_dir: Path) -> str:
     return runs[-1]
 
 
-def _shacl(store: ToolStore) -> tuple[int, list[list[object]]]:
+def _shacl(store: ToolStore) -> tuple[int, list[tuple[str, int, str]]]:
     """(server graphs checked, rows of violations grouped by shape message)."""
     graphs = [g for g in store.named_graphs() if g.value.startswith(SERVER_GRAPH_PREFIX)]
     triples = [t for g in graphs for t in store.graph_triples(g)]
@@ -96,7 +96,7 @@ def _shacl(store: ToolStore) -> tuple[int, list[list[object]]]:
     grouped: dict[str, list[str]] = defaultdict(list)
     for v in violations:
         grouped[f"{v.message} ({v.path.rsplit('#', 1)[-1] or 'node'})"].append(v.focus.rsplit("/", 1)[-1])
-    return len(graphs), [[m, len(f), ", ".join(sorted(f)[:5])] for m, f in sorted(grouped.items())]
+    return len(graphs), [(m, len(f), ", ".join(sorted(f)[:5])) for m, f in sorted(grouped.items())]
 
 
 def render_report(store_dir: str | Path, run_id: str | None = None) -> str:

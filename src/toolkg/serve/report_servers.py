@@ -15,6 +15,8 @@ import hashlib
 import os
 import re
 from collections import Counter
+from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from html import escape
@@ -22,7 +24,7 @@ from html import escape
 from toolkg.display import one_line
 from toolkg.ontology.vocabulary import Basis
 from toolkg.serve.graph_dot import dependency_picture, pick
-from toolkg.store.dependencies import dependency_rows
+from toolkg.store.dependencies import DependencyRow, dependency_rows
 from toolkg.store.oxigraph_store import ToolStore
 
 MAX_GRAPHS = 200  # servers drawn (most dependencies first); the rest keep their tables
@@ -45,12 +47,12 @@ class Server:
     id: str
     name: str = ""
     tools: list[tuple[str, str, str]] = field(default_factory=list)  # (tool id, name, description)
-    edges: list[dict] = field(default_factory=list)  # dependency rows whose consumer is one of its tools
+    edges: list[DependencyRow] = field(default_factory=list)  # dependency rows whose consumer is one of its tools
     used_from_elsewhere: int = 0  # dependencies of other servers' tools on its tools
     used_by: Counter = field(default_factory=Counter)  # tool id -> dependencies on it, from any server
 
 
-def table(headers: list[str], rows: list[list[object]], numeric: set[int] = frozenset()) -> str:
+def table(headers: list[str], rows: Sequence[Sequence[object]], numeric: AbstractSet[int] = frozenset()) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join(
         "<tr>"
@@ -78,10 +80,10 @@ def read_servers(store: ToolStore) -> list[Server]:
         tool = row["id"].value
         description = row["description"].value if row.get("description") else ""
         server(tool.partition("::")[0]).tools.append((tool, row["name"].value, description))
-    for row in dependency_rows(store):
-        consumer, producer = row["consumer"].partition("::")[0], row["producer"].partition("::")[0]
-        server(consumer).edges.append(row)
-        server(producer).used_by[row["producer"]] += 1
+    for edge in dependency_rows(store):
+        consumer, producer = edge["consumer"].partition("::")[0], edge["producer"].partition("::")[0]
+        server(consumer).edges.append(edge)
+        server(producer).used_by[edge["producer"]] += 1
         if producer != consumer:
             server(producer).used_from_elsewhere += 1
     for s in servers.values():

@@ -49,7 +49,7 @@ def _import_spacy():
         import spacy
 
         return spacy
-    sys.modules["torch"] = None  # type: ignore[assignment]
+    sys.modules["torch"] = None
     try:
         import spacy
     finally:

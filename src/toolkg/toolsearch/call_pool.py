@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
+from anyio.from_thread import BlockingPortal
 
 from toolkg.errors import ToolkgError
 from toolkg.live.listing import error_reason, open_transport, redact, stderr_tail
@@ -108,7 +110,7 @@ class SessionPool:
     ) -> None:
         self.timeout, self.idle, self.per_server = timeout, idle, max(1, per_server)
         self._start_lock = threading.Lock()
-        self._portal = None
+        self._portal: BlockingPortal | None = None
         self._exits = ExitStack()
         self._main: concurrent.futures.Future | None = None
         self._closed = False
@@ -116,7 +118,7 @@ class SessionPool:
         self._sessions: dict[str, _Session] = {}
         self._limiters: dict[str, anyio.CapacityLimiter] = {}
         self._openers: dict[str, anyio.Lock] = {}
-        self._group = None
+        self._group: TaskGroup | None = None  # the loop's, while it runs
         self._closing: anyio.Event | None = None
         self.opened = 0  # sessions opened so far (tests and the benchmark read it)
 
@@ -137,6 +139,7 @@ class SessionPool:
         """Run ``plan`` on the pool's loop; the future gives the server's ``CallToolResult`` or raises one
         ``ToolkgError``. Cancelling the future cancels the call."""
         self.start()
+        assert self._portal is not None, "start() opened it"
         return self._portal.start_task_soon(self._call, plan)
 
     def call_sync(self, plan: CallPlan):
@@ -156,6 +159,8 @@ class SessionPool:
         if portal is None:
             return
         try:
+            # both set once the loop runs, which start() waited for before it set the portal
+            assert self._closing is not None and self._main is not None
             portal.call(self._closing.set)
             self._main.result(timeout=CLOSE_GRACE + 5)
         except Exception:  # noqa: BLE001,S110 - closing anyway: what is left is cancelled below
@@ -252,6 +257,7 @@ class SessionPool:
             if current is not None:  # its configuration changed: a session for the new one
                 self._discard(current)
             session = _Session(spec, last_used=anyio.current_time())
+            assert self._group is not None, "sessions are opened on the loop, inside its task group"
             try:
                 await self._group.start(self._own, session)
             except Exception as exc:  # noqa: BLE001 - it cannot start or answer: one line, with its HTTP refusals

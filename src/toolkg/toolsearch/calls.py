@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -115,7 +115,7 @@ def check_arguments(tool_id: str, schema: Any, arguments: Mapping[str, Any]) -> 
 
     try:
         validator_class = validators.validator_for(schema, default=validators.Draft202012Validator)
-        validator_class.check_schema(schema)
+        validator_class.check_schema(cast(dict, schema))  # its stub asks a dict; any mapping reads alike
         error = exceptions.best_match(validator_class(schema).iter_errors(dict(arguments)))
     except (exceptions.SchemaError, Unresolvable, RecursionError):
         return
@@ -181,6 +181,7 @@ class ServerLocator:
         if configuration == "address":
             transport, url = source.get("transport"), source.get("url")
             if transport in ("http", "sse") and isinstance(url, str) and url:
+                assert document is not None, "its source was read from it"
                 name = str(document.get("server") or server)
                 return ServerSpec(name=name, source="address", transport=transport, url=url)
             raise CallRefused(
@@ -239,6 +240,7 @@ class ToolCaller:
         if refusal:
             raise CallRefused(refusal)
         document = read_snapshot(snapshot_dir(self.search.store_dir) / f"{server}.json")
+        assert self.locator is not None, "with calls off, the policy refused above"
         spec = self.locator.locate(tool_id, server, document)
         listed = _listed_tool(document, name)
         if listed.get("annotations", {}).get("destructiveHint") is True:  # the server's own word counts too

@@ -60,12 +60,13 @@ class McpHttpGate:
         headers = Headers(scope=scope)
         if reason := self.hosts.refusal(headers.getlist("host"), headers.getlist("origin")):
             return await _answer(send, 403, {"content-type": "text/plain; charset=utf-8"}, reason.encode() + b"\n")
-        token = None
+        token: Token | None = None
         if self.tokens is not None:
-            token = self._bearer(headers.getlist("authorization"))
-            if not isinstance(token, Token):
-                challenge = REALM if token is None else f'{REALM}, error="invalid_token"'
-                return await _refuse(send, 401, challenge, NEEDS_TOKEN if token is None else WRONG_TOKEN)
+            found = self._bearer(headers.getlist("authorization"))
+            if not isinstance(found, Token):
+                challenge = REALM if found is None else f'{REALM}, error="invalid_token"'
+                return await _refuse(send, 401, challenge, NEEDS_TOKEN if found is None else WRONG_TOKEN)
+            token = found
             access = AccessToken(token=token.name, client_id=token.principal, scopes=[str(token.scope)])
             scope["user"] = AuthenticatedUser(access)  # the SDK binds each session to the token that opened it
             scope["auth"] = AuthCredentials(access.scopes)
@@ -79,6 +80,7 @@ class McpHttpGate:
             body, receive = buffered
             if token is not None and not token.scope.calls and _calls_call_tool(body):
                 reason = token.scope.call_refusal("", "")
+                assert reason is not None, "a scope without calls refuses every call"
                 challenge = f'{REALM}, error="insufficient_scope", scope="call", error_description="{reason}"'
                 return await _refuse(send, 403, challenge, reason)
         if token is None:  # --no-auth
@@ -95,6 +97,7 @@ class McpHttpGate:
         if not any(value[:6].lower() == "bearer" for value in values):
             return None
         found = _BEARER.fullmatch(values[0]) if len(values) == 1 else None
+        assert self.tokens is not None, "asked only when the server has tokens"
         return (found is not None and self.tokens.match(found.group(1))) or False
 
 

@@ -12,9 +12,10 @@ import inspect
 import os
 import signal
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.types import CallToolResult  # at module level: the SDK evaluates call_tool's annotations here
@@ -38,6 +39,7 @@ INSTRUCTIONS = (
 )
 
 _DEFERRED = (signal.SIGINT, signal.SIGTERM)
+T = TypeVar("T")  # what a tool's worker-thread method returns
 _READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 
 
@@ -51,7 +53,7 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None, *, sco
 
     caller = caller or ToolCaller(search)
 
-    async def answer(method, *args) -> dict[str, Any]:
+    async def answer(method: Callable[..., T], *args: Any) -> T:
         """``method`` in a worker thread; toolkg's one-line errors become the tool's error message."""
         try:
             return await anyio.to_thread.run_sync(method, *args)

@@ -34,7 +34,7 @@ from typing import Any
 from toolkg.errors import NotFoundError, RequestError
 from toolkg.retrieval import Index, Query, make_retriever
 from toolkg.retrieval.abstain import default_min_score, request_score
-from toolkg.store.dependencies import dependency_rows
+from toolkg.store.dependencies import DependencyRow, dependency_rows
 from toolkg.store.findings import read_findings, read_fingerprints
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.records import read_tool, read_tool_records
@@ -56,7 +56,7 @@ class _Opened:
         self.store = ToolStore.open_snapshot(snapshot)
         self.index = Index(store_dir, store=self.store)
         self.retriever = make_retriever("auto", self.index)
-        self.edges: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.edges: dict[str, list[DependencyRow]] = defaultdict(list)
         for row in dependency_rows(self.store):
             self.edges[row["consumer"]].append(row)
         self.findings = read_findings(self.store)  # the flagged tools only
@@ -192,10 +192,11 @@ class ToolSearch:
                 if record is None:  # not in this snapshot (a stale index): never answer a tool that is gone
                     continue
                 hit = scored.get(tool_id)
+                assert hit is not None or tool_id in named, "a tool not named was chosen from the ranking"
                 entry = {
                     **tool_json(record),
                     "score": round(hit.score, 6) if hit else 1.0,
-                    "why": "named in the request" if tool_id in named else hit.why,
+                    "why": "named in the request" if tool_id in named or hit is None else hit.why,
                     "call_first": self._direct(opened, tool_id, hidden),
                     **self.trust.warnings(tool_id, opened.findings, opened.fingerprints),
                 }
@@ -236,9 +237,9 @@ class ToolSearch:
                 raise NotFoundError(f"no tool {tool_id!r} in the catalog")
             found = tool_json(record)
             users = {r["consumer"] for rows in opened.edges.values() for r in rows if r["producer"] == tool_id}
-            users = sorted(users - set(hidden))
+            needed_by = sorted(users - set(hidden))
             warnings = self.trust.warnings(tool_id, opened.findings, opened.fingerprints)
-            return {**found, "call_first": self._direct(opened, tool_id, hidden), "needed_by": users, **warnings}
+            return {**found, "call_first": self._direct(opened, tool_id, hidden), "needed_by": needed_by, **warnings}
 
     def tool_dependencies(self, tool: str, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
         """Everything ``tool`` depends on, transitively (breadth first, each tool once, at its shortest depth),

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import multiprocessing
 from functools import partial
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,8 @@ def answer(store, query: str, max_rows: int) -> dict[str, Any]:
     result = store.query(query)
     if isinstance(result, QueryBoolean):
         return {"type": "ask", "boolean": bool(result)}
-    rows, truncated = [], False
+    rows: list = []  # SELECT: dicts of variable -> term; a graph: [subject, predicate, object] lists
+    truncated = False
     if isinstance(result, QuerySolutions):
         names = [v.value for v in result.variables]
         for solution in result:
@@ -83,8 +86,8 @@ def _serve(snapshot: str, connection) -> None:
 class SparqlWorker:
     def __init__(self, snapshot: Path) -> None:
         self.snapshot = snapshot
-        self._process = None
-        self._connection = None
+        self._process: BaseProcess | None = None
+        self._connection: Connection | None = None
 
     def _start(self) -> None:
         context = multiprocessing.get_context("spawn")  # no copy of the parent's threads and open store
@@ -103,12 +106,14 @@ class SparqlWorker:
             raise RequestError(str(exc)) from None
         if self._process is None or not self._process.is_alive():
             self._start()
-        self._connection.send((query, max_rows))
-        if not self._connection.poll(timeout):
+        connection = self._connection
+        assert connection is not None, "_start() opened it"
+        connection.send((query, max_rows))
+        if not connection.poll(timeout):
             self.close()  # the only way to stop a running Oxigraph query
             raise RequestError(f"query stopped after {timeout:g}s (narrow it, or add a LIMIT)")
         try:
-            status, payload = self._connection.recv()
+            status, payload = connection.recv()
         except (EOFError, OSError):  # the worker died on this query; the next one starts a fresh worker
             self.close()
             raise RequestError("the query ended the SPARQL worker (it was restarted)") from None
@@ -120,5 +125,6 @@ class SparqlWorker:
         if self._process is not None:
             self._process.kill()
             self._process.join(5)
-            self._connection.close()
+            if self._connection is not None:  # set with the process
+                self._connection.close()
         self._process = self._connection = None
