@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.progress import Task
@@ -159,7 +159,7 @@ class Progress:
             bars.remove_task(old.id)
         # Hidden until its first report, as a stage that never moves shows nothing. 'shown': when its last
         # plain line was written (its start counts), 'base': its count when begun, 'timed': begun by start().
-        fields = {"unit": unit, "base": done, "timed": timed, "shown": self.clock()}
+        fields: dict[str, Any] = {"unit": unit, "base": done, "timed": timed, "shown": self.clock()}
         bars.add_task(stage, total=total, completed=done, visible=False, **fields)
         task = bars.named(stage)
         assert task is not None
