@@ -79,7 +79,7 @@ test: $(STAMP) browser mcp-servers docs  ## lint, types, the docs, then the whol
 # The fast loop: the unit and integration layers (no CLI subprocess, browser, live server or Prefect server),
 # less the tests marked slow; two xdist workers, each with its own Prefect test harness. `make test` is the
 # whole suite, what CI runs.
-test-fast: $(STAMP)  ## unit and integration tests, slow ones left out (under 2 minutes)
+test-fast: $(STAMP)  ## unit and integration tests, slow ones left out (under a minute on 2 cores)
 	$(BIN)/python -m pytest tests/unit tests/integration -q -m "not slow" -n 2
 
 fuzz: $(STAMP)  ## the hostile-catalog property tests with many more random examples (a new seed each run)

@@ -100,6 +100,7 @@ def test_findings_are_in_the_graph_queryable_and_valid(tmp_path: Path) -> None:
         }
 
 
+@pytest.mark.slow
 def test_a_changed_description_is_flagged_approval_survives_rebuilds_until_it_changes_again(tmp_path: Path) -> None:
     folder = _write(tmp_path / "catalog")
     store_dir = tmp_path / "store"
@@ -172,6 +173,7 @@ def test_warnings_ride_along_and_hidden_tools_drop_out_of_every_answer(tmp_path:
         assert "helper::add" in [t["id"] for t in search.search_tools("add two numbers", k=3)["tools"]]
 
 
+@pytest.mark.slow
 def test_an_incremental_sync_audits_what_it_changed_as_a_build_would(tmp_path: Path) -> None:
     from toolkg.config import BuildConfig
     from toolkg.flows.sync import find_servers, sync_found_servers

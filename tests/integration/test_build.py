@@ -162,6 +162,7 @@ def test_a_store_built_by_other_rules_is_brought_up_to_date(build, catalog, stor
     assert "infer" in again.stage_seconds and not {"canonicalize", "link"} & again.stage_seconds.keys()
 
 
+@pytest.mark.slow
 def test_changed_manifest_replaces_only_its_graph(build, catalog, store_dir):
     build([catalog], store_dir)
     untouched = graph_quads(store_dir, "Swagger-Petstore"), graph_quads(store_dir, "bing-cn-mcp")
@@ -218,6 +219,7 @@ def test_a_manifest_that_turns_bad_keeps_its_previous_graph(build, catalog, stor
     assert summary.exit_code == 3 and graph_quads(store_dir, "openai_tools") == before
 
 
+@pytest.mark.slow
 def test_failure_in_the_middle_of_loading_leaves_the_previous_graph_intact(build, catalog, store_dir, monkeypatch):
     build([catalog], store_dir)
     before = graph_quads(store_dir, "Swagger-Petstore")

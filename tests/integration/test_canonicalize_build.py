@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from toolkg.ontology.graphs import CANONICAL_GRAPH
 from toolkg.store.oxigraph_store import ToolStore
 
 
+@pytest.mark.slow
 def test_merges_are_recorded_reversible_and_stable(build, store_dir, tmp_path):
     def catalog(names):
         tools = [

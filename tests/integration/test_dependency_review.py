@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import CASES
 from tests.support.fake_openai import FakeOpenAI, Reply, completion
 from toolkg.store.dependencies import dependency_rows
@@ -32,6 +34,7 @@ def reviewer(request: dict, n: int) -> Reply:
     return Reply(body=completion(request, json.dumps(verdict)))
 
 
+@pytest.mark.slow
 def test_llm_confirms_rejects_and_caches_per_pair(build, store_dir, monkeypatch):
     offline = build([SHOP], store_dir / "offline", links=False)
     with FakeOpenAI(reviewer) as fake:

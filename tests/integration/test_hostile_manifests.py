@@ -33,6 +33,7 @@ def test_any_catalog_builds_good_tools_and_quarantines_bad_ones(build, catalog):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", hostile.FORMATS)
 def test_each_format_with_every_kind_of_flaw(build, tmp_path, fmt):
     """Not left to chance: one manifest per format holding one tool per flaw, and good tools."""

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import CASES
 from toolkg.store.oxigraph_store import ToolStore
 
 SHOP = CASES / "inference" / "shop.json"
 
 
+@pytest.mark.slow
 def test_build_keeps_declared_edges_and_adds_inferred_ones(build, store_dir, tmp_path):
     catalog = tmp_path / "catalog"
     catalog.mkdir()

@@ -32,6 +32,7 @@ def llm_env(monkeypatch):
     return configure
 
 
+@pytest.mark.slow
 def test_valid_extraction_lands_in_the_store_with_provenance(build, store_dir, llm_env):
     with FakeOpenAI() as fake:
         llm_env(fake)
@@ -59,6 +60,7 @@ def test_valid_extraction_lands_in_the_store_with_provenance(build, store_dir, l
     assert "hasEntity" in json.dumps(request["tools"][0]["function"]["parameters"])
 
 
+@pytest.mark.slow
 def test_reply_that_stays_invalid_quarantines_that_tool_and_the_run_finishes(build, store_dir, llm_env):
     def script(request, n):
         if tool_in_prompt(request)["name"] == "bing_search":
@@ -89,6 +91,7 @@ def test_reply_that_stays_invalid_quarantines_that_tool_and_the_run_finishes(bui
     assert len(ToolStore(store_dir).select("SELECT ?g WHERE { ?g a tk:Extraction }")) == 4
 
 
+@pytest.mark.slow
 def test_rerun_makes_no_http_calls_and_a_new_prompt_re_extracts(build, store_dir, llm_env, tmp_path):
     with FakeOpenAI() as fake:
         llm_env(fake)

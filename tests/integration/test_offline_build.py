@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import DATA
 
 
+@pytest.mark.slow
 def test_offline_build_loads_extraction_graphs_with_provenance(build, store_dir):
     from toolkg.extractors.triples.offline import VERSION
     from toolkg.store.oxigraph_store import ToolStore
@@ -27,6 +30,7 @@ def test_offline_build_loads_extraction_graphs_with_provenance(build, store_dir)
     assert ToolStore(store_dir).select("SELECT ?g WHERE { ?g a tk:Extraction }") == []
 
 
+@pytest.mark.slow
 def test_a_fresh_store_fed_another_builds_caches_reads_them_and_equals_it(build, tmp_path):
     import shutil
 

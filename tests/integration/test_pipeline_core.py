@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import CASES
 from toolkg.ontology.graphs import MANIFESTS_GRAPH, PROVENANCE_GRAPH, STATE_GRAPH
 from toolkg.store.oxigraph_store import ToolStore
@@ -26,6 +28,7 @@ def _graphs(store_dir) -> list[str]:
         )
 
 
+@pytest.mark.slow
 def test_the_core_builds_without_prefect_the_graphs_the_flow_builds(prefect_api, tmp_path):
     from toolkg.flows.build import build_catalog
 

@@ -59,6 +59,7 @@ def test_a_built_store_is_ranked_from_its_index_exactly_as_from_the_store(built_
     assert capsys.readouterr().err == ""  # the index matched: nothing to say
 
 
+@pytest.mark.slow
 def test_without_links_the_index_holds_no_vectors_and_ranks_the_same(built_store):
     store = built_store(CATALOG, links=False)
     index = Index(store)
@@ -78,6 +79,7 @@ def test_a_snapshot_reads_the_index_it_names(built_store):
         index.close()
 
 
+@pytest.mark.slow
 def test_a_store_changed_since_its_index_is_read_from_the_store_until_the_next_build(build, tmp_path, capsys):
     catalog = tmp_path / "catalog.json"
     shutil.copy(CATALOG, catalog)
@@ -114,6 +116,7 @@ def test_a_store_changed_since_its_index_is_read_from_the_store_until_the_next_b
     assert [p.name for p in index_root(store).iterdir() if p.is_dir()] == [first]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated vectors", "garbage manifest", "folder gone"])
 def test_a_damaged_index_falls_back_with_one_line_and_the_next_build_rewrites_it(
     build, built_store, tmp_path, capsys, damage

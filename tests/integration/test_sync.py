@@ -13,6 +13,7 @@ from toolkg.flows.sync import CatalogSync, read_manifest
 from toolkg.store.oxigraph_store import ToolStore
 
 
+@pytest.mark.slow
 def test_sync_operations_match_a_full_rebuild(build, tmp_path):
     shop = json.loads((CASES / "inference" / "shop.json").read_text())
     # The store starts from an older catalog: two tools missing, one described differently, plus bing.
@@ -66,6 +67,7 @@ def test_sync_operations_match_a_full_rebuild(build, tmp_path):
     assert len(live_state[2]["shop"]) == len(fresh_state[2]["shop"])
 
 
+@pytest.mark.slow
 def test_removing_and_adding_one_tool_match_rebuilds(build, tmp_path):
     shop = json.loads((CASES / "inference" / "shop.json").read_text())
     gone = "acme_user_login"  # a producer: its consumers lose edges when it goes and regain them when it returns
@@ -94,6 +96,7 @@ def test_removing_and_adding_one_tool_match_rebuilds(build, tmp_path):
     assert _graph_state(tmp_path / "live-store", ["shop"])[:2] == _graph_state(tmp_path / "full-store", ["shop"])[:2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("built_with", ["defaults", "the same settings"])
 def test_a_sync_infers_with_the_runs_inference_settings(build, tmp_path, built_with):
     """`toolkg build PATH --only SERVER --set inference.*` infers with those settings: the synced store's

@@ -72,6 +72,7 @@ def test_pinned_tools_come_with_every_answer(store) -> None:
         assert [t["id"] for t in first].count("bookings::login") == 1
 
 
+@pytest.mark.slow
 def test_a_tool_a_build_removed_is_never_returned(tmp_path) -> None:
     tools = json.loads(TOY_TOOLS.read_text())
     manifest = _catalog(tmp_path)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # Each script is run as a module under a name of its own, in one fresh interpreter (their sys.path edits and
@@ -27,6 +29,7 @@ print(json.dumps(failures))
 """
 
 
+@pytest.mark.slow
 def test_every_benchmark_script_imports():
     scripts = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "benchmarks").rglob("*.py"))
     assert len(scripts) > 20  # the glob found them

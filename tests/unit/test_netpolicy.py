@@ -48,6 +48,7 @@ def _oracle(header: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | str 
 LOCAL_BINDS = ["127.0.0.1", "::1", "0:0:0:0:0:0:0:1", "localhost"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bind", LOCAL_BINDS)
 @MANY
 @given(header=st.text(max_size=40) | st.from_regex(r"\[?[0-9a-fA-F:.]{1,20}\]?(:[0-9]{1,6})?", fullmatch=True))
@@ -80,6 +81,7 @@ def _own(bind: str) -> str:
 BINDS = [*LOCAL_BINDS, "127.0.0.2", "192.0.2.7", "2001:db8::7", "0.0.0.0", "::"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bind", BINDS)
 @MANY
 @given(name=names, port=ports)
@@ -96,6 +98,7 @@ def test_a_foreign_name_is_refused_on_every_bind(bind: str, name: str, port: str
     assert not listed.accepts(f"x{name}{port}") and not listed.accepts(f"{name}.{port}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bind", ["127.0.0.2", "192.0.2.7", "2001:db8::7"])
 @MANY
 @given(address=st.one_of(ipv4, ipv6), port=ports)

@@ -74,6 +74,7 @@ pairs = st.tuples(names, names)
 
 
 @settings(max_examples=300, deadline=None)
+@pytest.mark.slow
 @given(
     st.lists(st.tuples(pairs, st.floats(0, 1), st.sampled_from([PARAMETER_DIRECT, TOOL_DIRECT])), max_size=25),
     st.sets(pairs, max_size=6),
@@ -93,6 +94,7 @@ def test_what_stays_has_no_loop_the_catalog_did_not_declare(raw, declared):
     assert acyclic(kept, declared) == kept  # a second pass drops nothing
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", SUITE)
 def test_no_catalog_of_the_suite_gets_a_loop_it_did_not_declare(source):
     tools = []

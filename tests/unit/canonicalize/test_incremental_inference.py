@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from functools import cache
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -175,6 +176,7 @@ def _depends(consumer: str, producer: str):
 
 
 @settings(deadline=None)
+@pytest.mark.slow
 @given(
     st.sampled_from(sorted(OPTIONS)),
     st.sets(st.integers(0, 40), max_size=6),

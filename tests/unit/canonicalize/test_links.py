@@ -75,6 +75,7 @@ def test_shared_parameter_links_are_mutual_and_capped():
     assert links and max(per_source.values()) <= 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(4))
 def test_incremental_links_after_changes_matches_linking_the_final_catalog_afresh(seed):
     """Incremental sync's links on a catalog that changes a server at a time ends with exactly the

@@ -38,6 +38,7 @@ def test_the_reference_holds_real_tool_texts_and_the_edge_cases():
     assert float(data["vectors_128"][long] @ data["vectors_256"][long]) < 0.99
 
 
+@pytest.mark.slow
 def test_both_engines_equal_sentence_transformers_at_128_tokens(reference):
     texts = _reference_texts(reference)
     for engine in (_numpy_model(), _load_model()):  # the default precision is fp32
@@ -49,6 +50,7 @@ def test_both_engines_equal_sentence_transformers_at_128_tokens(reference):
     assert _load_model().tokenizer.truncation["max_length"] == MAX_TOKENS
 
 
+@pytest.mark.slow
 def test_the_graph_equals_sentence_transformers_at_256_tokens(reference):
     """The position table past 128 (the benchmarks' plain reference embeds 256 tokens)."""
     weights = _weights()
@@ -88,6 +90,7 @@ def _texts(n: int) -> list[str]:
     return [f"{verbs[i % 5]} {things[i // 5 % 5]} {i}: does it to record number {i}." for i in range(n)]
 
 
+@pytest.mark.slow
 def test_embedding_ahead_fills_the_cache_with_the_vectors_the_link_stage_would_compute(tmp_path):
     from toolkg.embeddings.ahead import MIN_TEXTS, EmbedAhead
     from toolkg.embeddings.encoder import Embedder

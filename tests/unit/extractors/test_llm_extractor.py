@@ -42,6 +42,7 @@ def test_invalid_reply_is_reasked_then_accepted(tmp_path):
     assert "hasEntity goes from Tool to BusinessObject" in reask  # the validator's message went back to the model
 
 
+@pytest.mark.slow
 def test_rate_limit_retry_after_is_honoured(tmp_path):
     def script(request, n):
         if n == 1:
@@ -57,6 +58,7 @@ def test_rate_limit_retry_after_is_honoured(tmp_path):
     assert extractor.usage()["retries"] == 1
 
 
+@pytest.mark.slow
 def test_server_errors_and_timeouts_are_retried(tmp_path):
     def script(request, n):
         if n == 1:

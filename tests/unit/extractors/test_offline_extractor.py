@@ -116,6 +116,7 @@ def test_chinese_description_keeps_names_and_types_only():
     assert result.notes == ("description is not English (CJK script): entities come from names and types only",)
 
 
+@pytest.mark.slow
 def test_every_sample_tool_extracts_valid_english_triples_deterministically():
     tools = _tools()
     assert len(tools) == 527 + 573
@@ -134,6 +135,7 @@ def test_every_sample_tool_extracts_valid_english_triples_deterministically():
     assert other_script >= 60  # the Chinese LiveMCPBench descriptions are recognised
 
 
+@pytest.mark.slow
 def test_spacy_loads_without_torch_and_leaves_torch_importable():
     """toolkg does not install torch, but a user's environment may hold it: spaCy loads without importing it
     either way, and the guard that keeps thinc from importing it leaves no ``None`` entry behind (which

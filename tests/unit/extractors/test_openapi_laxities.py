@@ -304,6 +304,7 @@ def mutated_petstores(draw) -> dict:
     return document
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_petstores())
 def test_mutated_schema_parts_never_cost_an_operation(document):
@@ -316,6 +317,7 @@ def test_mutated_schema_parts_never_cost_an_operation(document):
     assert all("\n" not in n.what for n in parsed.notices)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(st.dictionaries(st.sampled_from(["openapi", "info", "paths", "components", "tags"]), _junk), _junk)
 def test_only_an_unreadable_document_raises_and_then_a_manifest_error(top, other):

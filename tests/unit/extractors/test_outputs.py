@@ -3,6 +3,7 @@ a schema's own $refs, and function documents' ``response``."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,6 +77,7 @@ schemas = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.text(min_size=1, max_size=8), schemas, min_size=1, max_size=6))
 def test_any_nesting_gives_bounded_unique_paths(properties):

@@ -294,6 +294,7 @@ _ENTRY_KEYS = st.sampled_from(
 
 
 @settings(max_examples=300, deadline=None)
+@pytest.mark.slow
 @given(
     wrapper=st.sampled_from(["mcpServers", "servers", "registry", "registry-list"]),
     entries=st.dictionaries(

@@ -51,6 +51,7 @@ def _expected(offers: tuple[str, ...]) -> str:
     return next((kind for kind in KINDS if kind in offers), "md_json")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "offers", [combo for size in range(4) for combo in itertools.combinations(KINDS, size)], ids=str
 )
@@ -141,6 +142,7 @@ def test_probe_tokens_are_the_servers_own_and_counted(tmp_path):
     assert (usage["prompt_tokens"], usage["completion_tokens"]) == (100 + 7, 20 + 3)
 
 
+@pytest.mark.slow
 def test_a_busy_server_during_the_probe_is_retried_and_rejected_credentials_stop(tmp_path):
     calls = []
 

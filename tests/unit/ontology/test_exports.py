@@ -131,6 +131,7 @@ def _quads(draw) -> list[Quad]:
     return sorted(set(out), key=lambda q: (str(q.graph_name), str(q.subject), str(q.predicate), str(q.object)))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_quads())
 def test_any_quads_round_trip_through_every_writer(quads):

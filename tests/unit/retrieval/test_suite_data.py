@@ -21,6 +21,7 @@ SETS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SETS))
 def test_suite_catalog_reads_whole_and_answers_every_query(name):
     folder = ROOT / "data" / name
@@ -52,6 +53,7 @@ DEPENDENCY_LABELS = {  # label set -> (positives, negatives), data/dependency-la
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(DEPENDENCY_LABELS))
 def test_dependency_labels_name_real_tools_and_parameters(name):
     """Every labelled pair names two tools of its catalog, as a build names them, and a parameter the consumer
@@ -82,6 +84,7 @@ AUDITS = {"livemcpbench": (140, 60), "mcp-servers": (67, 31), "bfcl-multi-turn":
           "github-openapi": (140, 39)}  # fmt: skip  # verdicts, correct: data/dependency-labels/README.md
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(AUDITS))
 def test_audit_verdicts_judge_real_unlabelled_pairs_once(name):
     """Every blind-audit verdict names two tools of its catalog and a pair no label judges (the audit

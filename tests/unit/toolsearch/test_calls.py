@@ -304,6 +304,7 @@ def _direct(name: str, arguments: dict):
     return anyio.run(call)
 
 
+@pytest.mark.slow
 def test_calls_are_relayed_unchanged_and_checked_first(calls_store) -> None:
     search, tag = calls_store
     with ToolCaller(search, CallPolicy.from_flags(["calls"]), CallSettings(timeout=20)) as caller:
@@ -326,6 +327,7 @@ def test_calls_are_relayed_unchanged_and_checked_first(calls_store) -> None:
     assert echoed.structured_content == {"text": "hi hi", "times": 2} and failed.is_error
 
 
+@pytest.mark.slow
 def test_a_hanging_or_crashing_server_fails_in_one_line_and_the_next_call_gets_a_fresh_one(calls_store) -> None:
     search, tag = calls_store
     settings = CallSettings(timeout=20)
@@ -356,6 +358,7 @@ def test_a_hanging_or_crashing_server_fails_in_one_line_and_the_next_call_gets_a
     assert not _until_gone(tag)
 
 
+@pytest.mark.slow
 def test_an_idle_session_closes_and_concurrent_calls_share_one_session(calls_store) -> None:
     search, tag = calls_store
     settings = CallSettings(timeout=20, idle=0.5, per_server=3)
@@ -427,6 +430,7 @@ def test_the_stderr_tail_shown_holds_no_piece_of_a_secret(before, after, repeats
     assert shown.endswith("y" * min(after, 100)) or after > STDERR_TAIL
 
 
+@pytest.mark.slow
 def test_toolkg_mcp_offers_call_tool_and_answers_through_it(calls_store) -> None:
     """The MCP server's fifth tool, in-process: listed as not read-only and open-world, refusing while calls
     are off, relaying the server's result once they are on."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +26,7 @@ def _index(tools):
     return NameIndex(tools, [(server, server.replace("-", " ").title()) for _, server, _ in tools])
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(catalogs(), st.data())
 def test_every_exact_form_finds_the_tool(tools, data) -> None:
@@ -40,6 +42,7 @@ def test_every_exact_form_finds_the_tool(tools, data) -> None:
     assert index.lookup(f"select:{other_id}, {tool_id}")[0] == other_id
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(catalogs(), st.data())
 def test_near_misses_of_a_name_find_it(tools, data) -> None:
