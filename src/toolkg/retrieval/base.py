@@ -150,9 +150,10 @@ class Index:
         ``embed`` then reads them.
 
         Query vectors live for one query only: no cache makes a later query (or method) look faster."""
-        self._query_vectors = {}
+        vectors: dict[str, np.ndarray] = {}
         for group in length_groups(list(dict.fromkeys(texts))):
-            self._query_vectors.update(zip(group, self._embedder.encode(group, cache=False), strict=True))
+            vectors.update(zip(group, self._embedder.encode(group, cache=False), strict=True))
+        self._query_vectors = vectors
 
     def embed(self, text: str) -> np.ndarray:
         vectors = getattr(self, "_query_vectors", {})
