@@ -19,6 +19,15 @@ def package_folders() -> dict[str, Path]:
     return {package: ROOT / folder for package, folder in _setup().package_folders().items()}
 
 
+def modules() -> dict[str, Path]:
+    """Every module of the package (dotted name -> file), from the layout setup.py finds."""
+    out: dict[str, Path] = {}
+    for package, folder in package_folders().items():
+        for path in folder.glob("*.py"):
+            out[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
+    return out
+
+
 def package_roots() -> dict[str, str]:
     """Each mapped folder (relative to the checkout) -> where its files go in the wheel (store -> toolkg/store)."""
     return {folder: package.replace(".", "/") for package, folder in _setup().PACKAGE_DIRS.items()}

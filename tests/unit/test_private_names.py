@@ -11,15 +11,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.support.layout import ROOT, package_folders
-
-
-def _modules() -> dict[str, Path]:
-    out: dict[str, Path] = {}
-    for package, folder in package_folders().items():
-        for path in folder.glob("*.py"):
-            out[package if path.stem == "__init__" else f"{package}.{path.stem}"] = path
-    return out
+from tests.support.layout import ROOT
+from tests.support.layout import modules as package_modules
 
 
 def _private(name: str) -> bool:
@@ -72,6 +65,6 @@ def test_the_check_sees_both_forms(tmp_path):
 
 
 def test_no_module_takes_another_module_s_private_names():
-    modules = _modules()
+    modules = package_modules()
     found = [line for name, path in sorted(modules.items()) for line in private_imports(name, path, modules)]
     assert found == [], "private names used across modules (make them public where shared):\n" + "\n".join(found)
