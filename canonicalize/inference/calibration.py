@@ -33,7 +33,7 @@ CONFIDENCE: dict[str, float] = {
     "mention by name": 0.95,
     "mention by capability": 0.9,
     "mention in parameter text": 0.9,
-    # preconditions and state (inference.py, identifiers.py)
+    # preconditions and state (catalog_rules.py, identifiers.py)
     "login with session parameter": 0.95,  # ToolLinkOS 1.00 (34)
     "login": 0.9,  # ToolLinkOS 0.96 (23)
     "session opener": 0.8,  # LiveMCPBench 5/5 labelled

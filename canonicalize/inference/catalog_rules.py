@@ -1,4 +1,4 @@
-"""The rules that read a whole catalog (inference.py's rules 2-4), asked per consumer through the index.
+"""The rules that read a whole catalog (infer.py's rules 2-4), asked per consumer through the index.
 
 Each runs within one catalog (``catalogs`` of ``infer_dependencies``): a service's login precedes the tools
 of that service, a status check precedes the tools that mention what it checks, the one connectivity check

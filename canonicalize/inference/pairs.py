@@ -1,7 +1,7 @@
 """Learned same-server dependencies: every slot's candidate producers (pair_candidates.py) and the rules'
 own proposals, judged by one logistic model learned from labels.
 
-The rules (inference.py and its helpers) know a few patterns well; what they miss most on real servers is
+The rules (infer.py and its helpers) know a few patterns well; what they miss most on real servers is
 the plainest one: a search, list, create or open tool whose results carry what another tool of the same
 server takes (``search_papers`` -> ``get_paper(paper_id)``, ``kusto_cluster_list`` ->
 ``kusto_cluster_get(cluster)``, ``navigate`` before ``click``). Here each candidate pair of a slot is scored
@@ -47,7 +47,7 @@ RULE = "learned-same-server"
 THRESHOLD = 0.5  # a slot takes its best candidate when it is likelier right than wrong
 VETO = 0.2  # a same-server rule pair the model gives less than this is dropped (chosen leave-one-catalog-out)
 UNRANKED = 9  # the rank given a pair only a rule proposed
-# The rules whose proposals are features (inference.py and its helpers).
+# The rules whose proposals are features (infer.py and its helpers).
 RULES = (
     "output-to-parameter",
     "explicit-mention",

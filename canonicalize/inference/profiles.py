@@ -1,5 +1,5 @@
 """What dependency inference reads of a tool: its profile (name action and object, lemmas, namespace)
-and what it offers other tools' parameters. Shared by the rules (inference.py) and the mention rule
+and what it offers other tools' parameters. Shared by the rules (infer.py) and the mention rule
 (mentions.py).
 """
 
