@@ -71,9 +71,18 @@ def _text(result) -> str:
 def test_a_setter_is_a_conditional_step_after_the_status_check_it_follows(store) -> None:
     async def calls(client):
         closure = await client.call_tool("tool_dependencies", {"id": "regular_tools::launch_ms_teams"})
-        return closure.structured_content
+        found = await client.call_tool("search_tools", {"query": "launch microsoft teams", "k": 7})
+        return closure.structured_content, found.structured_content
 
-    closure = _session(store, calls)
+    closure, found = _session(store, calls)
+    ranked = {t["id"]: t for t in found["tools"]}
+    assert found["abstain"] is False and found["tools"][0]["id"] == "regular_tools::launch_ms_teams"
+    added = [t for t in ranked if t.startswith("core_tools::set_")]
+    assert added, ranked  # retrieval adds the setters as prerequisites: on their condition, said so
+    for setter in added:
+        assert ranked[setter]["conditional"] is True and ranked[setter]["condition"].startswith("only if needed")
+        assert "conditional:" in ranked[setter]["why"]
+    assert all(not ranked[t]["conditional"] for t in ranked if "::get_" in t or t.endswith("launch_ms_teams"))
     steps = {d["tool"]: d for d in closure["dependencies"]}
     order = closure["order"]
     assert order[-1] == "regular_tools::launch_ms_teams"

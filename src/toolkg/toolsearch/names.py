@@ -117,8 +117,9 @@ class NameIndex:
         """The ids whose names are closest to ``text`` (a name typed wrong: "did you mean"), nearest first; only
         names within about a third of their length in edits, so a word unlike every name suggests none.
 
-        >>> NameIndex([("git::git_commit", "git", "git_commit"), ("git::git_init", "git", "git_init")]).nearest("git_comit")
-        ['git::git_commit']
+        >>> names = NameIndex([("git::git_commit", "git", "git_commit"), ("git::git_init", "git", "git_init")])
+        >>> names.nearest("git_comit"), names.nearest("xyzzy")
+        (['git::git_commit'], [])
         """
         key = name_key(text.rpartition("::")[2] if "::" in text else text)
         if not key:

@@ -34,7 +34,7 @@ from typing import Any
 from toolkg.errors import NotFoundError, RequestError
 from toolkg.live.snapshots import read_snapshot, snapshot_dir
 from toolkg.retrieval import Index, Query, make_retriever
-from toolkg.retrieval.abstain import default_min_score, request_score
+from toolkg.retrieval.abstain import abstention, default_min_score
 from toolkg.store.advice import READS, Effects, read_effects
 from toolkg.store.dependencies import DependencyRow, dependency_rows
 from toolkg.store.findings import read_findings, read_fingerprints
@@ -177,17 +177,14 @@ class ToolSearch:
             ranking = opened.retriever.retrieve(Query("q", query, tuple(steps)), min(k + len(hidden), 2 * MAX_K))
             scored = {h.tool.id: h for h in ranking.tools}
             notes = []
-            best = request_score(ranking.tools)
+            abstained = None if named else abstention(ranking.tools, threshold)
             ranked = [h.tool.id for h in ranking.tools]
             withheld = sorted({t for t in [*named, *ranked[:k]] if t in hidden})
             named = [t for t in named if t not in hidden]
             ranked = [t for t in ranked if t not in hidden][:k]
-            if not named and best < threshold:
+            if abstained:  # no tools, and so no prerequisite chains hung on a weak hit
                 ranked = []
-                notes.append(
-                    f"no tool serves this request well enough (best score {best:.3f} < min_score {threshold:.3f}); "
-                    "rephrase it, or pass a lower min_score to see the closest tools"
-                )
+                notes.append(abstained)
             chosen = first_named(named, ranked)[: max(k, len(named))]
             pinned, missing = self._pinned(opened)
             if missing:
@@ -231,6 +228,7 @@ class ToolSearch:
                     entry |= {"why": "pinned", "call_first": self._direct(opened, tool_id, hidden), "pinned": True}
                     out.append(entry | self.trust.warnings(tool_id, opened.findings, opened.fingerprints))
             answer: dict[str, Any] = {"tools": _live_first(out), "min_score": round(threshold, 6)}
+            answer |= {"abstain": True, "reason": abstained} if abstained else {"abstain": False}
             if notes:
                 answer["note"] = "; ".join(notes)
             return answer
