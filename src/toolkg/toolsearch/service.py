@@ -287,7 +287,9 @@ class ToolSearch:
                     reached.append({**edge, "needed_by": consumer, "depth": depth + 1})
                     queue.append((edge["tool"], depth + 1))
             within = {tool_id} | {e["tool"] for e in reached}
-            edges = {t: [e for e in direct.get(t, ()) if e["tool"] in within] for t in within}
+            for t in within - set(direct):  # the tools at max_depth: their edges among the reached still order them
+                direct[t] = self._direct(opened, t, hidden)
+            edges = {t: [e for e in direct[t] if e["tool"] in within] for t in within}
             before, required = _constraints(tool_id, edges, opened.effects)
             for entry in reached:
                 if entry["tool"] in required:
@@ -405,29 +407,49 @@ def _constraints(
     tool_id: str, edges: dict[str, list[dict[str, Any]]], effects: Effects
 ) -> tuple[dict[str, list[str]], set[str]]:
     """What must come before what in ``tool_id``'s closure (``edges``: each tool's direct edges within it), and
-    the tools it needs unconditionally.
+    the tools it needs unconditionally (a path of unconditional edges reaches them from ``tool_id``).
 
     An unconditional edge puts its producer before its consumer. A conditional producer goes before the asked
     tool, and: after its consumer when that consumer only reads (a status check: "once the status is retrieved,
     it can be set"; acting before the check would act blind), before it when the consumer changes state (an
-    "if missing" step supplies what it needs). A tool is needed unconditionally when a path of unconditional
-    edges reaches it from ``tool_id``."""
-    before: dict[str, list[str]] = {tool: [] for tool in edges}
+    "if missing" step supplies what it needs). A conditional edge to a producer its consumer needs anyway (an
+    unconditional path leads there) adds nothing: that path already orders it."""
+    needed = {tool: _unconditional_closure(tool, edges) for tool in edges}
+    before = {tool: [e["tool"] for e in direct if not e["conditional"]] for tool, direct in edges.items()}
     for consumer, direct in edges.items():
         for edge in direct:
             producer = edge["tool"]
-            if not edge["conditional"]:
-                before[consumer].append(producer)
-            elif effects.of(consumer) == READS and consumer != tool_id:
-                before.setdefault(producer, []).append(consumer)
+            if not edge["conditional"] or producer in needed[consumer] or producer in needed[tool_id]:
+                continue
+            after_check = effects.of(consumer) == READS and consumer != tool_id
+            first, then = (consumer, producer) if after_check else (producer, consumer)
+            # a condition orders only where the prerequisites leave it free: never against them, never a loop
+            if not _comes_before(then, first, before):
+                before[then].append(first)
+            if not _comes_before(tool_id, producer, before):
                 before[tool_id].append(producer)
-            else:
-                before[consumer].append(producer)
-                before[tool_id].append(producer)
-    required, queue = {tool_id}, deque([tool_id])
+    return before, needed[tool_id]
+
+
+def _comes_before(first: str, then: str, before: dict[str, list[str]]) -> bool:
+    """Whether ``before`` already puts ``first`` ahead of ``then`` (a path of must-come-before from ``then``)."""
+    seen, stack = {then}, [then]
+    while stack:
+        for earlier in before.get(stack.pop(), ()):
+            if earlier == first:
+                return True
+            if earlier not in seen:
+                seen.add(earlier)
+                stack.append(earlier)
+    return False
+
+
+def _unconditional_closure(tool: str, edges: dict[str, list[dict[str, Any]]]) -> set[str]:
+    """``tool`` and every tool a path of unconditional edges leads to from it."""
+    reached, queue = {tool}, deque([tool])
     while queue:
         for edge in edges.get(queue.popleft(), ()):
-            if not edge["conditional"] and edge["tool"] not in required:
-                required.add(edge["tool"])
+            if not edge["conditional"] and edge["tool"] not in reached:
+                reached.add(edge["tool"])
                 queue.append(edge["tool"])
-    return before, required
+    return reached
