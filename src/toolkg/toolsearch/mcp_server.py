@@ -117,10 +117,11 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None, *, sco
     ) -> dict[str, Any]:
         """Find the tools that can do a task. Returns the best tools first, each with its server, description,
         input schema, a relevance score, why it matched, and `call_first`: the tools whose output it needs
-        (for example a login that gives the token it takes). Call those first. Tools named in the query
-        (`server::tool`, `mcp__server__tool`, `select:A,B`, or a name with a typo) come first. When no tool
-        serves the task, `tools` is empty and `note` says so: do not force a weak match. Pinned tools come
-        with every answer, marked `pinned`."""
+        (for example a login that gives the token it takes). Call those first, but one marked `conditional`
+        only when its `condition` holds (it changes state). `callable` says whether call_tool can call the
+        tool here. Tools named in the query (`server::tool`, `mcp__server__tool`, `select:A,B`, or a name with
+        a typo) come first. When no tool serves the task, `abstain` is true, `tools` is empty and `reason`
+        says why: do not force a weak match. Pinned tools come with every answer, marked `pinned`."""
         found = await answer(search.search_tools, query, k, steps, min_score)
         return {"snapshot": search.snapshot, **callable_marked(found)}
 
@@ -137,8 +138,9 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None, *, sco
         id: Annotated[str, Field(description="a tool id 'server::tool', or a tool name")],
     ) -> dict[str, Any]:
         """Everything a tool depends on, transitively: each prerequisite with the kind of dependency, the
-        parameter it feeds, a confidence (1.0 when the catalog declares it) and depth; `order` lists the
-        tools in an order to call them, the asked tool last."""
+        parameter it feeds, a confidence (1.0 when the catalog declares it), depth and whether it is
+        `conditional` (call it only when its `condition` holds); `order` lists the tools in an order to call
+        them, a conditional step after the check it follows, the asked tool last."""
         return await answer(search.tool_dependencies, id)
 
     @tool("SPARQL query")
