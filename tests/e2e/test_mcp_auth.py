@@ -216,6 +216,27 @@ def test_scoped_tokens_search_or_call_only_their_servers(store, tmp_path, token_
         assert "\n" not in _text(other)
 
 
+async def _listed_and_callable(client):
+    listed = {t.name for t in (await client.list_tools()).tools}
+    found = await client.call_tool("search_tools", {"query": "say the text back", "k": 10})
+    return listed, {t["id"]: t["callable"] for t in found.structured_content["tools"]}
+
+
+def test_call_tool_is_listed_and_tools_callable_only_as_the_token_allows(store, tmp_path, token_file) -> None:
+    with mcp_http(store, tmp_path, "--allow-call", "--token-file", str(token_file)) as (port, _):
+        listed, full = call(port, FULL, _listed_and_callable)
+        assert "call_tool" in listed and full["alpha::echo"] is True and full["beta::echo"] is True
+        listed, searcher = call(port, SEARCHER, _listed_and_callable)
+        assert "call_tool" not in listed and listed >= {"search_tools", "get_tool"}  # search scope: no calls offered
+        assert "alpha::echo" in searcher and not any(searcher.values()), searcher
+        listed, alpha_only = call(port, ALPHA_ONLY, _listed_and_callable)
+        assert "call_tool" in listed and alpha_only["alpha::echo"] is True and alpha_only["beta::echo"] is False
+        assert alpha_only.get("alpha::wipe") is not True  # destructive: not without --allow-destructive
+    with mcp_http(store, tmp_path, "--token-file", str(token_file)) as (port, _):  # no --allow-call
+        listed, full = call(port, FULL, _listed_and_callable)
+        assert "call_tool" not in listed and not any(full.values())
+
+
 def test_the_default_token_file_is_created_0600_and_reused(store, tmp_path) -> None:
     config = tmp_path / "config"
     expected = config / "mcp-tokens.toml"

@@ -107,3 +107,21 @@ def test_readme_example_keeps_the_flight_tool_and_todays_date_and_orders_by_scor
         assert sum(name in {"get_current_time", "get_system_timezone"} for name in names) <= 1, names
         scores = [t["score"] for t in tools]
         assert scores == sorted(scores, reverse=True)
+
+
+def test_retrieve_abstains_on_a_request_no_tool_serves(cli, store):
+    """auto's calibrated threshold (the one toolkg mcp's search_tools applies) holds on the command line too."""
+    request = "water the tomato plants on the balcony"
+    text = cli("retrieve", "--store", str(store), "-k", "3", request)
+    assert text.returncode == 0, text.stderr
+    assert "abstain: no tool serves this request well enough" in text.stdout and "--min-score 0" in text.stdout
+    assert "rank  server" not in text.stdout  # no tools, so no prerequisite chain hung on a weak one
+    answer = json.loads(cli("retrieve", "--store", str(store), "-k", "3", "--json", request).stdout)
+    assert answer["abstain"] is True and answer["tools"] == [] and "best score" in answer["reason"]
+    forced = json.loads(cli("retrieve", "--store", str(store), "-k", "3", "--json", "--min-score", "0", request).stdout)
+    assert forced["abstain"] is False and len(forced["tools"]) == 3
+    booking = "Reserve a table for four at Luigi's restaurant"  # a labelled query of this catalog
+    served = json.loads(cli("retrieve", "--store", str(store), "-k", "3", "--json", booking).stdout)
+    assert served["abstain"] is False and served["tools"]
+    bad = cli("retrieve", "--store", str(store), "--min-score", "2", request)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--min-score" in bad.stderr

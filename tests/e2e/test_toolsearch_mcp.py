@@ -71,8 +71,9 @@ def test_search_tools_over_stdio_returns_the_tool_and_what_to_call_first(catalog
 
     info, instructions, listed, found, closure, one, missing = _session(_stdio(store), calls)
     assert info.name == "toolkg" and "search_tools" in instructions
-    assert {t.name for t in listed} == {"search_tools", "get_tool", "tool_dependencies", "sparql", "call_tool"}
-    assert all(t.annotations.read_only_hint for t in listed if t.name != "call_tool")  # it calls other servers
+    # call_tool is listed only with --allow-call (tests/e2e/test_mcp_advice.py); the rest only read
+    assert {t.name for t in listed} == {"search_tools", "get_tool", "tool_dependencies", "sparql"}
+    assert all(t.annotations.read_only_hint for t in listed)
     tools = found.structured_content["tools"]
     assert tools[0]["id"] == "bookings::book_flight"
     assert tools[0]["input_schema"]["required"] == ["session_token", "flight_id"]

@@ -54,8 +54,10 @@ def test_a_request_no_tool_serves_gets_no_tools_and_a_note(store) -> None:
             answer = search.search_tools(text, k=5)
             assert answer["tools"] == [], (text, answer["tools"][:1])
             assert "no tool serves this request well enough" in answer["note"]
+            assert answer["abstain"] is True and answer["reason"] in answer["note"]
         relevant = search.search_tools("book a flight for me", k=3)
         assert _ids(relevant)[0] == "bookings::book_flight" and "note" not in relevant
+        assert relevant["abstain"] is False and "reason" not in relevant
         forced = search.search_tools(IRRELEVANT[0], k=5, min_score=0)  # the caller's threshold wins
         assert len(forced["tools"]) == 5 and forced["min_score"] == 0
 

@@ -39,6 +39,13 @@ def _add_retrieve(sub) -> None:
     retrieve.add_argument("--method", default="auto", help=f"one of {METHODS} (default auto)")
     retrieve.add_argument("-k", "--k", type=int, default=10, help="how many tools and servers (default 10)")
     retrieve.add_argument("--step", action="append", default=[], help="a sub-step of the query (repeatable)")
+    retrieve.add_argument(
+        "--min-score",
+        type=float,
+        metavar="P",
+        help="auto only: answer no tool when the best scores below P, 0-1 (default: the calibrated threshold toolkg "
+        "mcp uses; 0: never abstain); not applied to --queries",
+    )
     retrieve.add_argument("--queries", metavar="IN.jsonl", help="rank every query of this file")
     retrieve.add_argument(
         "--out", "--output", metavar="OUT.jsonl", help="where --queries results go (default: standard output)"
@@ -140,6 +147,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
 
     one_of("give a query or --queries FILE (one of them)", args.query, args.queries)
     usage(args.k >= 1, "-k must be at least 1")
+    usage(args.min_score is None or 0 <= args.min_score <= 1, "--min-score must be between 0 and 1")
     usage(args.queries or not args.skip_invalid, "--skip-invalid goes with --queries FILE")
     rows = _checked_queries(args.queries, labelled=False, skip_invalid=args.skip_invalid) if args.queries else None
     options = parse_options(args.option)
@@ -163,10 +171,17 @@ def _rank_one(retriever, tools: int, args: argparse.Namespace) -> None:
     from toolkg.retrieval import Query
 
     ranking = retriever.retrieve(Query("query", args.query, tuple(args.step)), args.k)
+    abstained = _abstention(ranking, args)
+    if abstained:  # a clear miss: no tools, and no prerequisite chains hung on a weak hit
+        ranking.tools, ranking.servers = [], []
     if args.output_format == "json":
-        print_json(ranking.as_json("query", why=True))
+        answer = ranking.as_json("query", why=True)
+        print_json(answer | ({"abstain": True, "reason": abstained} if abstained else {"abstain": False}))
         return
     print(_header(args, tools))
+    if abstained:
+        print(f"abstain: {abstained}")
+        return
     rows = [
         [str(rank), hit.tool.server, hit.tool.name, f"{hit.score:.4f}", hit.why]
         for rank, hit in enumerate(ranking.tools, start=1)
@@ -177,6 +192,17 @@ def _rank_one(retriever, tools: int, args: argparse.Namespace) -> None:
         print("why, in full where cut above:")
         print("\n".join(f"{rank:>4}  {why}" for rank, why in cut))
     print("servers: " + ", ".join(one_line(s, 80) for s, _ in ranking.servers))
+
+
+def _abstention(ranking, args: argparse.Namespace) -> str | None:
+    """Why ``auto``'s ranking is no answer (its best calibrated score is below --min-score, by default the
+    shipped threshold), or None; other methods' scores are not probabilities, so they never abstain."""
+    from toolkg.retrieval.abstain import abstention, default_min_score
+
+    if args.method != "auto":
+        return None
+    threshold = default_min_score() if args.min_score is None else args.min_score
+    return abstention(ranking.tools, threshold, "pass --min-score 0")
 
 
 def _cut_reasons(rows: list[list[str]], lines: list[str]) -> list[tuple[str, str]]:

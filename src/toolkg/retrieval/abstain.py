@@ -30,3 +30,20 @@ def request_score(hits) -> float:
     """The best score of the ranking's tools (a need the request only implies counts too: on the suite's
     tuning halves, leaving those out lowered the threshold a set loss allows more than it helped)."""
     return max((h.score for h in hits), default=0.0)
+
+
+def abstention(hits, threshold: float, retry: str = "pass a lower min_score") -> str | None:
+    """Why a ranking is no answer (its best score is below ``threshold``), or None: it answers.
+
+    >>> for part in abstention([], 0.06, "pass --min-score 0").split("; "):
+    ...     print(part)
+    no tool serves this request well enough (best score 0.000 < min_score 0.060)
+    rephrase it, or pass --min-score 0 to see the closest tools
+    """
+    best = request_score(hits)
+    if best >= threshold:
+        return None
+    return (
+        f"no tool serves this request well enough (best score {best:.3f} < min_score {threshold:.3f}); "
+        f"rephrase it, or {retry} to see the closest tools"
+    )

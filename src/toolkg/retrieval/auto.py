@@ -38,6 +38,7 @@ from toolkg.retrieval.fusion import DEPTH as TEXT_DEPTH
 from toolkg.retrieval.fusion import candidates, ranking
 from toolkg.retrieval.graph import dependency_edges
 from toolkg.retrieval.requests import clauses, facets
+from toolkg.store.advice import Effects, read_effects
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Evidence:
     why: str
     parent: int | None = None  # a graph addition: the tool it is a dependency of
     seed: int | None = None  # a graph addition: the first-stage hit whose dependencies brought it
+    condition: str | None = None  # a graph addition needed only on this condition (toolkg.store.advice)
 
 
 def merge(
@@ -180,6 +182,14 @@ class AutoRetriever(Retriever):
         self.seeds, self.depth, self.split, self.clauses, self.kinds = seeds, depth, split, clauses, set(kinds)
         self.calibration = load_calibration(calibration)
         self._edges = lru_cache(maxsize=None)(self._edges_of)
+        self._effects: Effects | None = None
+
+    @property
+    def effects(self) -> Effects:
+        """Which tools change state (read on first use: a query that adds no prerequisite never needs it)."""
+        if self._effects is None:
+            self._effects = read_effects(self.index.store)
+        return self._effects
 
     def _edges_of(self, tool_iri: str) -> tuple[tuple[str, str, float, bool], ...]:
         """(producer, kind, confidence, declared) of one tool's dependency edges, strongest first."""
@@ -247,8 +257,12 @@ class AutoRetriever(Retriever):
             self._follow(seed, seed, text[seed].probability, 0, found)
         return found
 
-    def _follow(self, seed: int, node: int, probability: float, level: int, found: dict[int, Evidence]) -> None:
-        """Depth-first from ``node``: each producer's probability is its path's, kept when strongest."""
+    def _follow(
+        self, seed: int, node: int, probability: float, level: int, found: dict[int, Evidence], condition=None
+    ) -> None:
+        """Depth-first from ``node``: each producer's probability is its path's, kept when strongest. A producer
+        the advice calls conditional (``toolkg.store.advice``), and everything below it, is an addition on that
+        condition: its score is unchanged (the request may well need it), its ``why`` and ``condition`` say so."""
         if level >= self.depth:
             return
         catalog = self.catalog
@@ -257,12 +271,20 @@ class AutoRetriever(Retriever):
             if position is None or position == seed:
                 continue
             chained = probability * self.calibration.edge_probability(confidence, declared, level + 1)
-            if position in found and found[position].probability >= chained:
-                continue
             basis = Basis.DECLARED.value if declared else f"{Basis.INFERRED.value} {confidence:.2f}"
+            own = self.effects.condition(catalog.tools[position].id, kind, basis.split()[0], None, "")
+            needs = own or condition
+            if position in found:
+                known = found[position]
+                # the stronger path wins; on a tie, the one that needs the producer unconditionally
+                if known.probability > chained or (known.probability == chained and (needs or not known.condition)):
+                    continue
             why = f"{kind} of {catalog.tools[node].name} ({basis}; p {chained:.2f})"
-            found[position] = Evidence(chained, len(found), why, parent=node, seed=seed)
-            self._follow(seed, position, chained, level + 1, found)
+            if needs:
+                why = f"{why}; conditional: {needs}"
+            found[position] = Evidence(chained, len(found), why, parent=node, seed=seed, condition=needs)
+            below = condition or (f"only if {catalog.tools[position].name} is called" if own else None)
+            self._follow(seed, position, chained, level + 1, found, below)
 
     def evidence(self, query: Query) -> tuple[list[tuple[int, Evidence]], dict[int, Evidence]]:
         """The first stage's hits in order, and the additions: each implied need's best tool and the tools
@@ -288,7 +310,7 @@ class AutoRetriever(Retriever):
         first, additions = self.evidence(query)
         ranked = merge(first, additions, k, self.places(query, first, additions, k))
         catalog = self.catalog
-        hits = [Hit(catalog.tools[i], evidence.probability, evidence.why) for i, evidence in ranked]
+        hits = [Hit(catalog.tools[i], evidence.probability, evidence.why, evidence.condition) for i, evidence in ranked]
         return Ranking(hits, servers_of(catalog, hits, k))
 
     def search(self, text: str, k: int) -> Ranking:

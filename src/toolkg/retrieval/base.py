@@ -36,6 +36,7 @@ class Hit:
     tool: ToolDoc
     score: float
     why: str
+    condition: str | None = None  # a prerequisite to call only when this holds (toolkg.store.advice)
 
 
 @dataclass

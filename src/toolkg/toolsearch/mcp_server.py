@@ -19,7 +19,7 @@ from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.types import CallToolResult  # at module level: the SDK evaluates call_tool's annotations here
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from toolkg import __version__
 from toolkg.display import one_line
@@ -60,7 +60,35 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None, *, sco
         except ToolkgError as exc:
             raise ToolError(one_line(str(exc))) from None
 
-    server = MCPServer("toolkg", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    def calls_open() -> bool:
+        """Whether this request may call tools at all: --allow-call, and over HTTP a token with the call scope."""
+        if not caller.policy.enabled:
+            return False
+        scope = caller_scope.get()
+        return not scoped or (scope is not None and scope.calls)
+
+    def callable_marked(found: dict[str, Any]) -> dict[str, Any]:
+        """``found``'s tools with ``callable`` set: live, and this server and the caller's token would call it."""
+        for entry in found.get("tools", [found] if "id" in found else []):
+            entry["callable"] = bool(entry.get("live")) and calls_open() and _may_call(caller, entry, scoped)
+        return found
+
+    class Server(MCPServer):
+        """The SDK's server, with argument errors in one line and ``call_tool`` listed only to whoever may call."""
+
+        async def list_tools(self):
+            listed = await super().list_tools()
+            return listed if calls_open() else [t for t in listed if t.name != "call_tool"]
+
+        async def call_tool(self, name, arguments, context=None):
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    raise ToolError(argument_error(name, exc.__cause__)) from None
+                raise
+
+    server = Server("toolkg", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     annotations = ToolAnnotations(**{"title": None, **_READ_ONLY})
 
     def tool(title: str):
@@ -89,12 +117,13 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None, *, sco
     ) -> dict[str, Any]:
         """Find the tools that can do a task. Returns the best tools first, each with its server, description,
         input schema, a relevance score, why it matched, and `call_first`: the tools whose output it needs
-        (for example a login that gives the token it takes). Call those first. Tools named in the query
-        (`server::tool`, `mcp__server__tool`, `select:A,B`, or a name with a typo) come first. When no tool
-        serves the task, `tools` is empty and `note` says so: do not force a weak match. Pinned tools come
-        with every answer, marked `pinned`."""
+        (for example a login that gives the token it takes). Call those first, but one marked `conditional`
+        only when its `condition` holds (it changes state). `callable` says whether call_tool can call the
+        tool here. Tools named in the query (`server::tool`, `mcp__server__tool`, `select:A,B`, or a name with
+        a typo) come first. When no tool serves the task, `abstain` is true, `tools` is empty and `reason`
+        says why: do not force a weak match. Pinned tools come with every answer, marked `pinned`."""
         found = await answer(search.search_tools, query, k, steps, min_score)
-        return {"snapshot": search.snapshot, **found}
+        return {"snapshot": search.snapshot, **callable_marked(found)}
 
     @tool("Get a tool")
     async def get_tool(
@@ -102,15 +131,16 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None, *, sco
     ) -> dict[str, Any]:
         """Look one tool up: its server, description, input schema, annotations, the tools to call before it
         (`call_first`) and the tools that need it (`needed_by`)."""
-        return await answer(search.get_tool, id)
+        return callable_marked(await answer(search.get_tool, id))
 
     @tool("Tool dependencies")
     async def tool_dependencies(
         id: Annotated[str, Field(description="a tool id 'server::tool', or a tool name")],
     ) -> dict[str, Any]:
         """Everything a tool depends on, transitively: each prerequisite with the kind of dependency, the
-        parameter it feeds, a confidence (1.0 when the catalog declares it) and depth; `order` lists the
-        tools in an order to call them, the asked tool last."""
+        parameter it feeds, a confidence (1.0 when the catalog declares it), depth and whether it is
+        `conditional` (call it only when its `condition` holds); `order` lists the tools in an order to call
+        them, a conditional step after the check it follows, the asked tool last."""
         return await answer(search.tool_dependencies, id)
 
     @tool("SPARQL query")
@@ -141,6 +171,38 @@ def make_mcp_server(search: ToolSearch, caller: ToolCaller | None = None, *, sco
             raise ToolError(one_line(str(exc))) from None
 
     return server
+
+
+def _may_call(caller: ToolCaller, entry: dict[str, Any], scoped: bool) -> bool:
+    """Whether ``call_tool`` would be let through for this tool by the server's policy and the caller's token
+    (the arguments and the server's reachability are checked at call time)."""
+    if caller.policy.refusal(entry["id"], entry["server"], entry.get("annotations") or {}):
+        return False
+    scope = caller_scope.get()
+    return not scoped or (scope is not None and scope.call_refusal(entry["id"], entry["server"]) is None)
+
+
+def argument_error(tool: str, error: ValidationError) -> str:
+    """A tool's arguments that do not fit its input schema, in one line (pydantic's own message spans lines
+    and ends each with a documentation URL).
+
+    >>> from pydantic import BaseModel, Field
+    >>> class Args(BaseModel):
+    ...     k: int = Field(ge=1, le=50)
+    >>> try:
+    ...     Args(k=100)
+    ... except ValidationError as exc:
+    ...     print(argument_error("search_tools", exc))
+    search_tools: argument 'k': input should be less than or equal to 50 (got 100)
+    """
+    parts = []
+    for problem in error.errors(include_url=False):
+        where = ".".join(str(part) for part in problem["loc"]) or "arguments"
+        message = problem["msg"][:1].lower() + problem["msg"][1:]
+        given = problem.get("input")
+        shown = f" (got {one_line(repr(given), 40)})" if isinstance(given, int | float | str | bool) else ""
+        parts.append(f"argument '{where}': {message}{shown}")
+    return one_line(f"{tool}: " + "; ".join(parts))
 
 
 def _within_scope(search: ToolSearch, tool: str) -> str:

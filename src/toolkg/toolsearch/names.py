@@ -113,6 +113,24 @@ class NameIndex:
         return sorted(t for found, _, _ in close if len(found) >= MIN_TYPO_LENGTH for t in self.by_key[found])
 
 
+    def nearest(self, text: str, limit: int = 3) -> list[str]:
+        """The ids whose names are closest to ``text`` (a name typed wrong: "did you mean"), nearest first; only
+        names within about a third of their length in edits, so a word unlike every name suggests none.
+
+        >>> names = NameIndex([("git::git_commit", "git", "git_commit"), ("git::git_init", "git", "git_init")])
+        >>> names.nearest("git_comit"), names.nearest("xyzzy")
+        (['git::git_commit'], [])
+        """
+        key = name_key(text.rpartition("::")[2] if "::" in text else text)
+        if not key:
+            return []
+        close = process.extract(key, self.keys, scorer=OSA.distance, score_cutoff=max(1, len(key) // 3), limit=limit)
+        found: list[str] = []
+        for name, _, _ in sorted(close, key=lambda c: (c[1], c[0])):
+            found += [t for t in sorted(self.by_key[name]) if t not in found]
+        return found[:limit]
+
+
 def first_named(named: Sequence[str], ranked: Sequence[str]) -> list[str]:
     """``named`` first, then ``ranked`` without them."""
     seen = set(named)
