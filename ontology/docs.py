@@ -122,6 +122,18 @@ def compact_iri(iri: str, prefixes: dict[str, str] | None = None) -> str:
     return f"{found}:{iri[len(best) :]}" if best else iri
 
 
+def vocabulary_terms() -> dict[str, list[str]]:
+    """The ontology's classes and properties as full IRIs (``{"classes": [...], "properties": [...]}``, sorted):
+    what the endpoint UI's editor completes after ``a`` and in a predicate's place, with no network."""
+    types, _ = _ontology()
+    classes = {_OWL + "Class", _RDFS + "Class"}
+    properties = {_OWL + p for p in ("ObjectProperty", "DatatypeProperty", "AnnotationProperty")} | {_RDF + "Property"}
+    return {
+        "classes": sorted(TK_NS + name for name, kinds in types.items() if kinds & classes),
+        "properties": sorted(TK_NS + name for name, kinds in types.items() if kinds & properties),
+    }
+
+
 @cache
 def _context() -> dict:
     context: dict[str, object] = dict(_prefixes())
