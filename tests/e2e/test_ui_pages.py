@@ -57,7 +57,9 @@ def test_the_ui_works_under_its_content_security_policy(page, endpoint):
     assert found[0][1] == "shop::acme_place_order"
     assert page.execute_script("return document.querySelectorAll('script:not([src])').length") == 0
     # The result table keeps its layout (YASGUI's style attributes apply) and nothing was refused.
-    widths = page.execute_script(f"return [...document.querySelectorAll('{ROWS}:first-child td')].map(c => c.offsetWidth)")
+    widths = page.execute_script(
+        f"return [...document.querySelectorAll('{ROWS}:first-child td')].map(c => c.offsetWidth)"
+    )
     assert len(widths) == 4 and all(w > 20 for w in widths), widths
     screenshot(page, "ui-under-csp.png")
     assert policy_violations(page) == []
@@ -103,7 +105,9 @@ def test_a_link_naming_a_foreign_endpoint_still_asks_this_one(browser, endpoint)
         WebDriverWait(browser, 10).until(lambda b: b.execute_script("return toolkgYasgui.getTab().getQuery()") == query)
         assert browser.execute_script("return toolkgYasgui.getTab().getEndpoint()") == endpoint + "/query"
         browser.find_element(By.CSS_SELECTOR, ".tabPanel.active .yasqe_queryButton").click()
-        WebDriverWait(browser, 30).until(lambda b: "LOCAL" in b.find_element(By.CSS_SELECTOR, ".tabPanel.active .yasr").text)
+        WebDriverWait(browser, 30).until(
+            lambda b: "LOCAL" in b.find_element(By.CSS_SELECTOR, ".tabPanel.active .yasr").text
+        )
         assert _Foreign.hits == []  # never asked, not even YASGUI's CORS probe
         assert "FOREIGN" not in browser.find_element(By.TAG_NAME, "body").text
         # A tab whose endpoint was set by hand (or by an older page's saved tab) asks this one too.
@@ -121,7 +125,7 @@ def test_a_link_naming_a_foreign_endpoint_still_asks_this_one(browser, endpoint)
 def test_result_iris_open_their_page_on_this_endpoint(page, endpoint):
     rows(page, 20)
     before = summary(page)
-    type_query(page, "SELECT ?t WHERE { ?t tk:name \"acme_place_order\" }")
+    type_query(page, 'SELECT ?t WHERE { ?t tk:name "acme_place_order" }')
     page.find_element(By.CSS_SELECTOR, ".tabPanel.active .yasqe_queryButton").click()
     wait_for_new_results(page, before)
     link = page.find_element(By.CSS_SELECTOR, f"{ROWS} a.iri")
@@ -133,8 +137,12 @@ def test_result_iris_open_their_page_on_this_endpoint(page, endpoint):
     assert "What it says" in page.page_source and "What points to it" in page.page_source
     # A linked IRI (its server, in what points to it) opens its own page here.
     server = "https://w3id.org/toolkg/id/server/shop"
-    page.find_element(By.XPATH, f"//h2[starts-with(., 'What points to it')]/following-sibling::table//a[@title='{server}']").click()
-    WebDriverWait(page, 20).until(lambda b: b.current_url == endpoint + "/resource?iri=" + urllib.parse.quote(server, safe=""))
+    page.find_element(
+        By.XPATH, f"//h2[starts-with(., 'What points to it')]/following-sibling::table//a[@title='{server}']"
+    ).click()
+    WebDriverWait(page, 20).until(
+        lambda b: b.current_url == endpoint + "/resource?iri=" + urllib.parse.quote(server, safe="")
+    )
     assert page.find_element(By.TAG_NAME, "h1").text == "shop"
     assert "tk:hasTool" in page.find_element(By.TAG_NAME, "main").text
     screenshot(page, "ui-resource-page.png")

@@ -49,7 +49,7 @@ def checked_iri(value: str) -> str:
     if len(value) > MAX_IRI_CHARS:
         raise BadIri(f"the IRI is longer than {MAX_IRI_CHARS} characters")
     if not _IRI.fullmatch(value):
-        raise BadIri(f"not an absolute IRI: {one_line(value, 120)} (a scheme, then no spaces, <, >, \" or braces)")
+        raise BadIri(f'not an absolute IRI: {one_line(value, 120)} (a scheme, then no spaces, <, >, " or braces)')
     return value
 
 
