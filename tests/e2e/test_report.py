@@ -251,7 +251,7 @@ def test_without_graphviz_the_simple_layout_draws_and_says_so(big_store, monkeyp
 # space, or a "_" or "-" inside a long name.
 LINE_BREAKS = """
 const breaks = [];
-for (const cell of document.querySelectorAll(arguments[0])) {
+for (const cell of arguments[0].querySelectorAll('td')) {
   const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
   let top = null, before = "", spaced = false;
   while (walker.nextNode()) {
@@ -295,9 +295,9 @@ def test_the_flagged_tools_table_wraps_between_words(built_store, tmp_path, cli)
     try:
         browser.set_window_size(1000, 900)
         browser.get(page.as_uri())
-        table = browser.find_element(By.CSS_SELECTOR, "table.findings")
+        table = browser.find_element(By.XPATH, "//h2[@id='findings']/following-sibling::table[1]")
         assert name in table.text.replace("\n", "")  # the whole name is there, wrapped or not
-        breaks = browser.execute_script(LINE_BREAKS, "table.findings td")
+        breaks = browser.execute_script(LINE_BREAKS, table)
         assert breaks, "the window is narrow enough to wrap"
         bad = [b for b in breaks if not b["spaced"] and b["after"] not in "_-"]
         browser.execute_script("arguments[0].scrollIntoView()", table)
