@@ -19,8 +19,11 @@ from collections.abc import Callable
 
 from toolkg.display import one_line
 from toolkg.ontology.vocabulary import Basis
+from toolkg.serve.graph_dot import CAP
 
-FULL_MAX_TOOLS = 30  # a whole drawing this size keeps its labels at full size within the report's width
+# A whole drawing: up to graph_dot's CAP of boxes (its labels stay full size within the report's width) and
+# few enough arrows to follow (ToolLinkOS's core_tools, 38 tools and 44 arrows, reads well; 50 and 209 did not).
+FULL_MAX_TOOLS = CAP
 FULL_MAX_ARROWS = 60
 HUB_TOOLS = 12  # the big server's picture: few enough boxes that every arrow can be followed
 TOP_ROWS = 15  # rows of each ranking table

@@ -298,15 +298,23 @@ document.getElementById("search").addEventListener("submit", async event => {
   const error = document.getElementById("search-error");
   error.textContent = "";
   const params = new URLSearchParams([["q", form.q.value.trim()], ["k", form.k.value || "5"]]);
+  const list = document.getElementById("search-results");
+  list.textContent = "";
+  const waiting = document.createElement("li");
+  waiting.className = "note";
+  waiting.textContent = "searching... (the first search loads the index)";
+  list.append(waiting);
   try {
     const response = await fetch(`${base}/search?${params}`);
     const body = await response.json().catch(() => ({}));
     if (!response.ok) {
+      list.textContent = "";
       error.textContent = body.error || `search failed (HTTP ${response.status})`;
       return;
     }
     showSearch(body);
   } catch (exc) {
+    list.textContent = "";
     error.textContent = `search failed: ${exc}`;
   }
 });
