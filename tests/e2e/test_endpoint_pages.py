@@ -152,6 +152,16 @@ def test_a_bad_or_unknown_iri_is_one_line_or_an_empty_page(base):
     assert status == 404 and "no triple about this IRI" in html
 
 
+def test_an_ontology_terms_page_links_to_its_definition(base):
+    """tk:BuildRun's entry on the ontology page is #Buildrun (pyLODE's naming): the link must find it."""
+    for term in ("Tool", "BuildRun", "dependsOn"):
+        status, html, _ = request(base + "/resource?iri=" + urllib.parse.quote(TK + term, safe=""), method="GET")
+        assert status == 200, term
+        [href] = re.findall(r'<a href="(/ontology#[^"]+)">its definition</a>', html)
+        _, ontology, _ = request(base + "/ontology", method="GET")
+        assert f'id="{href.partition("#")[2]}"' in ontology, href
+
+
 def test_markup_in_a_description_and_a_javascript_iri_stay_text(hostile_store):
     with serving(hostile_store) as url:
         iri = "https://w3id.org/toolkg/id/tool/evil/place_order"

@@ -294,7 +294,7 @@ class Handler(OneRequestHandler):
             return self._text(400, str(exc))
         except StoreError as exc:
             return self._text(503, str(exc))
-        status = 200 if resource.outgoing or resource.incoming else 404
+        status = 200 if resource.known else 404
         self._send(status, resource_html(resource).encode(), "text/html; charset=utf-8", policy=STRICT_POLICY)
 
     def _base_iri(self) -> str | None:

@@ -19,6 +19,7 @@ from html import escape
 from urllib.parse import quote
 
 from toolkg.display import one_line
+from toolkg.ontology import TK_NS
 from toolkg.ontology.docs import compact_iri, iri_prefixes
 
 Select = Callable[[str], list[dict[str, dict[str, str]]]]  # a SELECT -> SPARQL JSON bindings
@@ -72,6 +73,12 @@ class Resource:
     more_outgoing: bool
     more_incoming: bool
     labels: dict[str, str]  # IRI on the page -> its label, where the store has one
+    definition: str = ""  # a tk: term's anchor on the ontology page (/ontology#...)
+
+    @property
+    def known(self) -> bool:
+        """Whether there is anything to show: triples, or the term's definition."""
+        return bool(self.outgoing or self.incoming or self.definition)
 
 
 def read_resource(iri: str, select: Select) -> Resource:
@@ -92,7 +99,16 @@ def read_resource(iri: str, select: Select) -> Resource:
         len(outgoing) > MAX_ROWS or len(out) == limit * 4,
         len(incoming) > MAX_ROWS or len(inc) == limit * 4,
         _labels(sorted(seen)[:1000], select),
+        _definition(iri),
     )
+
+
+def _definition(iri: str) -> str:
+    if not iri.startswith(TK_NS):
+        return ""
+    from toolkg.ontology.docs import ontology_anchors  # the ontology page: pyLODE, once per process
+
+    return ontology_anchors().get(iri, "")
 
 
 def _fold(rows: list[tuple[str, dict[str, str], str]]) -> list[Statement]:
@@ -169,6 +185,9 @@ def resource_html(resource: Resource) -> str:
     parts = [
         f'<h1>{escape(one_line(title, 200))}</h1><p class="iri-line"><code>{escape(iri)}</code></p>',
     ]
+    if resource.definition:
+        href = escape("/ontology#" + quote(resource.definition, safe=""))
+        parts.append(f'<p class="term">A term of the ontology: <a href="{href}">its definition</a>.</p>')
     if not resource.outgoing and not resource.incoming:
         parts.append('<p class="empty">The store holds no triple about this IRI.</p>')
     for statements, more, heading, other in (
