@@ -27,7 +27,7 @@ PACKAGE_DIRS = {
 }
 # What the code reads at run time besides modules: ontology and shapes, prompts, saved queries, the UI page,
 # fitted models and calibrations; py.typed tells type checkers the package's annotations are to be read.
-DATA_SUFFIXES = ["*.ttl", "*.md", "*.yaml", "*.rq", "*.html", "*.json", "py.typed"]
+DATA_SUFFIXES = ["*.ttl", "*.md", "*.yaml", "*.rq", "*.html", "*.js", "*.css", "*.json", "py.typed"]
 
 
 def find_packages_mapped(package_dirs: dict[str, str]) -> list[str]:

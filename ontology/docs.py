@@ -8,7 +8,9 @@ shows up in the context and on the page with no second edit.
 * :func:`jsonld_context` -- the JSON-LD context document published at :data:`CONTEXT_IRI`: a term per
   class, property and individual of the ontology, with ``@id`` coercion for object properties and the
   datatype for datatype properties whose range is one.
-* :func:`ontology_html` -- the ontology's documentation page (pyLODE), loading nothing from the internet.
+* :func:`ontology_html` -- the ontology's documentation page (pyLODE), loading nothing from the internet;
+  :func:`ontology_anchors` -- where each term's entry is on it.
+* :func:`vocabulary_terms` -- the classes and properties, for the endpoint editor's completion.
 
 >>> context = jsonld_context()["@context"]
 >>> context["Tool"], context["hasParameter"], context["required"]
@@ -120,6 +122,27 @@ def compact_iri(iri: str, prefixes: dict[str, str] | None = None) -> str:
         if iri.startswith(base) and len(base) > len(best) and not iri[len(base) :].startswith("//"):
             best, found = base, name
     return f"{found}:{iri[len(best) :]}" if best else iri
+
+
+def vocabulary_terms() -> dict[str, list[str]]:
+    """The ontology's classes and properties as full IRIs (``{"classes": [...], "properties": [...]}``, sorted):
+    what the endpoint UI's editor completes after ``a`` and in a predicate's place, with no network."""
+    types, _ = _ontology()
+    classes = {_OWL + "Class", _RDFS + "Class"}
+    properties = {_OWL + p for p in ("ObjectProperty", "DatatypeProperty", "AnnotationProperty")} | {_RDF + "Property"}
+    return {
+        "classes": sorted(TK_NS + name for name, kinds in types.items() if kinds & classes),
+        "properties": sorted(TK_NS + name for name, kinds in types.items() if kinds & properties),
+    }
+
+
+@cache
+def ontology_anchors() -> dict[str, str]:
+    """tk: term IRI -> the id of its entry on the ontology's page (pyLODE names them its own way: ``Buildrun``
+    for tk:BuildRun), read off the page: the first IRI each entry shows is its term's."""
+    html = ontology_html()
+    found = re.findall(rf'id="([^"]+)"[^>]*>\s*<h3>.{{0,400}}?<code>({re.escape(TK_NS)}[^<]+)</code>', html, re.S)
+    return {iri: anchor for anchor, iri in found}
 
 
 @cache

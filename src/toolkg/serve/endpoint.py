@@ -18,8 +18,11 @@ What the endpoint adds to the query engine, in the order a request meets it:
   error positions are the query's own);
 - the answer relayed only when it is whole and in time: at the timeout the client gets 504 (never a truncated
   200) and the backend is replaced; a backend that died on a query is replaced and the client gets 502.
-Plus: the UI (Oxigraph's YASGUI read out of its binary, no CDN), the saved analyst queries with their parameters,
-the ontology's page, ``/status`` (the backend's real state) and ``/search`` (``toolkg.toolsearch``).
+Plus: the UI (Oxigraph's YASGUI read out of its binary, no CDN, and the UI's own files in ``serve/ui/``), the saved
+analyst queries with their parameters, the ontology's page and its terms (the editor's completion), a page per
+IRI (``/resource``, ``resource_page``), ``/status`` (the backend's real state) and ``/search``
+(``toolkg.toolsearch``). Every response carries the headers of ``page_policy``: a Content-Security-Policy that
+keeps the pages to this origin, no framing, no sniffing.
 """
 
 from __future__ import annotations
@@ -37,10 +40,12 @@ from urllib.parse import parse_qs, urlsplit
 from toolkg.display import one_line
 from toolkg.errors import ConfigError, NotFoundError, StoreError, ToolkgError
 from toolkg.netpolicy import HostPolicy, is_local_bind
-from toolkg.ontology import PREFIXES
+from toolkg.ontology import PREFIXES, iris
 from toolkg.serve.assets import asset
 from toolkg.serve.backend import Backends
 from toolkg.serve.http_server import OneRequestHandler, PooledHTTPServer
+from toolkg.serve.page_policy import DEFAULT_POLICY, STRICT_POLICY, policy_with_inline_styles, security_headers
+from toolkg.serve.resource_page import BadIri, checked_iri, read_resource, resource_html
 from toolkg.serve.sparql_protocol import READ_ONLY, BadRequest, parse_request, read_body
 from toolkg.store.query_guard import DEFAULT_LIMITS, QueryLimits, QueryRefused, check_query
 from toolkg.store.saved_queries import saved_queries, saved_query
@@ -50,6 +55,9 @@ if TYPE_CHECKING:  # loaded on the first /search
 
 QUERY_PATHS = ("/query", "/sparql")
 ASSETS = ("/yasgui.min.js", "/yasgui.min.css", "/logo.svg")
+# The UI's own files (serve/ui/): path -> content type. Scripts and styles are files, never inline: the
+# Content-Security-Policy allows scripts from this origin only.
+UI_FILES = {"/ui.js": "application/javascript", "/ui.css": "text/css", "/resource.css": "text/css"}
 WRITE_PATHS = ("/update", "/store")
 _PLAIN_HOST = re.compile(r"[A-Za-z0-9.\-]+(:\d+)?|\[[0-9A-Fa-f:.]+\](:\d+)?")  # host[:port], [v6][:port]
 
@@ -86,7 +94,18 @@ class Endpoint:
 
                 self._search = ToolSearch(self.store_dir)
         found = self._search.search_tools(query, k, steps)
+        for tool in found["tools"]:  # the UI links each tool, and each to call first, to its page (/resource)
+            tool.setdefault("iri", iris.tool_iri_from_id(tool["id"]).value)
+            for first in tool.get("call_first", []):
+                first.setdefault("iri", iris.tool_iri_from_id(first["tool"]).value)
         return {"query": query, "steps": steps, "snapshot": self._search.snapshot, **found}
+
+    def select(self, query: str) -> list[dict[str, dict[str, str]]]:
+        """The SPARQL JSON bindings of a SELECT the endpoint writes itself (the resource page's)."""
+        status, body, _, _ = self.run(query, [], "application/sparql-results+json")
+        if status != 200:
+            raise StoreError(f"the store could not answer ({status}): {one_line(body.decode('utf-8', 'replace'))}")
+        return json.loads(body)["results"]["bindings"]
 
     def run(
         self, query: str, graphs: list[tuple[str, str]], accept: str, base: str | None = None
@@ -114,8 +133,16 @@ class Endpoint:
             self._search.close()
 
 
-def _page() -> bytes:
-    return (resources.files("toolkg.serve") / "ui" / "index.html").read_bytes()
+def _page(name: str = "index.html") -> bytes:
+    return (resources.files("toolkg.serve") / "ui" / name).read_bytes()
+
+
+def _ontology_page() -> tuple[bytes, str]:
+    """pyLODE's page and the policy that lets exactly its inline style sheets apply (it has no script)."""
+    from toolkg.ontology.docs import ontology_html
+
+    html = ontology_html()
+    return html.encode(), policy_with_inline_styles(*re.findall(r"<style[^>]*>(.*?)</style>", html, re.S))
 
 
 class Handler(OneRequestHandler):
@@ -127,11 +154,22 @@ class Handler(OneRequestHandler):
     default_request_version = "HTTP/1.0"
     error_content_type = "text/plain; charset=utf-8"
     error_message_format = "%(code)d %(message)s: %(explain)s\n"
+    _policy = DEFAULT_POLICY  # the Content-Security-Policy of the response being sent (``_send`` may set another)
 
     def log_message(self, format: str, *args) -> None:  # quiet: one line per request is noise here
         pass
 
-    def _send(self, status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None) -> None:
+    def end_headers(self) -> None:
+        """Every response's security headers (``page_policy``), the standard library's error pages included."""
+        for key, value in security_headers(self._policy).items():
+            self.send_header(key, value)
+        self._policy = DEFAULT_POLICY
+        super().end_headers()
+
+    def _send(
+        self, status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None, policy: str = ""
+    ) -> None:
+        self._policy = policy or DEFAULT_POLICY
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -172,9 +210,16 @@ class Handler(OneRequestHandler):
         elif path == "/prefixes":
             self._json(200, PREFIXES)
         elif path in ("/ontology", "/ontology/"):
-            from toolkg.ontology.docs import ontology_html
+            body, policy = _ontology_page()
+            self._send(200, body, "text/html; charset=utf-8", policy=policy)
+        elif path == "/ontology/terms":
+            from toolkg.ontology.docs import vocabulary_terms
 
-            self._send(200, ontology_html().encode(), "text/html; charset=utf-8")
+            self._json(200, vocabulary_terms())
+        elif path == "/resource":
+            self._resource(parse_qs(url.query, keep_blank_values=True))
+        elif path in UI_FILES:
+            self._send(200, _page(path.lstrip("/")), UI_FILES[path], {"Cache-Control": "no-cache"})
         elif path == "/ontology/context.jsonld":
             from toolkg.ontology.docs import jsonld_context
 
@@ -239,6 +284,18 @@ class Handler(OneRequestHandler):
         except (ValueError, ToolkgError) as exc:
             return self._json(404 if isinstance(exc, NotFoundError) else 400, {"error": one_line(str(exc))})
         self._json(200, answer)
+
+    def _resource(self, params: dict[str, list[str]]) -> None:
+        """GET /resource?iri=IRI: the store's triples about IRI as a page (``resource_page``); 400 for a bad IRI."""
+        try:
+            iri = checked_iri((params.get("iri") or [""])[0])
+            resource = read_resource(iri, self.endpoint.select)
+        except BadIri as exc:
+            return self._text(400, str(exc))
+        except StoreError as exc:
+            return self._text(503, str(exc))
+        status = 200 if resource.known else 404
+        self._send(status, resource_html(resource).encode(), "text/html; charset=utf-8", policy=STRICT_POLICY)
 
     def _base_iri(self) -> str | None:
         """What relative IRIs in a query resolve against: this endpoint's query URL, as Oxigraph's server did

@@ -43,7 +43,8 @@ STYLE = f"""
 body {{ font-family: var(--fonts); margin: 24px auto; max-width: 1200px; padding: 0 16px; color: #222; }}
 h1 {{ color: #1f3a5f; }} h2 {{ border-bottom: 1px solid #ddd; padding-bottom: 4px; margin-top: 32px; }}
 table {{ border-collapse: collapse; margin: 8px 0; max-width: 100%; }}
-td, th {{ border: 1px solid #ddd; padding: 4px 8px; text-align: left; overflow-wrap: anywhere; unicode-bidi: isolate; }}
+td, th {{ border: 1px solid #ddd; padding: 4px 8px; text-align: left; unicode-bidi: isolate; }}
+td {{ overflow-wrap: break-word; }} /* between words only (and after a name's "_" or "-"): never inside one */
 th {{ white-space: nowrap; background: #f3f5f8; }} .num {{ text-align: right; }}
 .ok {{ color: #176a2b; }} .bad {{ color: #a31515; }} .meta, .legend, .note {{ color: #555; font-size: 13px; }}
 .cards {{ display: flex; flex-wrap: wrap; gap: 12px; }}
@@ -60,6 +61,7 @@ details.server[open] > summary {{ border-bottom: 1px solid #d5dbe5; }}
 details.server > .body {{ padding: 4px 14px 8px; }}
 details.part > summary {{ cursor: pointer; font-weight: 600; margin: 8px 0; }}
 .tools td:first-child, .edges td:nth-child(-n+2) {{ min-width: 13em; }}
+.rankings {{ display: flex; flex-wrap: wrap; gap: 8px 28px; }} .rankings h4 {{ margin: 8px 0 0; }}
 figure {{ margin: 8px 0 12px; }} figcaption {{ color: #555; font-size: 13px; margin-top: 4px; }}
 svg.graph {{ display: block; height: auto; }}
 svg.graph text {{ font-family: "WenQuanYi Micro Hei", var(--fonts); font-size: 11px; }}

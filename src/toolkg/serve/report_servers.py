@@ -1,8 +1,9 @@
 """The report's part about servers: one entry per server in the contents, one section per server.
 
 A section is a closed ``<details>`` (the page stays short however many servers there are): the
-server's dependency graph drawn by ``graph_dot`` (its ``CAP`` busiest tools), the dependencies left
-out of the drawing in a table, and the server's tools with their descriptions. A server's
+server's dependency graph drawn by ``graph_dot``, whole for a small server, and for a big one its hubs with
+two tables ranked by degree (``report_hubs``), the dependencies left out of the drawing in a table, and the
+server's tools with their descriptions. A server's
 dependencies are those its tools consume; producers on other servers are named "server · tool".
 
 Names and descriptions come from manifests: every one is shown through ``one_line`` (control and
@@ -24,6 +25,7 @@ from html import escape
 from toolkg.display import one_line
 from toolkg.ontology.vocabulary import Basis
 from toolkg.serve.graph_dot import dependency_picture, pick
+from toolkg.serve.report_hubs import HUB_TOOLS, is_small, ranking_tables
 from toolkg.store.dependencies import DependencyRow, dependency_rows
 from toolkg.store.oxigraph_store import ToolStore
 
@@ -40,6 +42,7 @@ class Picture:
     drawn: set[tuple[str, str]]  # (consumer, producer) pairs in the picture
     tools_drawn: int
     tools: int
+    whole: bool = True  # the whole graph; else the hubs of a big server (``report_hubs``)
 
 
 @dataclass
@@ -52,18 +55,28 @@ class Server:
     used_by: Counter = field(default_factory=Counter)  # tool id -> dependencies on it, from any server
 
 
-def table(headers: list[str], rows: Sequence[Sequence[object]], numeric: AbstractSet[int] = frozenset()) -> str:
+def table(
+    headers: list[str], rows: Sequence[Sequence[object]], numeric: AbstractSet[int] = frozenset(), css: str = ""
+) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td class="num">{escape(str(c))}</td>' if i in numeric else f"<td>{escape(str(c))}</td>"
+            f'<td class="num">{escape(str(c))}</td>' if i in numeric else f"<td>{breakable(str(c))}</td>"
             for i, c in enumerate(row)
         )
         + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    attribute = f' class="{escape(css)}"' if css else ""
+    return f"<table{attribute}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def breakable(text: str) -> str:
+    """``text`` escaped, with a line-break opportunity after each ``_``: cells wrap between words (the page's
+    CSS never breaks inside one) and a long snake_case identifier may break at its underscores, as a
+    kebab-case one does at its hyphens."""
+    return escape(text).replace("_", "_<wbr>")
 
 
 def read_servers(store: ToolStore) -> list[Server]:
@@ -134,11 +147,13 @@ def draw_all(servers: list[Server]) -> dict[str, Picture]:
 
     def draw(server: Server) -> Picture:
         pairs = _pairs(server)
-        drawn, _ = pick(pairs)
+        whole = is_small(pairs)
+        drawn, _ = pick(pairs) if whole else pick(pairs, HUB_TOOLS)
         own = {t for t, _, _ in server.tools}
         svg, note = dependency_picture(drawn, own, _label(server.id))
         tools = len({n for c, p, _ in pairs if c != p for n in (c, p)})
-        return Picture(svg, note, {(c, p) for c, p, _ in drawn}, len({n for e in drawn for n in e[:2]}), tools)
+        drawn_tools = len({n for e in drawn for n in e[:2]})
+        return Picture(svg, note, {(c, p) for c, p, _ in drawn}, drawn_tools, tools, whole)
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         return dict(zip([s.id for s in chosen], pool.map(draw, chosen), strict=True))
@@ -152,6 +167,18 @@ def _n(count: int, one: str, many: str) -> str:
 def _counts(server: Server) -> str:
     """'5 tools · 1 dependency'."""
     return f"{_n(len(server.tools), 'tool', 'tools')} · {_n(len(server.edges), 'dependency', 'dependencies')}"
+
+
+def _rankings(server: Server, label) -> str:
+    """A big server's two tables ranked by degree (``report_hubs.ranking_tables``)."""
+    most_used, most_needing = ranking_tables(_pairs(server), label)
+    return (
+        '<div class="rankings"><div><h4>Most depended on</h4>'
+        + table(["tool", "tools needing it", "declared", "inferred"], most_used, {1, 2, 3}, "ranking")
+        + "</div><div><h4>Most prerequisites</h4>"
+        + table(["tool", "prerequisites", "the first of them"], most_needing, {1}, "ranking")
+        + "</div></div>"
+    )
 
 
 def contents_entry(server: Server, anchor: str) -> str:
@@ -185,8 +212,19 @@ def server_section(server: Server, anchor: str, picture: Picture | None) -> str:
             f"{len(server.edges) - len(rest)} dependencies among them ({arrows}); the other {len(rest)} are in "
             "the table below."
         )
+        if not picture.whole:
+            what = (
+                f"A big server: its {picture.tools_drawn} tools with the most dependencies (of {picture.tools}) and "
+                f"the {len(server.edges) - len(rest)} dependencies among them ({arrows}). The tables below rank "
+                f"every tool by its dependencies; the other {len(rest)} dependencies are in the last one."
+            )
         note = f'<p class="note">{escape(picture.note)}</p>' if picture.note else ""
-        parts.append(f"<figure>{note}{picture.svg}<figcaption>{escape(what)}</figcaption></figure>")
+        parts.append(
+            f'<figure class="{"whole" if picture.whole else "hubs"}">{note}{picture.svg}'
+            f"<figcaption>{escape(what)}</figcaption></figure>"
+        )
+        if not picture.whole:
+            parts.append(_rankings(server, label))
     elif server.edges:
         parts.append(f'<p class="meta">Not drawn: only the {MAX_GRAPHS} servers with the most dependencies are.</p>')
     if rest:
@@ -260,4 +298,4 @@ def findings_html(store: ToolStore) -> tuple[int, str]:
         "[U+XXXX] and links defanged. <code>toolkg approve TOOL</code> accepts a tool's current text.</p>"
     )
     headers = ["tool", "kind", "severity", "where", "evidence", "approved"]
-    return summary["tools_flagged"], legend + table(headers, rows) + note
+    return summary["tools_flagged"], legend + table(headers, rows, css="findings") + note
