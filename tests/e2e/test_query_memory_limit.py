@@ -49,6 +49,7 @@ def test_a_query_past_the_endpoints_memory_limit_is_507_and_the_backend_restarts
         while (state := get(base + "/status")["backend"])["state"] != "up" and time.monotonic() < deadline:
             time.sleep(0.2)
         assert state["restarts"] >= 1 and "memory limit" in state["last_restart"]["reason"], state
+        assert get(base + "/status")["query_memory_limit_mib"] == LIMIT_MIB
         code, answer, _ = request(base + "/query", urllib.parse.urlencode({"query": COUNT_TOOLS}).encode())
         assert code == 200 and '"20"' in answer, answer
 

@@ -430,6 +430,7 @@ class Backends:
             },
             "swaps": self.swaps,
             "query_timeout_s": self.timeout_s,
+            "query_memory_limit_mib": self.memory_limit_mib,
             "read_only": True,
         }
 
