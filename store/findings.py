@@ -12,7 +12,6 @@ differs from the accepted one, and one ``tk:Finding`` per finding::
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
@@ -24,6 +23,7 @@ from toolkg.models import Annotations, OutputField, Parameter, Tool
 from toolkg.ontology import RDF, TK, XSD, iris
 from toolkg.ontology.graphs import AUDIT_GRAPH
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.sparql_terms import values_clause
 
 _CHUNK = 2000  # ids per VALUES block
 
@@ -36,8 +36,8 @@ def read_tool_texts(store: ToolStore, ids: Iterable[str] | None = None) -> list[
     wanted = sorted(set(ids))
     out: list[ToolText] = []
     for start in range(0, len(wanted), _CHUNK):
-        values = " ".join(json.dumps(i) for i in wanted[start : start + _CHUNK])
-        out += [ToolText.from_tool(t) for t in _read_tools(store, f"VALUES ?id {{ {values} }}")]
+        values = values_clause("id", wanted[start : start + _CHUNK])
+        out += [ToolText.from_tool(t) for t in _read_tools(store, values)]
     return sorted(out, key=lambda t: t.id)
 
 
@@ -150,7 +150,7 @@ def _values(tool_ids: Iterable[str] | None) -> str | None:
     if tool_ids is None:
         return ""
     wanted = sorted(set(tool_ids))
-    return "VALUES ?id { " + " ".join(json.dumps(i) for i in wanted) + " }" if wanted else None
+    return values_clause("id", wanted) if wanted else None
 
 
 def read_findings(store: ToolStore, tool_ids: Iterable[str] | None = None) -> dict[str, list[Finding]]:
@@ -225,9 +225,9 @@ def replace_audit_of(store: ToolStore, tool_ids: Iterable[str], triples: Iterabl
     ids = sorted(set(tool_ids))
     parts = []
     for start in range(0, len(ids), _CHUNK):
-        values = " ".join(str(iris.tool_iri_from_id(i)) for i in ids[start : start + _CHUNK])
+        values = values_clause("t", (iris.tool_iri_from_id(i) for i in ids[start : start + _CHUNK]))
         parts.append(
-            f"DELETE {{ GRAPH {AUDIT_GRAPH} {{ ?s ?p ?o }} }} WHERE {{ VALUES ?t {{ {values} }} "
+            f"DELETE {{ GRAPH {AUDIT_GRAPH} {{ ?s ?p ?o }} }} WHERE {{ {values} "
             f'GRAPH {AUDIT_GRAPH} {{ ?s ?p ?o }} FILTER(?s = ?t || STRSTARTS(STR(?s), CONCAT(STR(?t), "/finding/"))) }}'
         )
     added = list(triples)
@@ -240,4 +240,3 @@ def replace_audit_of(store: ToolStore, tool_ids: Iterable[str], triples: Iterabl
 
 def audit_graph_exists(store: ToolStore) -> bool:
     return store.has_graph(AUDIT_GRAPH)
-

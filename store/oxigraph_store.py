@@ -37,6 +37,7 @@ from toolkg.ontology.graphs import EXTRACTION_GRAPH_PREFIX, MANIFESTS_GRAPH, SER
 from toolkg.store import export
 from toolkg.store.backends import Backend, LocalBackend, missing_store
 from toolkg.store.remote import CONFIG_FILE, RemoteBackend, remote_config
+from toolkg.store.sparql_terms import iri
 
 # What a SELECT binds a variable to. Not pyoxigraph's Triple: toolkg writes no RDF-star quoted triples, so none
 # can be bound, and every term here has ``.value``.
@@ -230,7 +231,7 @@ class ToolStore:
         # Replacement: one update that drops graphs the manifest no longer defines and applies the
         # difference to the others, so a one-tool edit writes a handful of triples, not the whole server.
         kept = {g.value for g, _ in graphs} | set(record.graphs if record else ())
-        parts = [f"DROP SILENT GRAPH <{g}>" for g in sorted(set(drop_graphs) - kept)]
+        parts = [f"DROP SILENT GRAPH {iri(g)}" for g in sorted(set(drop_graphs) - kept)]
         deletions, insertions = [], []
         for graph, triples in graphs:
             old = set(self.graph_triples(graph)) if graph.value in existing else set()
@@ -261,7 +262,7 @@ class ToolStore:
             if isinstance(g, NamedNode) and g.value.startswith(prefixes) and g.value not in named
         )
         for start in range(0, len(orphans), 500):
-            self.update(" ;\n".join(f"DROP SILENT GRAPH <{g}>" for g in orphans[start : start + 500]))
+            self.update(" ;\n".join(f"DROP SILENT GRAPH {iri(g)}" for g in orphans[start : start + 500]))
         return orphans
 
     def _has_subject(self, graph: NamedNode, subject: NamedNode) -> bool:
@@ -269,7 +270,7 @@ class ToolStore:
 
     def remove_manifest(self, record: ManifestRecord) -> None:
         """Retract a manifest's graphs and record in one transaction."""
-        parts = [f"DROP SILENT GRAPH <{g}>" for g in record.graphs]
+        parts = [f"DROP SILENT GRAPH {iri(g)}" for g in record.graphs]
         parts.append(_delete_subject(MANIFESTS_GRAPH, iris.manifest_iri(record.path)))
         self.update(" ;\n".join(parts))
 

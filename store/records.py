@@ -15,13 +15,13 @@ fill it, to two depths, because they serve different costs:
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 
 from toolkg.models import Annotations, OutputField, Parameter, Tool
 from toolkg.ontology import iris
 from toolkg.store.oxigraph_store import Term, ToolStore
+from toolkg.store.sparql_terms import values_clause
 
 
 class ToolRecord(Tool):
@@ -93,10 +93,6 @@ def read_tools(store: ToolStore) -> list[ToolRecord]:
     return sorted(out, key=lambda t: t.id)
 
 
-def _values(ids: list[str]) -> str:
-    return " ".join(json.dumps(i) for i in ids)
-
-
 def _text(term: Term | None) -> str:
     return term.value if term is not None else ""
 
@@ -119,7 +115,7 @@ def read_tool_records(store: ToolStore, ids: Iterable[str]) -> dict[str, ToolRec
         return {}
     found: dict[str, dict] = {}
     for row in store.select(f"""SELECT ?id ?name ?description ?title ?server ?serverName ?other ?route WHERE {{
-            VALUES ?id {{ {_values(wanted)} }}
+            {values_clause("id", wanted)}
             ?t a tk:Tool ; tk:identifier ?id ; tk:name ?name ; tk:ownedBy ?s .
             ?s tk:identifier ?server . OPTIONAL {{ ?s tk:name ?serverName }}
             OPTIONAL {{ ?t dcterms:description ?description }} OPTIONAL {{ ?t dcterms:title ?title }}
@@ -137,7 +133,7 @@ def read_tool_records(store: ToolStore, ids: Iterable[str]) -> dict[str, ToolRec
         if row.get("other"):
             found[row["id"].value]["annotations"]["other_json"] = row["other"].value
     for row in store.select(f"""SELECT ?id ?hint ?value WHERE {{
-            VALUES ?id {{ {_values(wanted)} }}
+            {values_clause("id", wanted)}
             VALUES ?hint {{ tk:readOnlyHint tk:destructiveHint tk:idempotentHint tk:openWorldHint }}
             ?t tk:identifier ?id ; ?hint ?value }}"""):
         if row["id"].value in found:
@@ -145,7 +141,7 @@ def read_tool_records(store: ToolStore, ids: Iterable[str]) -> dict[str, ToolRec
             found[row["id"].value]["annotations"][hint] = row["value"].value == "true"
     _read_parameters(store, wanted, found)
     for row in store.select(f"""SELECT ?id ?name ?type ?position WHERE {{
-            VALUES ?id {{ {_values(wanted)} }}
+            {values_clause("id", wanted)}
             ?t tk:identifier ?id ; tk:hasOutput ?o . ?o tk:name ?name ; tk:position ?position .
             OPTIONAL {{ ?o tk:jsonType ?type }} }} ORDER BY ?id xsd:integer(?position)"""):
         if row["id"].value in found:
@@ -166,11 +162,11 @@ def read_tool_records(store: ToolStore, ids: Iterable[str]) -> dict[str, ToolRec
 def _read_parameters(store: ToolStore, wanted: list[str], found: dict[str, dict]) -> None:
     enums: dict[tuple[str, str], list[str]] = defaultdict(list)
     for row in store.select(f"""SELECT ?id ?name ?value WHERE {{
-            VALUES ?id {{ {_values(wanted)} }}
+            {values_clause("id", wanted)}
             ?t tk:identifier ?id ; tk:hasParameter ?p . ?p tk:name ?name ; tk:enumValue ?value }}"""):
         enums[(row["id"].value, row["name"].value)].append(row["value"].value)
     for row in store.select(f"""SELECT ?id ?name ?type ?required ?location ?description ?default WHERE {{
-            VALUES ?id {{ {_values(wanted)} }}
+            {values_clause("id", wanted)}
             ?t tk:identifier ?id ; tk:hasParameter ?p . ?p tk:name ?name ; tk:position ?position ;
                tk:required ?required . OPTIONAL {{ ?p tk:jsonType ?type }} OPTIONAL {{ ?p tk:location ?location }}
             OPTIONAL {{ ?p dcterms:description ?description }} OPTIONAL {{ ?p tk:defaultValue ?default }}

@@ -27,10 +27,9 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from pyoxigraph import Literal
-
 from toolkg.errors import ConfigError, NotFoundError
 from toolkg.ontology import SPARQL_PREFIXES
+from toolkg.store.sparql_terms import values_clause
 
 _PARAM = re.compile(r"#\s*param\s+(\w+)\s*:\s*(.*)")
 _WHERE = re.compile(r"\bWHERE\s*\{", re.IGNORECASE)
@@ -58,7 +57,7 @@ class SavedQuery:
             raise ConfigError(f"saved query {self.name!r} has no parameter {', '.join(unknown)} (it takes: {offered})")
         body = self.body
         if values:
-            clause = " ".join(f"VALUES ?{name} {{ {Literal(value)} }}" for name, value in sorted(values.items()))
+            clause = " ".join(values_clause(name, [value]) for name, value in sorted(values.items()))
             match = _WHERE.search(body)
             assert match, f"saved query {self.name} has no WHERE clause"
             body = f"{body[: match.end()]}\n  {clause}{body[match.end() :]}"

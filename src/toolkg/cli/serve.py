@@ -31,6 +31,14 @@ def _add_serve(sub) -> None:
     add_store(serve)
     serve.add_argument("--bind", default="127.0.0.1:7878", metavar="HOST:PORT", help="default 127.0.0.1:7878")
     serve.add_argument("--timeout", type=int, default=30, metavar="SECONDS", help="query timeout (default 30)")
+    serve.add_argument(
+        "--memory-limit",
+        type=int,
+        default=2048,
+        metavar="MIB",
+        help="memory the queries running at once may use together; past it they answer 507 and the SPARQL "
+        "process is restarted (default 2048)",
+    )
     _add_network(serve, authenticated=False)
     serve.add_argument(
         "--allow-federation",
@@ -61,6 +69,14 @@ def _add_mcp(sub) -> None:
     _add_network(mcp, authenticated=True)
     _add_auth_options(mcp)
     mcp.add_argument("--sparql-timeout", type=float, default=10.0, metavar="SECONDS", help="default 10")
+    mcp.add_argument(
+        "--sparql-memory",
+        type=int,
+        default=1024,
+        metavar="MIB",
+        help="memory one sparql query may use; past it the query fails with one line and its process is "
+        "restarted (default 1024)",
+    )
     mcp.add_argument(
         "--max-rows", type=int, default=1000, metavar="N", help="SPARQL rows returned at most (default 1000)"
     )
@@ -241,6 +257,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         print(load_tokens(args.token_file).first_secret)
         return EXIT_OK
     usage(args.sparql_timeout > 0, "--sparql-timeout must be positive")
+    usage(args.sparql_memory >= 64, "--sparql-memory must be at least 64 (MiB)")
     usage(args.max_rows >= 1, "--max-rows must be at least 1")
     usage(args.call_timeout > 0, "--call-timeout must be positive")
     usage(args.call_idle > 0, "--call-idle must be positive")
@@ -292,6 +309,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             port,
             sparql_timeout=args.sparql_timeout,
             max_rows=args.max_rows,
+            sparql_memory_mib=args.sparql_memory,
             policy=policy,
             call_settings=settings,
             pinned=pinned,
@@ -314,6 +332,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from toolkg.store.query_guard import QueryLimits
 
     usage(args.timeout >= 1, "--timeout must be at least 1 second")
+    usage(args.memory_limit >= 64, "--memory-limit must be at least 64 (MiB)")
     _check_bind(parse_bind(args.bind)[0], args.allow_remote)
     limits = QueryLimits(allow_service=args.allow_federation)
     server = make_server(
@@ -323,6 +342,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         allow_remote=args.allow_remote,
         limits=limits,
         allowed_hosts=tuple(args.allow_host),
+        memory_limit_mib=args.memory_limit,
     )
     host, port = server.server_address[:2]
     status = server.endpoint.status()

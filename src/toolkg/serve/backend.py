@@ -11,7 +11,9 @@ a fresh socket pair (``SCM_RIGHTS``): only this module can ask it anything.
 A backend is replaced when a build publishes a new snapshot (queries in flight on the old one finish first),
 when its process dies (the guard in ``toolkg.store.query_guard`` refuses the shapes known to overflow, but the
 endpoint must not depend on knowing them all), when it stops answering a health probe (wedged), and when a query
-outruns the timeout. ``status()`` says which of these happened last, so ``/status`` tells the truth about the
+outruns the timeout or its memory limit (``toolkg.memory_guard``: ``RLIMIT_DATA`` in the process, a watchdog on
+its resident memory here; the queries in flight then get 507 ``query exceeded its memory limit``, since the
+process they shared is gone). ``status()`` says which of these happened last, so ``/status`` tells the truth about the
 backend rather than about the proxy.
 """
 
@@ -30,8 +32,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from toolkg.errors import StoreError
+from toolkg.memory_guard import RssWatchdog, exceeded, ran_out_of_memory
 from toolkg.store.snapshots import current_snapshot, ensure_snapshot
 
 POLL_SECONDS = 1.0  # how often the watcher looks for a new snapshot and a dead process
@@ -40,6 +44,7 @@ PROBE_TIMEOUT_SECONDS = 5.0
 PROBE_FAILURES_TO_REPLACE = 2  # one slow answer under load is not a wedge; two in a row are
 MAX_RESULT_BYTES = 64 * 1024 * 1024  # an answer is buffered whole (to be sure it is whole) up to this
 QUERY_THREADS = 32  # as many as the endpoint has request threads: a query never waits for a thread here
+MEMORY_LIMIT_MIB = 2048  # what the queries in flight together may add to the process (toolkg serve --memory-limit)
 # Backends are started from this one thread, which lives as long as the process (see _die_with_parent).
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparql-spawner")
 
@@ -73,14 +78,21 @@ class Backend:
     snapshot: Path
     process: subprocess.Popen
     control: socket.socket  # our end of the pair the process inherited; queries' sockets are passed on it
+    stderr: IO[bytes]  # the file the process writes its stderr to
     started: float = field(default_factory=time.time)
     in_flight: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     _send_lock: threading.Lock = field(default_factory=threading.Lock)
+    memory_limit_mib: int = 0
+    watchdog: RssWatchdog | None = None
+    _out_of_memory: bool | None = None  # decided once the process is gone (its stderr file closes in stop)
 
     @classmethod
-    def start(cls, snapshot: Path, allow_service: bool = False) -> Backend:
+    def start(cls, snapshot: Path, allow_service: bool = False, memory_limit_mib: int = 0) -> Backend:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # A file, not a pipe: a pipe nobody reads fills up and blocks the process. Its end says why a start
+        # failed, or that the process hit its memory limit. Kept here: Popen's .stderr is None for a file.
+        errors = tempfile.TemporaryFile()
         command = [
             sys.executable,
             "-m",
@@ -94,6 +106,7 @@ class Backend:
             "--max-result-bytes",
             str(MAX_RESULT_BYTES),
             *(["--allow-service"] if allow_service else []),
+            *(["--memory-limit-mib", str(memory_limit_mib)] if memory_limit_mib else []),
         ]
         try:
             process = _SPAWNER.submit(
@@ -101,16 +114,16 @@ class Backend:
                 command,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                # A file, not a pipe: a pipe nobody reads fills up and blocks the process. Its last line says
-                # why a start failed.
-                stderr=tempfile.TemporaryFile(),
+                stderr=errors,
                 pass_fds=(theirs.fileno(),),
                 preexec_fn=_die_with_parent,
             ).result()
         finally:
             theirs.close()  # the process has its copy; ours must not keep the pair open if it dies
-        backend = cls(snapshot, process, ours)
+        backend = cls(snapshot, process, ours, errors, memory_limit_mib=memory_limit_mib)
         if backend._wait_ready(15.0):
+            if memory_limit_mib:  # started once ready: what the process holds then is its baseline
+                backend.watchdog = RssWatchdog(process.pid, memory_limit_mib * 2**20)
             return backend
         reason = backend.error()
         backend.stop(grace=0)
@@ -162,13 +175,33 @@ class Backend:
         return False
 
     def error(self) -> str:
-        if self.alive() or self.process.stderr is None or self.process.stderr.closed:
+        if self.alive() or self.stderr.closed:
             return "did not answer in time"
-        self.process.stderr.seek(0)
-        lines = self.process.stderr.read().decode(errors="replace").strip().splitlines()
+        lines = self._stderr_tail().strip().splitlines()
         return lines[-1] if lines else f"exited with {self.process.returncode}"
 
+    def _stderr_tail(self, size: int = 8192) -> str:
+        """The end of what the process wrote to stderr ("" while it runs). pread, not seek and read: request
+        threads may ask at once."""
+        if self.alive() or self.stderr.closed:
+            return ""
+        stderr = self.stderr.fileno()
+        end = os.fstat(stderr).st_size
+        return os.pread(stderr, min(size, end), max(end - size, 0)).decode(errors="replace")
+
+    def out_of_memory(self) -> bool:
+        """Whether the process ended at its memory limit: killed by the watchdog, or aborted by its allocator."""
+        if self.alive() or not self.memory_limit_mib:
+            return False
+        if self._out_of_memory is None:
+            killed = self.watchdog is not None and self.watchdog.killed
+            # The tail, not the last line: Rust's allocator may print a backtrace after its message.
+            self._out_of_memory = killed or ran_out_of_memory(self._stderr_tail())
+        return self._out_of_memory
+
     def exit_reason(self) -> str:
+        if self.out_of_memory():
+            return f"a query exceeded the backend's memory limit ({self.memory_limit_mib} MiB)"
         code = self.process.returncode
         if code is not None and code < 0:
             import signal
@@ -186,6 +219,8 @@ class Backend:
         deadline = time.monotonic() + grace
         while self.in_flight and time.monotonic() < deadline and self.alive():
             time.sleep(0.05)
+        if self.watchdog is not None:
+            self.watchdog.stop()
         self.process.terminate()
         if self.alive():
             with contextlib.suppress(OSError):  # a stopped process acts on SIGTERM only once continued
@@ -195,9 +230,9 @@ class Backend:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self.out_of_memory()  # decided while its stderr is still there to read
         self.control.close()
-        if self.process.stderr is not None:
-            self.process.stderr.close()
+        self.stderr.close()
 
 
 def _read_answer(sock: socket.socket, deadline: float) -> tuple[int, bytes, str]:
@@ -228,11 +263,19 @@ def _read_answer(sock: socket.socket, deadline: float) -> tuple[int, bytes, str]
 class Backends:
     """The backend in use, and a watcher that replaces it when it is stale, dead or wedged."""
 
-    def __init__(self, store_dir: str | Path, timeout_s: int = 30, *, allow_service: bool = False) -> None:
+    def __init__(
+        self,
+        store_dir: str | Path,
+        timeout_s: int = 30,
+        *,
+        allow_service: bool = False,
+        memory_limit_mib: int = MEMORY_LIMIT_MIB,
+    ) -> None:
         self.store_dir = Path(store_dir)
         self.timeout_s = timeout_s
         self.allow_service = allow_service
-        self.backend: Backend | None = Backend.start(ensure_snapshot(self.store_dir), allow_service)
+        self.memory_limit_mib = memory_limit_mib
+        self.backend: Backend | None = self._start(ensure_snapshot(self.store_dir))
         self.swaps = 0
         self.restarts = 0
         self.last_restart: dict[str, str] | None = None
@@ -272,7 +315,7 @@ class Backends:
             self.restarts += 1
             self.last_restart = {"at": _now(), "reason": reason}
             try:
-                fresh = Backend.start(backend.snapshot, self.allow_service)
+                fresh = self._start(backend.snapshot)
             except StoreError as exc:
                 self.backend, self.down_reason = None, f"the SPARQL backend is down: {exc}"
                 print(f"toolkg serve: {self.down_reason}", file=sys.stderr, flush=True)
@@ -284,10 +327,20 @@ class Backends:
         threading.Thread(target=backend.stop, args=(grace,), daemon=True).start()
         return fresh is not None
 
+    def _start(self, snapshot: Path) -> Backend:
+        return Backend.start(snapshot, self.allow_service, self.memory_limit_mib)
+
     def check(self, backend: Backend) -> None:
-        """After a failed request: replace the backend if its process is gone."""
+        """After a failed request: replace the backend if its process is gone. A process that hung up may take a
+        moment to be reaped: its sockets close before it is a zombie (an abort writes its message first)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            backend.process.wait(2)
         if not backend.alive():
             self.replace(backend, backend.exit_reason())
+
+    def memory_exceeded(self) -> str:
+        """What a query lost with a process that ended at its memory limit is told (one line)."""
+        return exceeded(self.memory_limit_mib) + "; the backend, shared with the queries beside it, was restarted"
 
     def _watch(self) -> None:
         last_probe = time.monotonic()
@@ -322,7 +375,7 @@ class Backends:
 
     def _swap(self, old: Backend, latest: Path) -> None:
         try:
-            fresh = Backend.start(latest, self.allow_service)
+            fresh = self._start(latest)
         except StoreError as exc:  # keep serving the old snapshot; say why once per attempt
             print(f"toolkg serve: staying on {old.snapshot.name}: {exc}", file=sys.stderr)
             return
@@ -340,7 +393,7 @@ class Backends:
         if snapshot is None:
             return
         try:
-            fresh = Backend.start(snapshot, self.allow_service)
+            fresh = self._start(snapshot)
         except StoreError as exc:
             self.down_reason = f"the SPARQL backend is down: {exc}"
             return
@@ -377,6 +430,7 @@ class Backends:
             },
             "swaps": self.swaps,
             "query_timeout_s": self.timeout_s,
+            "query_memory_limit_mib": self.memory_limit_mib,
             "read_only": True,
         }
 

@@ -14,6 +14,11 @@ Defence in depth, should a query reach this process unchecked: ``SERVICE`` is re
 endpoint allows federation, and on Linux (x86-64, arm64) the process cannot open an internet socket at all
 (a seccomp filter installed before the store opens), so a ``SERVICE`` the lexer missed reaches nothing.
 
+Memory: ``--memory-limit-mib`` bounds what queries may allocate beyond what the process holds once its query
+threads exist (``toolkg.memory_guard.limit_data``, ``RLIMIT_DATA``). A query past it ends the process (Rust's
+allocator aborts, printing ``memory allocation of N bytes failed``) or, if Python's allocation is the one
+refused, gets 507 here; the parent tells the first from a crash by that line and restarts the process.
+
 One query per socket: the parent writes a JSON object (``query``, ``graphs``, ``accept``, ``base``) and closes its
 writing side; the answer is one JSON line (``status``, ``content_type``) and then the body.
 """
@@ -27,6 +32,8 @@ import socket
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+
+from toolkg.memory_guard import exceeded, limit_data
 
 MAX_REQUEST_BYTES = 4 * 1024 * 1024  # the endpoint sends at most a 1 MiB body's query; anything bigger is not it
 REQUEST_READ_TIMEOUT_S = 10.0  # the parent writes a request at once; a socket that stays silent is dropped
@@ -92,6 +99,9 @@ def negotiate(accept: str, parse, default, by_base: dict[str, object], example: 
     if chosen is None:
         return None, (406, f"The accept header does not provide any accepted format like {example}")
     return chosen, None
+
+
+MEMORY_EXCEEDED_STATUS = 507  # Insufficient Storage: the server cannot hold what answering needs
 
 
 def run_query(store, request: dict, allow_service: bool, max_result_bytes: int) -> tuple[int, str, bytes]:
@@ -169,11 +179,14 @@ def _read_request(conn: socket.socket) -> dict:
     return json.loads(b"".join(chunks))
 
 
-def answer(store, conn: socket.socket, allow_service: bool, max_result_bytes: int) -> None:
+def answer(store, conn: socket.socket, allow_service: bool, max_result_bytes: int, memory_limit_mib: int = 0) -> None:
     with conn:
         try:
             request = _read_request(conn)
             status, content_type, body = run_query(store, request, allow_service, max_result_bytes)
+        except MemoryError:  # Python's allocation refused at the limit (Rust's aborts the process instead)
+            status, content_type = MEMORY_EXCEEDED_STATUS, "text/plain; charset=utf-8"
+            body = exceeded(memory_limit_mib).encode()
         except Exception as exc:  # a malformed request from the parent, or anything unforeseen: said, not raised
             status, content_type, body = 500, "text/plain; charset=utf-8", f"SPARQL backend error: {exc}".encode()
         head = json.dumps({"status": status, "content_type": content_type}).encode() + b"\n"
@@ -235,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=32)
     parser.add_argument("--max-result-bytes", type=int, required=True)
     parser.add_argument("--allow-service", action="store_true")
+    parser.add_argument("--memory-limit-mib", type=int, default=0, help="0: no limit")
     args = parser.parse_args(argv)
 
     control = socket.socket(fileno=args.control_fd)
@@ -253,6 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     threading.stack_size(LARGE_STACK_BYTES)
     store = Store.read_only(args.snapshot)
     pool = ThreadPoolExecutor(args.threads, thread_name_prefix="sparql")
+    if args.memory_limit_mib:
+        # Every query thread first, each with its stack mapped: the limit is on what queries add (module doc).
+        started = threading.Barrier(args.threads + 1)
+        for _ in range(args.threads):
+            pool.submit(started.wait)
+        started.wait()
+        if not limit_data(args.memory_limit_mib * 2**20):
+            print("toolkg serve backend: RLIMIT_DATA not set; the memory watchdog only", file=sys.stderr, flush=True)
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 1, 1)
@@ -263,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
         if not message and not fds:  # the parent is gone
             break
         for fd in fds:
-            pool.submit(answer, store, socket.socket(fileno=fd), args.allow_service, args.max_result_bytes)
+            conn = socket.socket(fileno=fd)
+            pool.submit(answer, store, conn, args.allow_service, args.max_result_bytes, args.memory_limit_mib)
     os._exit(0)  # not pool.shutdown(): a runaway query must not keep this process alive
 
 

@@ -42,7 +42,8 @@ from toolkg.errors import ConfigError, NotFoundError, StoreError, ToolkgError
 from toolkg.netpolicy import HostPolicy, is_local_bind
 from toolkg.ontology import PREFIXES, iris
 from toolkg.serve.assets import asset
-from toolkg.serve.backend import Backends
+from toolkg.serve.backend import MEMORY_LIMIT_MIB, Backends
+from toolkg.serve.backend_worker import MEMORY_EXCEEDED_STATUS
 from toolkg.serve.http_server import OneRequestHandler, PooledHTTPServer
 from toolkg.serve.page_policy import DEFAULT_POLICY, STRICT_POLICY, policy_with_inline_styles, security_headers
 from toolkg.serve.resource_page import BadIri, checked_iri, read_resource, resource_html
@@ -66,13 +67,20 @@ class Endpoint:
     """The proxy's state: the backends, the query limits, and what is loaded once (assets, search)."""
 
     def __init__(
-        self, store_dir: str | Path, timeout_s: int = 30, limits: QueryLimits = DEFAULT_LIMITS, allow_remote=False
+        self,
+        store_dir: str | Path,
+        timeout_s: int = 30,
+        limits: QueryLimits = DEFAULT_LIMITS,
+        allow_remote=False,
+        memory_limit_mib: int = MEMORY_LIMIT_MIB,
     ) -> None:
         self.store_dir = Path(store_dir)
         self.allow_remote = allow_remote
         self.timeout_s = timeout_s
         self.limits = limits
-        self.backends = Backends(store_dir, timeout_s, allow_service=limits.allow_service)
+        self.backends = Backends(
+            store_dir, timeout_s, allow_service=limits.allow_service, memory_limit_mib=memory_limit_mib
+        )
         self._lock = threading.Lock()
         self._search: ToolSearch | None = None  # when /search is first asked
 
@@ -121,6 +129,9 @@ class Endpoint:
             return 504, message.encode(), "text/plain; charset=utf-8", backend.snapshot.name
         except (OSError, ValueError) as exc:  # BackendError included; ValueError: an answer that is not one
             self.backends.check(backend)
+            if backend.out_of_memory():
+                message = self.backends.memory_exceeded() + "\n"
+                return MEMORY_EXCEEDED_STATUS, message.encode(), "text/plain; charset=utf-8", backend.snapshot.name
             reason = "it died on this query and was restarted" if not backend.alive() else one_line(str(exc))
             return 502, f"SPARQL backend failed: {reason}".encode(), "text/plain; charset=utf-8", backend.snapshot.name
         finally:
@@ -354,6 +365,7 @@ def make_server(
     allow_remote: bool = False,
     limits: QueryLimits = DEFAULT_LIMITS,
     allowed_hosts: tuple[str, ...] = (),
+    memory_limit_mib: int = MEMORY_LIMIT_MIB,
 ) -> EndpointServer:
     """The endpoint's HTTP server (not yet serving); ``server.endpoint.close()`` stops the SPARQL backend. It answers
     requests naming the bound address (the loopback names on a local bind) or one of ``allowed_hosts``."""
@@ -364,7 +376,7 @@ def make_server(
             "authentication (add --allow-remote to do it anyway)"
         )
     policy = HostPolicy.for_bind(host, allowed_hosts)
-    endpoint = Endpoint(store_dir, timeout_s, limits, allow_remote)
+    endpoint = Endpoint(store_dir, timeout_s, limits, allow_remote, memory_limit_mib)
     handler = type("BoundHandler", (Handler,), {"endpoint": endpoint, "host_policy": policy})
     # An IPv6 address needs an IPv6 socket (HTTPServer's is IPv4).
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

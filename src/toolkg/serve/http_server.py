@@ -9,6 +9,10 @@ timeout never cut them (each line resets it). Here:
   It reads what arrives without blocking (a selector) and hands a connection to the pool only once a whole
   request is in: its headers, and the body its Content-Length announces (up to the body limit). A client
   that drips bytes costs a file descriptor and a buffer, never a worker.
+- A request whose end is ambiguous (two Content-Lengths, a list of them, Content-Length with
+  Transfer-Encoding, any Transfer-Encoding, a folded or padded header name) is refused and its connection
+  closed before any of it is answered (``framing_refusal``): otherwise the bytes one reader takes for its body
+  another takes for the next request (request smuggling).
 - A request must be whole within ``REQUEST_DEADLINE_S`` of the connection opening (or of the previous answer,
   on a kept-alive connection): a deadline for the whole request, which a drip of bytes cannot push back. Past
   it the client gets 408 and the connection is closed.
@@ -41,6 +45,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 from toolkg.display import one_line
+from toolkg.http_framing import framing_refusal, head_end
 from toolkg.serve.sparql_protocol import MAX_BODY_BYTES
 from toolkg.slow_clients import MAX_SLOW_PER_CLIENT, REQUEST_DEADLINE_S, SLOW_AFTER_S, waiting_cap
 
@@ -59,17 +64,6 @@ class Waiting:
     since: float = field(default_factory=time.monotonic)
     data: bytearray = field(default_factory=bytearray)
     continued: bool = False  # "100 Continue" sent for the request being read
-
-
-def head_end(data: bytes | bytearray) -> int | None:
-    """Where the request line and headers end in ``data`` (the body starts there), or None until they do."""
-    line_end = data.find(b"\n")
-    if line_end < 0:
-        return None
-    if len(data[:line_end].split()) < 3:  # no HTTP version: an HTTP/0.9-style line, no headers follow
-        return line_end + 1
-    ends = [i + n for i, n in ((data.find(b"\r\n\r\n"), 4), (data.find(b"\n\n"), 2)) if i >= 0]
-    return min(ends) if ends else None
 
 
 def header_fields(head: bytes | bytearray) -> dict[str, str]:
@@ -218,6 +212,8 @@ class PooledHTTPServer(HTTPServer):
             if len(waiting.data) > MAX_HEAD_BYTES:
                 self._refuse(waiting, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "request headers too large")
             return
+        if refusal := framing_refusal(waiting.data[:head]):
+            return self._refuse(waiting, *refusal)
         fields = header_fields(waiting.data[:head])
         if len(waiting.data) >= request_end(head, fields):
             return self._hand_over(waiting)

@@ -248,6 +248,7 @@ def serve(
     *,
     sparql_timeout: float = 10.0,
     max_rows: int = 1000,
+    sparql_memory_mib: int = 1024,
     policy: CallPolicy | None = None,
     call_settings: CallSettings | None = None,
     pinned: tuple[str, ...] = (),
@@ -261,7 +262,13 @@ def serve(
     ``min_score`` replaces the calibrated abstention threshold. Over HTTP, requests must name one of ``hosts``
     (default: those of the bind) and carry one of ``tokens`` (None: no authentication, --no-auth)."""
     opened = ToolSearch(
-        store_dir, sparql_timeout=sparql_timeout, max_rows=max_rows, pinned=pinned, min_score=min_score, trust=trust
+        store_dir,
+        sparql_timeout=sparql_timeout,
+        max_rows=max_rows,
+        sparql_memory_mib=sparql_memory_mib,
+        pinned=pinned,
+        min_score=min_score,
+        trust=trust,
     )
     with opened as search:
         caller = ToolCaller(search, policy, call_settings)

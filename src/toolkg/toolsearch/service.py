@@ -43,6 +43,7 @@ from toolkg.store.records import read_tool, read_tool_records
 from toolkg.store.snapshots import current_snapshot, ensure_snapshot
 from toolkg.store.tool_details import resolve_tool, tool_json
 from toolkg.toolsearch.names import NameIndex, first_named
+from toolkg.toolsearch.sparql_worker import MEMORY_LIMIT_MIB as SPARQL_MEMORY_MIB
 from toolkg.toolsearch.sparql_worker import SparqlWorker
 from toolkg.toolsearch.trust import TrustPolicy, TrustView, refusal
 
@@ -106,13 +107,14 @@ class ToolSearch:
         *,
         sparql_timeout: float = 10.0,
         max_rows: int = 1000,
+        sparql_memory_mib: int = SPARQL_MEMORY_MIB,
         pinned: Sequence[str] = (),
         min_score: float | None = None,
         trust: TrustPolicy | None = None,
     ) -> None:
         self.store_dir = Path(store_dir)
         self.trust = TrustView(self.store_dir, trust)
-        self.sparql_timeout, self.max_rows = sparql_timeout, max_rows
+        self.sparql_timeout, self.max_rows, self.sparql_memory_mib = sparql_timeout, max_rows, sparql_memory_mib
         self.pinned = tuple(dict.fromkeys(p.strip() for p in pinned if p.strip()))
         self.min_score = default_min_score() if min_score is None else min_score
         self._lock = threading.Lock()
@@ -305,7 +307,7 @@ class ToolSearch:
         with self._lock:
             opened = self._current()
             if self._sparql is None:
-                self._sparql = SparqlWorker(opened.snapshot)
+                self._sparql = SparqlWorker(opened.snapshot, self.sparql_memory_mib)
             return self._sparql.run(query, self.sparql_timeout, self.max_rows)
 
     # --- helpers ---------------------------------------------------------------------------

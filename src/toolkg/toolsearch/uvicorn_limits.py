@@ -18,6 +18,9 @@ itself failing to open a file. Here, with ``toolkg.slow_clients``'s numbers:
 - ``limit_concurrency`` (uvicorn's 503 to a new request past that many connections) is three quarters of
   the descriptor limit, at most ``MAX_CONNECTIONS``: above the waiting cap, so a flood of waiting
   connections does not turn normal requests away, and below the limit itself.
+- A request whose end is ambiguous (``toolkg.http_framing``: a folded header line, Content-Length with
+  Transfer-Encoding, two Content-Lengths) gets 400 and the connection is closed, before h11 reads it: h11
+  unfolds folded lines and keeps the connection after Content-Length with Transfer-Encoding.
 - Oversized request headers (h11's 16 KiB) get 431 rather than uvicorn's 400, as ``toolkg serve`` answers.
 - No WebSocket support: MCP's Streamable HTTP does not use it, and an upgraded connection would leave
   these limits (and the gate, which checks HTTP requests).
@@ -36,6 +39,7 @@ from uvicorn import Config, Server
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from toolkg.http_framing import framing_refusal, head_end
 from toolkg.slow_clients import MAX_SLOW_PER_CLIENT, REQUEST_DEADLINE_S, SLOW_AFTER_S, fd_limit, waiting_cap
 
 MAX_CONNECTIONS = 1024  # connections in all before a new request gets 503 (uvicorn's limit_concurrency)
@@ -124,6 +128,7 @@ class GuardedH11Protocol(H11Protocol):
         self.address = ""
         self._timers: list[asyncio.TimerHandle] = []
         self._received = False  # bytes of a request arrived since the wait started
+        self._head: bytearray | None = bytearray()  # the next request's head so far; None once it is checked
 
     # -- the wait: from opening (or the last answer) until the request is whole ----------------------------
 
@@ -174,7 +179,30 @@ class GuardedH11Protocol(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._received = True
+        if self._head is not None and not self._framing_ok(data):
+            return
         super().data_received(data)
+
+    def _framing_ok(self, data: bytes) -> bool:
+        """Check the request's head for an ambiguous end (``toolkg.http_framing``) once it is in, before h11
+        reads it: h11 refuses two different Content-Lengths itself, but unfolds a folded header line and keeps
+        the connection after Content-Length with Transfer-Encoding; False (answered 400, closed) if refused."""
+        assert self._head is not None, "called while the head is being read"
+        self._head += data
+        end = head_end(self._head)
+        if end is None:
+            if len(self._head) > MAX_HEAD_BYTES:
+                self._head = None  # h11 refuses it (431, send_400_response)
+            return True
+        refusal = framing_refusal(self._head[:end], chunked_allowed=True)
+        self._head = None
+        if refusal is None:
+            return True
+        status, message = refusal
+        self._stop_waiting()
+        self.transport.write(_response(status.value, status.phrase, message))
+        self.transport.close()
+        return False
 
     def handle_events(self) -> None:
         super().handle_events()
@@ -187,6 +215,10 @@ class GuardedH11Protocol(H11Protocol):
     def on_response_complete(self) -> None:
         if not self.transport.is_closing():
             self._wait()  # the next request's wait starts now (uvicorn's keep-alive timeout runs beside it)
+            # The next request's head is checked too, from what h11 holds of it already (a pipelined one).
+            self._head = bytearray()
+            if not self._framing_ok(bytes(self.conn.trailing_data[0])[: MAX_HEAD_BYTES + 1]):
+                return
         super().on_response_complete()  # which reads a pipelined next request, if one is in
 
     def send_400_response(self, msg: str) -> None:
