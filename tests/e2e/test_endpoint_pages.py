@@ -93,6 +93,11 @@ def test_every_kind_of_response_carries_the_security_headers(base):
     head = dict(line.split(": ", 1) for line in answer.split("\r\n\r\n")[0].split("\r\n")[1:])
     assert answer.startswith("HTTP/1.") and answer.split()[1].startswith("4"), answer[:80]
     _assert_secured(head, "the standard library's 400")
+    # And what the reading thread refuses before any handler runs (an ambiguous request end).
+    answer = _raw(base, b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nhello")
+    head = dict(line.split(": ", 1) for line in answer.split("\r\n\r\n")[0].split("\r\n")[1:])
+    assert answer.split()[1] == "400", answer[:80]
+    _assert_secured(head, "the reading thread's 400")
 
 
 class _Page(HTMLParser):

@@ -46,6 +46,7 @@ from typing import Any
 
 from toolkg.display import one_line
 from toolkg.http_framing import framing_refusal, head_end
+from toolkg.serve.page_policy import security_headers
 from toolkg.serve.sparql_protocol import MAX_BODY_BYTES
 from toolkg.slow_clients import MAX_SLOW_PER_CLIENT, REQUEST_DEADLINE_S, SLOW_AFTER_S, waiting_cap
 
@@ -262,8 +263,10 @@ class PooledHTTPServer(HTTPServer):
 
     def _refuse(self, waiting: Waiting, status: HTTPStatus, message: str) -> None:
         body = f"{status.value} {message}\n".encode()
+        # the same security headers as every answer the handler writes (serve/page_policy)
+        extra = "".join(f"{name}: {value}\r\n" for name, value in security_headers().items())
         head = (
-            f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n{extra}"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         )
         self._send_quietly(waiting.sock, head.encode() + body)
