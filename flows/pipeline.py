@@ -445,7 +445,11 @@ def _load(
         return False
     summary.fold(result)
     if final and r.file.path not in summary.reprocessed:
-        (summary.changed if r.file.path in run.records else summary.new).append(r.file.path)
+        previous = run.records.get(r.file.path)
+        if previous is None:
+            summary.new.append(r.file.path)
+        else:  # bytes read again unchanged (--force, other options) are no change of the manifest's
+            (summary.rebuilt if previous.sha256 == r.file.sha256 else summary.changed).append(r.file.path)
     return True
 
 
@@ -467,3 +471,4 @@ def _record(run: BuildRun, used: list[ManifestFile], changed: bool) -> None:
             started = datetime.fromisoformat(summary.started)
             record_run(run.store, summary.run_id, started, ended, used, summary.removed, run.options)
         summary.totals = totals(run.store)
+    summary.tools.sort(key=lambda change: (change.tool, change.change))
