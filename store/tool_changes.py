@@ -73,9 +73,9 @@ class _Side:
                 continue
             tool, kind, key = where
             predicate = _local(t.predicate)
-            if predicate == "identifier" and not kind:
-                self.ids[tool] = t.object.value
-            if predicate == "name" and isinstance(t.object, Literal):
+            if predicate in ("identifier", "name") and isinstance(t.object, Literal):
+                if predicate == "identifier" and not kind:
+                    self.ids[tool] = t.object.value
                 self.names[where] = t.object.value
             self.parts[tool][(kind, key)].add((predicate, str(t.object)))
 

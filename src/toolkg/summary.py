@@ -143,7 +143,8 @@ class BuildSummary(BaseModel):
     tools: list[ToolChange] = Field(default_factory=list)
     # Servers the paths no longer define that stay in the store (no --prune): removed only when asked.
     kept: list[str] = Field(default_factory=list)
-    operations: list[dict] = Field(default_factory=list)  # a sync's operations (flows.sync.SyncResult)
+    only: list[str] = Field(default_factory=list)  # a sync's servers (build --only): the run read no whole manifest
+    operations: list[dict] = Field(default_factory=list)  # what the sync did to each (flows.sync.SyncResult)
     loaded_servers: int = 0
     loaded_tools: int = 0
     loaded_triples: int = 0
@@ -232,8 +233,8 @@ class BuildSummary(BaseModel):
                 for k in ("servers", "tools", "parameters", "outputs", "dependencies", "quads")
             ),
         ]
-        if self.operations:  # a sync (--only) reads no manifest as a whole: it says what it did to each server
-            lines.append(f"synced (--only): {', '.join(one_line(op['target'], 80) for op in self.operations)}")
+        if self.only:  # a sync (--only) reads no manifest as a whole: it says what it did to each server
+            lines.append(f"synced (--only): {', '.join(one_line(s, 80) for s in self.only)}")
         else:
             rebuilt = f", {len(self.rebuilt)} rebuilt (bytes unchanged)" if self.rebuilt else ""
             lines += [
@@ -275,7 +276,7 @@ class BuildSummary(BaseModel):
             lines.append(
                 f"repaired: dropped {self.orphans_dropped} graph(s) an interrupted build left without a manifest record"
             )
-        timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items())
+        timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items()) or "none"
         lines.append(f"timings: {timing} (pipeline wall {self.pipeline_seconds:.2f}s)")
         if self.stage_peak_mb:
             stage, peak = max(self.stage_peak_mb.items(), key=lambda item: item[1])
