@@ -123,4 +123,3 @@ def _changed_fields(old: _Side, new: _Side, tool: str) -> list[str]:
         for predicate in sorted(differing - {"position"}):
             fields[f"{noun} {name!r}: {_FIELD_NAMES.get(predicate, predicate)}"] = None
     return list(fields)
-

@@ -13,6 +13,8 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pyoxigraph import Literal, NamedNode, Triple
+
 from toolkg.config import BuildConfig
 from toolkg.errors import NotFoundError, RequestError
 from toolkg.extractors.manifests.ingest import ingest_manifest
@@ -22,7 +24,8 @@ from toolkg.flows.sync.result import SyncResult
 from toolkg.limits import Limits
 from toolkg.live import refresh_live
 from toolkg.models import Manifest, ManifestFile, Server
-from toolkg.ontology.graphs import server_graph
+from toolkg.ontology import TK, iris
+from toolkg.ontology.graphs import MANIFESTS_GRAPH, server_graph
 from toolkg.store.build_state import clear_pending, mark_pending
 from toolkg.store.catalog_reads import stored_server_ids
 from toolkg.store.loading import BuildOptions, record_run
@@ -171,10 +174,25 @@ def _record(
                     used[path] = fingerprint_file(Path(path), options.limits)[0]
         started = datetime.fromisoformat(summary.started)
         record_run(store, summary.run_id, started, ended, list(used.values()), [], options)
+        _note_bytes_read(store, list(used.values()))
     summary.totals = totals(store)
     summary.ended = ended.isoformat()
     summary.pipeline_seconds = round((ended - datetime.fromisoformat(summary.started)).total_seconds(), 3)
     summary.save(store.runs_dir)
+
+
+def _note_bytes_read(store: ToolStore, used: list[ManifestFile]) -> None:
+    """Each manifest record's sha256 becomes the bytes this sync read, as a build's load sets it: the next build
+    calls the manifest changed only if its bytes changed since (its fingerprint stays cleared: it is re-read)."""
+    records = store.manifest_records()
+    deletions: dict[NamedNode, set[Triple]] = {MANIFESTS_GRAPH: set()}
+    insertions: dict[NamedNode, set[Triple]] = {MANIFESTS_GRAPH: set()}
+    for file in used:
+        if (record := records.get(file.path)) is not None and record.sha256 != file.sha256:
+            node = iris.manifest_iri(file.path)
+            deletions[MANIFESTS_GRAPH].add(Triple(node, TK.sha256, Literal(record.sha256)))
+            insertions[MANIFESTS_GRAPH].add(Triple(node, TK.sha256, Literal(file.sha256)))
+    store.patch(deletions, insertions)
 
 
 def sync_paths(paths: list[str], store_dir: str, servers: list[str], config: BuildConfig | None = None) -> BuildSummary:
