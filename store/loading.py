@@ -169,8 +169,10 @@ def record_run(
     used: list[ManifestFile],
     removed: list[str],
     options: BuildOptions,
+    removed_graphs: Iterable[str] = (),
 ) -> None:
-    """A PROV-O activity for the run: when, which manifest versions it used, which software."""
+    """A PROV-O activity for the run: when, which manifest versions it used, which software, which manifests
+    (``removed``) or server graphs (``removed_graphs``: a sync's removed servers) it invalidated."""
     run = iris.run_iri(run_id)
     agent = iris.agent_iri(f"toolkg-{options.extractor}", f"{__version__}+{options.extractor_version}")
     triples = [
@@ -201,4 +203,5 @@ def record_run(
         # The manifest's own record goes with it, so its path stays on in the provenance graph.
         triples.append(Triple(run, PROV.invalidated, iris.manifest_iri(path)))
         triples.append(Triple(iris.manifest_iri(path), TK.sourcePath, Literal(path)))
+    triples += [Triple(run, PROV.invalidated, NamedNode(graph)) for graph in removed_graphs]
     store.add_to_graph(PROVENANCE_GRAPH, triples)

@@ -173,7 +173,8 @@ def _record(
                 if path not in used:
                     used[path] = fingerprint_file(Path(path), options.limits)[0]
         started = datetime.fromisoformat(summary.started)
-        record_run(store, summary.run_id, started, ended, list(used.values()), [], options)
+        gone = [server_graph(r.target).value for r in results if r.operation == "remove-server"]
+        record_run(store, summary.run_id, started, ended, list(used.values()), [], options, gone)
         _note_bytes_read(store, list(used.values()))
     summary.totals = totals(store)
     summary.ended = ended.isoformat()

@@ -65,6 +65,7 @@ def test_a_sync_of_paths_that_no_longer_define_a_server_keeps_it(cli, shop, tmp_
     removed = {c["tool"] for c in summary["tools"] if c["change"] == "removed"}
     assert removed == {t for t in before if t.startswith("shop::")}
     assert _tool_ids(store) == before - removed
+    assert _last_run_changes(cli, store) == [(summary["run_id"], "removed", "shop")]  # its server graph's IRI
 
 
 def test_a_manifest_read_that_no_longer_lists_a_server_removes_it_without_prune(cli, tmp_path):
