@@ -151,7 +151,9 @@ def _tool_changes(
     """The tools this load adds, changes or removes: each server graph written against its stored version
     (a new manifest's graphs are not stored yet: read nothing), and the server graphs it drops."""
     servers = [g for g in graphs if not g.extraction_of]
-    before = [t for g in servers for t in store.graph_triples(g.graph)] if replacing else []
+    if not replacing:  # every tool is new: no triple to compare
+        return sorted((ToolChange(tool=i, change="added") for g in servers for i in g.tool_ids), key=lambda c: c.tool)
+    before = [t for g in servers for t in store.graph_triples(g.graph)]
     gone = [NamedNode(g) for g in dropped if g not in kept and g.startswith(SERVER_GRAPH_PREFIX)]
     before += [t for g in gone for t in store.graph_triples(g)]
     return diff_tools(before, [t for g in servers for t in g.triples])

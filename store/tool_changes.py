@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from urllib.parse import unquote
 
-from pyoxigraph import Literal, NamedNode, Triple
+from pyoxigraph import NamedNode, Triple
 
 from toolkg.models import ToolChange
-from toolkg.ontology import TK, iris
+from toolkg.ontology import RDF, TK, iris
 
 _TOOL_PREFIX = f"{iris.BASE}tool/"
 
@@ -51,73 +52,64 @@ def _local(term: NamedNode) -> str:
 
 
 def _split(node: NamedNode) -> tuple[str, str, str] | None:
-    """(tool node, part kind, part key) of a node under a tool: ('.../tool/git/status', '', '') for the tool,
-    ('...', 'param', 'repo_path') for a parameter, 'output', 'dep'; None for a node not under a tool."""
+    """(tool id, part kind, part name) of a node under a tool, read back from its IRI (``iris.tool_iri``: each
+    segment percent-encoded): ('git::status', '', '') for the tool, ('git::status', 'param', 'repo_path') for a
+    parameter, 'output', 'dep'; None for a node not under a tool."""
     if not node.value.startswith(_TOOL_PREFIX):
         return None
     server, _, rest = node.value[len(_TOOL_PREFIX) :].partition("/")
     name, _, part = rest.partition("/")
     kind, _, key = part.partition("/")
-    return f"{_TOOL_PREFIX}{server}/{name}", kind, key
-
-
-class _Side:
-    """One side's triples under tools: each tool's id, its parts' names, and its triples by part."""
-
-    def __init__(self, triples: Iterable[Triple]) -> None:
-        self.ids: dict[str, str] = {}  # tool node -> its id (server::name)
-        self.names: dict[tuple[str, str, str], str] = {}  # part -> its tk:name
-        self.parts: dict[str, dict[tuple[str, str], set[tuple[str, str]]]] = defaultdict(lambda: defaultdict(set))
-        for t in triples:
-            if not isinstance(t.subject, NamedNode) or (where := _split(t.subject)) is None:
-                continue
-            tool, kind, key = where
-            predicate = _local(t.predicate)
-            if predicate in ("identifier", "name") and isinstance(t.object, Literal):
-                if predicate == "identifier" and not kind:
-                    self.ids[tool] = t.object.value
-                self.names[where] = t.object.value
-            self.parts[tool][(kind, key)].add((predicate, str(t.object)))
-
-    def tools(self) -> set[str]:
-        return {tool for tool, parts in self.parts.items() if ("type", str(TK.Tool)) in parts.get(("", ""), ())}
+    return f"{unquote(server)}::{unquote(name)}", kind, unquote(key.rsplit("/", 1)[-1])
 
 
 def diff_tools(before: Iterable[Triple], after: Iterable[Triple]) -> list[ToolChange]:
     """The tools added, changed (with their fields) and removed between two versions of server graphs' triples,
-    sorted by tool id. A tool whose triples are equal is not named."""
-    old, new = _Side(before), _Side(after)
-    old_tools, new_tools = old.tools(), new.tools()
-    changes = [ToolChange(tool=old.ids.get(t, t), change="removed") for t in old_tools - new_tools]
-    changes += [ToolChange(tool=new.ids.get(t, t), change="added") for t in new_tools - old_tools]
-    for tool in old_tools & new_tools:
-        fields = _changed_fields(old, new, tool)
-        if fields:
-            changes.append(ToolChange(tool=new.ids.get(tool, tool), change="changed", fields=tuple(fields)))
+    sorted by tool id. A tool whose triples are equal is not named.
+
+    Only the triples that differ are read (a tool's and a part's names come from their IRIs), so an unchanged
+    catalog costs two set builds."""
+    old, new = set(before), set(after)
+    if old == new:
+        return []
+    # tool id -> part (kind, name, node) -> (its differing triples in the old version, in the new one)
+    parts: dict[str, dict[tuple[str, str, str], tuple[set, set]]] = defaultdict(dict)
+    added: set[str] = set()
+    removed: set[str] = set()
+    for t in old ^ new:
+        if not isinstance(t.subject, NamedNode) or (where := _split(t.subject)) is None:
+            continue
+        tool, kind, name = where
+        is_old = t in old
+        if not kind and t.predicate == RDF.type and t.object == TK.Tool:
+            (removed if is_old else added).add(tool)
+        was, now = parts[tool].setdefault((kind, name, t.subject.value), (set(), set()))
+        (was if is_old else now).add((_local(t.predicate), str(t.object)))
+    changes = [ToolChange(tool=tool, change="removed") for tool in removed - added]
+    changes += [ToolChange(tool=tool, change="added") for tool in added - removed]
+    for tool in set(parts) - added - removed:
+        if Triple(iris.tool_iri_from_id(tool), RDF.type, TK.Tool) in new and (fields := _changed_fields(parts[tool])):
+            changes.append(ToolChange(tool=tool, change="changed", fields=tuple(fields)))
     return sorted(changes, key=lambda c: (c.tool, c.change))
 
 
-def _changed_fields(old: _Side, new: _Side, tool: str) -> list[str]:
-    fields: dict[str, None] = {}  # in order, once each
-    before, after = old.parts[tool], new.parts[tool]
-    for part in sorted(set(before) | set(after)):
-        kind, key = part
-        was, now = before.get(part, set()), after.get(part, set())
-        if was == now:
-            continue
+def _changed_fields(parts: dict[tuple[str, str, str], tuple[set, set]]) -> list[str]:
+    """What differs in one tool, in order, once each: its own fields, then each part's."""
+    fields: dict[str, None] = {}
+    for (kind, name, _), (was, now) in sorted(parts.items()):
         if not kind:  # the tool's own triples
-            for predicate in sorted({p for p, _ in was ^ now} - _STRUCTURE - _TRUNK - {"type"}):
+            for predicate in sorted({p for p, _ in was | now} - _STRUCTURE - _TRUNK - {"type"}):
                 fields[_FIELD_NAMES.get(predicate, predicate)] = None
             continue
         if kind == "dep":
             fields["declared dependencies"] = None
             continue
         noun = {"param": "parameter", "output": "output"}.get(kind, kind)
-        name = new.names.get((tool, kind, key)) or old.names.get((tool, kind, key)) or key
-        if not was or not now:
-            fields[f"{noun} {name!r} {'added' if now else 'removed'}"] = None
+        typed_before, typed_after = (any(p == "type" for p, _ in side) for side in (was, now))
+        if typed_before != typed_after:  # the part itself is new or gone
+            fields[f"{noun} {name!r} {'added' if typed_after else 'removed'}"] = None
             continue
-        differing = {p for p, _ in was ^ now} - _STRUCTURE
+        differing = {p for p, _ in was | now} - _STRUCTURE
         if "position" in differing:
             fields[f"{noun} order"] = None
         for predicate in sorted(differing - {"position"}):
