@@ -50,6 +50,7 @@ from toolkg.ontology import iris
 from toolkg.paths import store_cache
 from toolkg.stages import StageContext, StageName
 from toolkg.store.build_state import mark_pending, pending_stages
+from toolkg.store.catalog_reads import server_ids_by_graph
 from toolkg.store.loading import BuildOptions, ManifestParts, load_manifest, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.snapshots import PreparedSnapshot
@@ -234,8 +235,12 @@ def _pipeline(run: BuildRun, paths: list[str]) -> PreparedSnapshot | None:
     parsed = _ingest(run, files)
     fault_point("ingest")
     present = set(files)
-    gone = [rec for path, rec in run.records.items() if path not in present] if run.config.prune else []
+    absent = [rec for path, rec in run.records.items() if path not in present]  # not under the paths
+    gone = absent if run.config.prune else []
     manifests = [r for r in parsed if r.manifest is not None]
+    if absent and not gone:  # kept: a typo'd folder or a partial checkout removes nothing unless asked
+        ids, defined = server_ids_by_graph(store), {s.id for r in manifests for s in r.parsed.servers}
+        summary.kept = sorted({ids[g] for rec in absent for g in rec.graphs if g in ids} - defined)
     del parsed
     owners = {g: rec.path for rec in run.records.values() if rec not in gone for g in rec.graphs}
     with run.ctx.stage(StageName.INGEST, show=False):  # the names declared dependencies resolve against
@@ -445,7 +450,11 @@ def _load(
         return False
     summary.fold(result)
     if final and r.file.path not in summary.reprocessed:
-        (summary.changed if r.file.path in run.records else summary.new).append(r.file.path)
+        previous = run.records.get(r.file.path)
+        if previous is None:
+            summary.new.append(r.file.path)
+        else:  # bytes read again unchanged (--force, other options) are no change of the manifest's
+            (summary.rebuilt if previous.sha256 == r.file.sha256 else summary.changed).append(r.file.path)
     return True
 
 
@@ -467,3 +476,4 @@ def _record(run: BuildRun, used: list[ManifestFile], changed: bool) -> None:
             started = datetime.fromisoformat(summary.started)
             record_run(run.store, summary.run_id, started, ended, used, summary.removed, run.options)
         summary.totals = totals(run.store)
+    summary.tools.sort(key=lambda change: (change.tool, change.change))

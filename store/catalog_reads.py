@@ -21,6 +21,12 @@ def stored_server_ids(store: ToolStore) -> set[str]:
     return {r["id"].value for r in store.select("SELECT ?id WHERE { ?s a tk:Server ; tk:identifier ?id }")}
 
 
+def server_ids_by_graph(store: ToolStore) -> dict[str, str]:
+    """Server graph IRI -> the identifier of the server it holds."""
+    rows = store.select("SELECT ?g ?id WHERE { GRAPH ?g { ?s a tk:Server ; tk:identifier ?id } }")
+    return {row["g"].value: row["id"].value for row in rows}
+
+
 def manifests_defining(store: ToolStore, graph: NamedNode) -> list[tuple[NamedNode, Literal]]:
     """The manifest records (node, fingerprint) in the manifests graph that define ``graph``."""
     rows = cast(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -11,10 +12,11 @@ from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg import PIPELINE_VERSION, __version__
 from toolkg.limits import Limits
-from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem, StageInfo
+from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem, ServerGraph, StageInfo, ToolChange
 from toolkg.ontology import PROV, RDF, RDFS, TK, XSD, iris, ontology_version
-from toolkg.ontology.graphs import PROVENANCE_GRAPH
+from toolkg.ontology.graphs import PROVENANCE_GRAPH, SERVER_GRAPH_PREFIX
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
+from toolkg.store.tool_changes import diff_tools
 
 
 class BuildOptions(BaseModel):
@@ -42,9 +44,15 @@ class LoadResult(StageInfo):
     servers: int = 0
     tools: int = 0
     triples: int = 0
+    tool_changes: tuple[ToolChange, ...] = ()  # the tools this load added, changed or removed
 
-    def summary_fields(self) -> dict[str, int]:
-        return {"loaded_servers": self.servers, "loaded_tools": self.tools, "loaded_triples": self.triples}
+    def summary_fields(self) -> dict[str, object]:
+        return {
+            "loaded_servers": self.servers,
+            "loaded_tools": self.tools,
+            "loaded_triples": self.triples,
+            "tools": list(self.tool_changes),
+        }
 
 
 class ManifestParts(BaseModel):
@@ -115,12 +123,9 @@ def load_manifest(
             unresolved=tuple(sorted(parts.unresolved)),
             pending=tuple(sorted(parts.pending)),
         )
-    store.replace_manifest(
-        record,
-        [(g.graph, g.triples) for g in graphs],
-        drop_graphs=previous.graphs if previous and final and not keep_previous else (),
-        run=run,
-    )
+    drop_graphs = previous.graphs if previous and final and not keep_previous else ()
+    changes = _tool_changes(store, graphs, drop_graphs, set(parts.graphs), previous is not None)
+    store.replace_manifest(record, [(g.graph, g.triples) for g in graphs], drop_graphs=drop_graphs, run=run)
     if final:
         for name in previous.graphs if previous else ():
             graph_owners.pop(name, None)
@@ -136,7 +141,22 @@ def load_manifest(
         tools=sum(len(g.tool_ids) for g in graphs),
         triples=sum(len(g.triples) for g in graphs),
         quarantined=tuple(quarantined),
+        tool_changes=tuple(changes),
     )
+
+
+def _tool_changes(
+    store: ToolStore, graphs: list[ServerGraph], dropped: Iterable[str], kept: set[str], replacing: bool
+) -> list[ToolChange]:
+    """The tools this load adds, changes or removes: each server graph written against its stored version
+    (a new manifest's graphs are not stored yet: read nothing), and the server graphs it drops."""
+    servers = [g for g in graphs if not g.extraction_of]
+    if not replacing:  # every tool is new: no triple to compare
+        return sorted((ToolChange(tool=i, change="added") for g in servers for i in g.tool_ids), key=lambda c: c.tool)
+    before = [t for g in servers for t in store.graph_triples(g.graph)]
+    gone = [NamedNode(g) for g in dropped if g not in kept and g.startswith(SERVER_GRAPH_PREFIX)]
+    before += [t for g in gone for t in store.graph_triples(g)]
+    return diff_tools(before, [t for g in servers for t in g.triples])
 
 
 def _datetime(value: datetime) -> Literal:
@@ -151,8 +171,10 @@ def record_run(
     used: list[ManifestFile],
     removed: list[str],
     options: BuildOptions,
+    removed_graphs: Iterable[str] = (),
 ) -> None:
-    """A PROV-O activity for the run: when, which manifest versions it used, which software."""
+    """A PROV-O activity for the run: when, which manifest versions it used, which software, which manifests
+    (``removed``) or server graphs (``removed_graphs``: a sync's removed servers) it invalidated."""
     run = iris.run_iri(run_id)
     agent = iris.agent_iri(f"toolkg-{options.extractor}", f"{__version__}+{options.extractor_version}")
     triples = [
@@ -183,4 +205,5 @@ def record_run(
         # The manifest's own record goes with it, so its path stays on in the provenance graph.
         triples.append(Triple(run, PROV.invalidated, iris.manifest_iri(path)))
         triples.append(Triple(iris.manifest_iri(path), TK.sourcePath, Literal(path)))
+    triples += [Triple(run, PROV.invalidated, NamedNode(graph)) for graph in removed_graphs]
     store.add_to_graph(PROVENANCE_GRAPH, triples)

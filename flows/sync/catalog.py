@@ -49,6 +49,7 @@ from toolkg.ontology import TK, iris
 from toolkg.stages import StageContext
 from toolkg.store.catalog_reads import manifests_defining
 from toolkg.store.oxigraph_store import ToolStore
+from toolkg.store.tool_changes import diff_tools
 from toolkg.store.validation import Validator, tool_key
 from toolkg.summary import BuildSummary
 from toolkg.text.words import lemma
@@ -164,6 +165,7 @@ class CatalogSync:
         drops = [iris.extraction_graph(server_id, old[i].name) for i in removed]
         if server is None:
             drops.append(graph)
+            result.tools = diff_tools(self.store.graph_triples(graph), ())
         else:
             self.index.add(new, source)
             change.catalogs[server.id] = str(Path(source).parent)
@@ -228,6 +230,7 @@ class CatalogSync:
             raise ToolkgError(info.quarantined[0].reason)
         result.quarantined += info.quarantined
         wanted = _structural(extracted)
+        result.tools = diff_tools(current, wanted)
         change.patch(graph, current - wanted, wanted - current)
         replaced = []
         for g in extracted.graphs:

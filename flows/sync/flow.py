@@ -11,6 +11,7 @@ from prefect import flow
 
 from toolkg.config import BuildConfig
 from toolkg.flows.sync import SyncResult, format_result, sync_paths
+from toolkg.summary import BuildSummary
 
 __all__ = ["SyncResult", "format_result", "sync_servers"]  # the first two: kept importable here
 
@@ -18,6 +19,6 @@ __all__ = ["SyncResult", "format_result", "sync_servers"]  # the first two: kept
 @flow(name="toolkg-sync", log_prints=True, validate_parameters=False)
 def sync_servers(
     paths: list[str], store_dir: str, servers: list[str], config: BuildConfig | None = None
-) -> list[SyncResult]:
-    """`toolkg build PATH... --only SERVER` as a flow run: ``sync_paths``."""
+) -> BuildSummary:
+    """`toolkg build PATH... --only SERVER` as a flow run: ``sync_paths`` (the run's summary)."""
     return sync_paths(paths, store_dir, servers, config)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from toolkg.flows.stages.base import StageUpdate
-from toolkg.models import QuarantinedItem
+from toolkg.models import QuarantinedItem, ToolChange
 
 
 @dataclass
@@ -15,7 +15,8 @@ class SyncResult:
     operation: str
     target: str
     seconds: float = 0.0
-    tools_changed: list[str] = field(default_factory=list)
+    tools_changed: list[str] = field(default_factory=list)  # ids of the tools inference and links re-read
+    tools: list[ToolChange] = field(default_factory=list)  # each tool added, changed (with its fields), removed
     neighbourhood: int = 0  # consumers re-inferred
     triples_deleted: int = 0
     triples_inserted: int = 0
@@ -37,12 +38,10 @@ class SyncResult:
 
 
 def format_result(r: SyncResult) -> str:
-    from toolkg.display import one_line
+    """The operation's line (``toolkg.summary.sync_line``), each tool it changed and what it quarantined."""
+    from dataclasses import asdict
 
-    line = (
-        f"{r.operation} {one_line(r.target, 120)}: {len(r.tools_changed)} tool(s) changed, "
-        f"{r.neighbourhood} consumer(s) re-inferred, "
-        f"{r.triples_deleted} triples deleted / {r.triples_inserted} inserted, dependency edges +{r.edges_added}"
-        f"/-{r.edges_removed}, links +{r.links_added}/-{r.links_removed} in {r.seconds:.2f}s"
-    )
-    return "\n".join([line, *(f"  - quarantined: {q}" for q in r.quarantined)])
+    from toolkg.summary import sync_line
+
+    lines = [sync_line(asdict(r)), *(f"  - {change}" for change in r.tools)]
+    return "\n".join([*lines, *(f"  - quarantined: {q}" for q in r.quarantined)])

@@ -143,6 +143,21 @@ class Notice(Frozen):
         return f"{self.source}: {self.item}: {self.what}"
 
 
+class ToolChange(Frozen):
+    """One tool a run added, changed or removed, and for a change the fields that differ ('description',
+    "parameter 'q': type", "output 'id' added", ...): what a summary names, store/tool_changes.py computes."""
+
+    tool: str  # the tool's id, server::name
+    change: Literal["added", "changed", "removed"]
+    fields: tuple[str, ...] = ()
+
+    def __str__(self) -> str:  # one terminal line, whatever the names hold (display.one_line)
+        from toolkg.display import one_line
+
+        what = f": {one_line(', '.join(self.fields), 300)}" if self.fields else ""
+        return f"{self.change} {one_line(self.tool, 160)}{what}"
+
+
 class ManifestFile(Frozen):
     """A manifest on disk before parsing: its bytes' identity."""
 

@@ -12,12 +12,14 @@ from pydantic import BaseModel, Field, ValidationError, computed_field
 from toolkg.atomic import atomic_output, write_atomically
 from toolkg.display import one_line
 from toolkg.errors import NotFoundError, StoreError
-from toolkg.models import Notice, QuarantinedItem, StageInfo
+from toolkg.models import Notice, QuarantinedItem, StageInfo, ToolChange
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_QUARANTINED = 3
+
+TOOLS_SHOWN = 20  # tool changes a printed summary names (summary.json names them all)
 
 
 def _extraction_line(usage: dict[str, object]) -> str:
@@ -81,6 +83,40 @@ def _live_lines(servers: list[dict], bullet: str) -> list[str]:
     return lines
 
 
+def sync_line(op: dict) -> str:
+    """'update-server shop: 1 tool(s) changed, ...' for one sync operation (``flows.sync.SyncResult``, as a dict)."""
+    line = (
+        f"{op['operation']} {one_line(op['target'], 120)}: {len(op['tools_changed'])} tool(s) changed, "
+        f"{op['neighbourhood']} consumer(s) re-inferred, "
+        f"{op['triples_deleted']} triples deleted / {op['triples_inserted']} inserted, dependency edges "
+        f"+{op['edges_added']}/-{op['edges_removed']}, links +{op['links_added']}/-{op['links_removed']} "
+        f"in {op['seconds']:.2f}s"
+    )
+    return line
+
+
+def tool_change_lines(changes: list[ToolChange], bullet: str, more: str) -> list[str]:
+    """'tools: 1 added, 2 changed, 0 removed' and one line per tool, the first ``TOOLS_SHOWN``; ``more``
+    says where the rest are."""
+    if not changes:
+        return []
+    count = Counter(c.change for c in changes)
+    lines = [f"tools: {count['added']} added, {count['changed']} changed, {count['removed']} removed"]
+    lines += [f"{bullet}{change}" for change in changes[:TOOLS_SHOWN]]
+    if len(changes) > TOOLS_SHOWN:
+        lines.append(f"{bullet}... {len(changes) - TOOLS_SHOWN} more in {more}")
+    return lines
+
+
+def kept_line(kept: list[str]) -> str:
+    """The servers a run kept although the paths it read no longer define them, and the flag that removes them."""
+    shown = ", ".join(one_line(s, 80) for s in kept[:10]) + (f" (+{len(kept) - 10} more)" if len(kept) > 10 else "")
+    return (
+        f"kept {len(kept)} server(s) no manifest under the paths defines: {shown}; "
+        "rerun with --prune to remove them from the store"
+    )
+
+
 def skipped_live_line(entry: dict) -> str:
     """'skipped live configuration vendor/x/settings.json (3 servers): found in ., not named: name the file...'
     for a ``toolkg.live.SkippedConfiguration`` (as a dict)."""
@@ -102,6 +138,13 @@ class BuildSummary(BaseModel):
     skipped: list[str] = Field(default_factory=list)
     removed: list[str] = Field(default_factory=list)
     reprocessed: list[str] = Field(default_factory=list)  # unchanged, but a missing dependency target appeared
+    rebuilt: list[str] = Field(default_factory=list)  # read again with bytes unchanged (--force, other options)
+    # Every tool added, changed (with the fields that changed) or removed, sorted by tool id.
+    tools: list[ToolChange] = Field(default_factory=list)
+    # Servers the paths no longer define that stay in the store (no --prune): removed only when asked.
+    kept: list[str] = Field(default_factory=list)
+    only: list[str] = Field(default_factory=list)  # a sync's servers (build --only): the run read no whole manifest
+    operations: list[dict] = Field(default_factory=list)  # what the sync did to each (flows.sync.SyncResult)
     loaded_servers: int = 0
     loaded_tools: int = 0
     loaded_triples: int = 0
@@ -167,7 +210,8 @@ class BuildSummary(BaseModel):
         for name, value in info.summary_fields().items():
             current = getattr(self, name)
             if isinstance(current, list):  # e.g. the Dask workers that ran extraction: each once
-                current.extend(v for v in value if v not in current)
+                seen = set(current)  # (a set: a catalog's tool changes are thousands)
+                current.extend(v for v in value if v not in seen)
             elif isinstance(current, dict):
                 current.update(value)
             elif isinstance(current, int | float) and not isinstance(current, bool):
@@ -188,10 +232,18 @@ class BuildSummary(BaseModel):
                 f"{totals.get(k, 0)} {k}"
                 for k in ("servers", "tools", "parameters", "outputs", "dependencies", "quads")
             ),
-            f"manifests: {self.manifests_seen} seen, {len(self.new)} new, {len(self.changed)} changed, "
-            f"{len(self.skipped)} unchanged (skipped), {len(self.removed)} removed",
-            f"this run loaded: {self.loaded_servers} servers, {self.loaded_tools} tools, {self.loaded_triples} triples",
         ]
+        if self.only:  # a sync (--only) reads no manifest as a whole: it says what it did to each server
+            lines.append(f"synced (--only): {', '.join(one_line(s, 80) for s in self.only)}")
+        else:
+            rebuilt = f", {len(self.rebuilt)} rebuilt (bytes unchanged)" if self.rebuilt else ""
+            lines += [
+                f"manifests: {self.manifests_seen} seen, {len(self.new)} new, {len(self.changed)} changed{rebuilt}, "
+                f"{len(self.skipped)} unchanged (skipped), {len(self.removed)} removed",
+                f"this run loaded: {self.loaded_servers} servers, {self.loaded_tools} tools, "
+                f"{self.loaded_triples} triples",
+            ]
+        lines += [sync_line(op) for op in self.operations]
         lines += _live_lines(self.live, bullet)
         lines += [skipped_live_line(entry) for entry in self.live_skipped]
         for label, paths in (
@@ -199,9 +251,13 @@ class BuildSummary(BaseModel):
             ("changed", self.changed),
             ("removed", self.removed),
             ("reprocessed", self.reprocessed),
+            ("rebuilt, bytes unchanged", self.rebuilt),
         ):
             if paths:
                 lines.append(f"{bullet}{label}: {names(paths)}")
+        lines += tool_change_lines(self.tools, bullet, f"runs/{self.run_id}/summary.json")
+        if self.kept:
+            lines.append(kept_line(self.kept))
         if self.extraction:
             lines.append("extraction: " + _extraction_line(self.extraction))
         for stage_lines in self.stage_lines.values():
@@ -220,7 +276,7 @@ class BuildSummary(BaseModel):
             lines.append(
                 f"repaired: dropped {self.orphans_dropped} graph(s) an interrupted build left without a manifest record"
             )
-        timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items())
+        timing = ", ".join(f"{stage} {seconds:.2f}s" for stage, seconds in self.stage_seconds.items()) or "none"
         lines.append(f"timings: {timing} (pipeline wall {self.pipeline_seconds:.2f}s)")
         if self.stage_peak_mb:
             stage, peak = max(self.stage_peak_mb.items(), key=lambda item: item[1])

@@ -107,6 +107,52 @@ def test_report_page_in_the_browser(cli, tmp_path):
         browser.quit()
 
 
+def test_a_syncs_report_names_the_tools_it_changed(cli, tmp_path):
+    """A sync (`build --only`) is a run: `report --run <its id>` shows it, and the tools it changed with their
+    fields."""
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    tools = json.loads((CASES / "inference" / "shop.json").read_text())
+    (folder / "shop.json").write_text(json.dumps(tools))
+    store = tmp_path / "store"
+    assert cli("build", str(folder), "--store", str(store), "--no-links").returncode == 0
+    tools[0]["description"] = "Logs the user in."
+    tools[1]["parameters"][0]["type"] = "integer"
+    (folder / "shop.json").write_text(json.dumps(tools))
+    synced = cli("build", str(folder), "--store", str(store), "--only", "shop", "--no-links", "--json")
+    assert synced.returncode == 0, synced.stderr
+    run = json.loads(synced.stdout)["run_id"]
+    made = cli("report", "--store", str(store), "--run", run)
+    assert made.returncode == 0, made.stderr
+    page = store / "runs" / run / "report.html"
+    assert_self_contained(page.read_text())
+
+    browser = chromium()
+    try:
+        browser.get(page.as_uri())
+        assert browser.find_element(By.TAG_NAME, "h1").text == f"toolkg build {run}"
+        heading = browser.find_element(By.ID, "tools")
+        assert heading.text == "Tools added, changed and removed (2)"
+        said = heading.find_element(By.XPATH, "following-sibling::p").text
+        assert said == "A sync of shop (toolkg build --only)."
+        rows = [
+            [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+            for row in heading.find_elements(By.XPATH, "following-sibling::table[1]//tbody/tr")
+        ]
+        parameter = tools[1]["parameters"][0]["name"]
+        assert rows == sorted(
+            [
+                ["changed", f"shop::{tools[0]['name']}", "description"],
+                ["changed", f"shop::{tools[1]['name']}", f"parameter '{parameter}': type"],
+            ],
+            key=lambda row: row[1],
+        )
+        browser.execute_script("arguments[0].scrollIntoView()", heading)
+        screenshot(browser, "sync-report-tools.png")
+    finally:
+        browser.quit()
+
+
 def _catalog(folder: Path) -> None:
     """Three servers: 'hub' (8 tools every other depends on), 'big' (150 tools in a tree, each also using three
     hubs) and 'cn' (tools named and described in Chinese, one using a hub)."""

@@ -35,7 +35,7 @@ def test_build_only_syncs_one_server_from_the_cli(cli, tmp_path):
         )
     assert _graph_state(store, ["bing-cn-mcp"])[2] == bing_graph  # the other server was not touched
 
-    refused = cli("build", str(folder), "--store", str(store), "--only", "shop", "--prune")
-    assert refused.returncode == 2 and "cannot go with --prune" in refused.stderr
+    refused = cli("build", str(folder), "--store", str(store), "--only", "shop", "--force")
+    assert refused.returncode == 2 and "cannot go with --force" in refused.stderr
     unknown = cli("build", str(folder), "--store", str(store), "--only", "nope")
     assert unknown.returncode == 2 and "--only nope" in unknown.stderr

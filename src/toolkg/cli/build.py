@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from toolkg.cli.common import UsageError, add_output, add_store, add_verbosity, usage
 from toolkg.cli.settings import add_settings, build_config, sections, settings_epilog
 from toolkg.config import BuildConfig
-from toolkg.summary import EXIT_OK, EXIT_QUARANTINED
+from toolkg.summary import EXIT_OK
 
 if TYPE_CHECKING:
     from toolkg.flows.local_server import SharedServer
@@ -61,7 +61,8 @@ def _add_build(sub) -> None:
         action="append",
         metavar="SERVER",
         help="sync just this server (repeatable): its graph diff and its dependency neighbourhood, nothing else; "
-        "a server no manifest under PATHs defines any more is removed",
+        "a server no manifest under PATHs defines any more is removed when the manifest that defined it was read, "
+        "or with --prune, and kept otherwise (the summary names it)",
     )
     build.add_argument(
         "--dask",
@@ -206,11 +207,11 @@ def _build_only(args: argparse.Namespace, config: BuildConfig, started: float, s
     whole config as a build is. ``skipped``: the lines of the MCP configurations found in folders and not
     listed, said on stderr."""
     from toolkg.errors import StoreError
-    from toolkg.flows.sync import SyncResult, format_result, sync_paths
+    from toolkg.flows.sync import sync_paths
     from toolkg.store.oxigraph_store import ToolStore
+    from toolkg.summary import BuildSummary
 
     offline_only = {
-        "--prune": config.prune,
         "--force": config.force,
         "--extractor llm": config.extractor == "llm",
         "--confirm-deps": config.confirm_deps,
@@ -223,25 +224,22 @@ def _build_only(args: argparse.Namespace, config: BuildConfig, started: float, s
         raise StoreError(f"no toolkg store at {args.store}: --only updates a built store (build it first)")
     # With a Prefect server the sync is a flow run that shows in its UI; without one it runs in-process, Prefect
     # not even imported, rather than spend 10-15 s starting a temporary server for a sub-second change.
-    run: Callable[..., list[SyncResult]] = sync_paths
+    run: Callable[..., BuildSummary] = sync_paths
     if os.environ.get("PREFECT_API_URL"):
         from toolkg.flows.sync.flow import sync_servers
 
         run = sync_servers
-    for line in skipped:  # first (an --only naming a server of one fails), on stderr (stdout is the results)
+    for line in skipped:  # first (an --only naming a server of one fails), on stderr (stdout is the summary)
         print(line, file=sys.stderr)
-    results = run(paths=list(args.paths), store_dir=args.store, servers=args.only, config=config)
-    timing = f"  wall time: {time.perf_counter() - started:.2f}s"
-    if args.output_format == "json":
-        from pydantic import TypeAdapter
-
-        print(TypeAdapter(list[SyncResult]).dump_json(results, indent=2).decode())
-        print(timing.strip(), file=sys.stderr)
+    summary = run(paths=list(args.paths), store_dir=args.store, servers=args.only, config=config)
+    timing = f"wall time: {time.perf_counter() - started:.2f}s"
+    if args.output_format == "json":  # the shape of a build's summary: one object
+        print(summary.model_dump_json(indent=2))
+        print(timing, file=sys.stderr)
     else:
-        for result in results:
-            print(format_result(result))
-        print(timing)
-    return EXIT_QUARANTINED if any(r.quarantined for r in results) else EXIT_OK
+        print(summary)
+        print(f"  {timing}")
+    return summary.exit_code
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:

@@ -82,6 +82,9 @@ ON_CLICK = "var a = event.target.closest('a'); if (a && a.hash) {" + OPEN_TARGET
 TOGGLE_ALL = "document.querySelectorAll('details.server').forEach(function (d) { d.open = OPEN; })"
 
 
+TOOLS_LISTED = 500  # tool changes the page lists (summary.json has them all)
+
+
 def latest_run(store_dir: Path) -> str:
     runs = sorted(p.name for p in (store_dir / "runs").glob("*/summary.json") for p in [p.parent])
     if not runs:
@@ -139,8 +142,22 @@ def render_report(store_dir: str | Path, run_id: str | None = None) -> str:
         ["changed", len(summary.changed), files(summary.changed)],
         ["removed", len(summary.removed), files(summary.removed)],
         ["reprocessed", len(summary.reprocessed), files(summary.reprocessed)],
+        ["rebuilt, bytes unchanged", len(summary.rebuilt), files(summary.rebuilt)],
         ["unchanged (skipped)", len(summary.skipped), ""],
     ]
+    tool_rows = [[c.change, one_line(c.tool, 200), one_line(", ".join(c.fields), 400)] for c in summary.tools]
+    tools_html = (
+        table(["change", "tool", "what changed"], tool_rows[:TOOLS_LISTED])
+        + (f"<p>{len(tool_rows) - TOOLS_LISTED} more in summary.json.</p>" if len(tool_rows) > TOOLS_LISTED else "")
+        if tool_rows
+        else "<p>No tool was added, changed or removed.</p>"
+    )
+    if summary.only:  # a sync (build --only): what it did to each server it was asked for
+        kept = f" Kept, as no manifest under its paths defines them (--prune removes them): {', '.join(summary.kept)}."
+        tools_html = (
+            f"<p>A sync of {escape(', '.join(one_line(s, 80) for s in summary.only))} (toolkg build --only)."
+            f"{escape(kept) if summary.kept else ''}</p>" + tools_html
+        )
     loaded = (
         f"This run loaded {summary.loaded_servers} servers, {summary.loaded_tools} tools and "
         f"{summary.loaded_triples} triples; inferred dependencies: {summary.inferred.get('total', 0)}; "
@@ -188,6 +205,7 @@ consume)<ul class="servers">{contents}</ul></li>
 <li><a href="#timings">Timings</a></li></ol></nav>
 <h2 id="counts">Counts</h2><div class="cards">{cards}</div>
 <h2 id="changes">What changed</h2>{table(["manifests", "count", "files"], changes, {1})}<p>{escape(loaded)}</p>
+<h3 id="tools">Tools added, changed and removed ({len(tool_rows)})</h3>{tools_html}
 <h2 id="quarantine">Quarantine ({len(quarantine)})</h2>{quarantine_html}
 <h2 id="shacl">SHACL validation</h2>{shacl_html}
 <h2 id="findings">Flagged tools ({flagged})</h2>{flagged_html}

@@ -45,6 +45,22 @@ def test_summary_names_entities_and_paths_on_one_line():
     assert "new: a\\nquarantined: none.json" in text and "largest: order\\nquarantined: none\\x1b[2J (2)" in text
 
 
+def test_summary_names_tools_and_kept_servers_on_one_line():
+    from toolkg.models import ToolChange
+
+    tools = [ToolChange(tool=f"s::x\n{FORGED}{ESC}", change="changed", fields=(f"parameter 'q\n{FORGED}': type",))]
+    operation = {"operation": "update-server", "target": f"s\n{FORGED}", "tools_changed": ["s::x"], "seconds": 0.1}
+    operation |= dict.fromkeys(("neighbourhood", "triples_deleted", "triples_inserted"), 0)
+    operation |= dict.fromkeys(("edges_added", "edges_removed", "links_added", "links_removed"), 0)
+    summary = BuildSummary(
+        run_id="r1", store="s", started="now", tools=tools, kept=[f"git\n{FORGED}"], only=["s"], operations=[operation]
+    )
+    text = str(summary)
+    assert_one_line_each(text, "summary", genuine=1)
+    assert f"changed s::x\\n{FORGED}\\x1b[2J: parameter 'q\\n{FORGED}': type" in text
+    assert f"kept 1 server(s) no manifest under the paths defines: git\\n{FORGED}; rerun with --prune" in text
+
+
 def test_tables_align_wide_characters_and_escape_cells():
     text = table(["tool", "server"], [["東京_weather", "s"], ["get_order", f"x\n{FORGED}"]])
     lines = text.split("\n")
