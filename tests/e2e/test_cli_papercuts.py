@@ -3,7 +3,9 @@
 - `toolkg query`: a syntax error's line and column are the query's own (the project's prefixes are no longer
   lines in front of it), and an undeclared prefix is named in one line instead of Oxigraph's grammar dump;
 - `toolkg deps --tool` naming no stored tool is a usage error (exit 2) with the closest ids, not an empty answer;
-- `toolkg retrieve`: every `why` can be read whole (after the table where the table cut it, and in --json).
+- `toolkg retrieve`: every `why` can be read whole (after the table where the table cut it, and in --json);
+- `toolkg serve` and `toolkg mcp --transport http` on a busy port: one line naming the port, exit 2, no banner
+  (a real socket on 127.0.0.1 holds the port).
 
 Bare `toolkg` printing the help is in tests/e2e/test_cli_help.py. No Prefect server: none of these starts a flow.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -75,3 +78,15 @@ def test_every_why_of_retrieve_can_be_read_whole(store):
     assert {rank for rank, line in cells.items() if line.endswith("…")} == set(shown)
     wide = toolkg(*query, columns=200)  # the table is at most 120 wide; these reasons fit it
     assert "why, in full" not in wide.stdout and all(why in wide.stdout for why in whys)
+
+
+@pytest.mark.parametrize("command", [["serve"], ["mcp", "--transport", "http", "--no-auth"]])
+def test_a_busy_port_is_one_line_and_a_usage_error(store, command):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        busy = toolkg(*command, "--store", str(store), "--bind", f"127.0.0.1:{port}")
+    assert (busy.returncode, busy.stdout) == (2, ""), busy.stderr
+    pick = "pick another with --bind 127.0.0.1:PORT"
+    assert busy.stderr == f"toolkg: error: port {port} on 127.0.0.1 is in use; {pick}\n"
