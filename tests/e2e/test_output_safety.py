@@ -170,7 +170,7 @@ def test_machine_outputs_carry_no_raw_control_character(evil_store, cli):
         assert raw is None, f"{name}: raw {raw.group()!r} in {result.stdout[max(raw.start() - 60, 0) : raw.end()]!r}"
     texts = {b["d"]["value"] for b in json.loads(outputs["query --json"].stdout)["results"]["bindings"]}
     assert f"Gets an order by its order id.\n{FORGED} {ESC}" in texts  # the exact text, read back
-    assert "Gets an order by its order id.\\nquarantined: none \\x1b[2J" in outputs["query --format csv"].stdout
+    assert f"Gets an order by its order id.\n{FORGED} \\x1b[2J" in outputs["query --format csv"].stdout  # CSV quotes \n
     quads = pyoxigraph.parse(outputs["export nq"].stdout.encode(), format=pyoxigraph.RdfFormat.N_QUADS)
     assert texts <= {quad.object.value for quad in quads}
     assert f"needs a session\n{FORGED}{ESC}" in {
