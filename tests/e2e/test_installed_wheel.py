@@ -126,10 +126,17 @@ def test_the_installed_demo_builds_the_shipped_samples(installed) -> None:
     )
     folder = Path(shipped.stdout.strip())
     assert str(bin_dir.parent) in str(folder)  # read from the installed package, not from the checkout's data/
-    servers = json.loads((folder / "livemcpbench" / "tools.json").read_text(encoding="utf-8"))
-    toollinkos = [
-        json.loads((folder / "toollinkos" / f).read_text()) for f in ("core_tools.json", "regular_tools.json")
-    ]
-    expected = sum(len(server["tools"]) for server in servers) + sum(map(len, toollinkos))
+    catalog = json.loads((folder / "livemcpbench" / "tools.json").read_text(encoding="utf-8"))
+    lists = ("core_tools.json", "regular_tools.json")
+    toollinkos = [json.loads((folder / "toollinkos" / name).read_text(encoding="utf-8")) for name in lists]
+    expected = _tools_listed(catalog) + sum(map(len, toollinkos))  # ToolLinkOS files are lists of tools
     stats = _run([str(bin_dir / "toolkg"), "stats", "--store", str(store), "--json"], cwd=work, env=env)
     assert json.loads(stats.stdout)["totals"]["tools"] == expected
+
+
+def _tools_listed(document: object) -> int:
+    """The tools of an MCP catalog: the items of every list under a "tools" key (LiveMCPBench nests each
+    server's tools/list answer, {"server_name", "tools": [...]}, under its entry's "tools" object)."""
+    if isinstance(document, dict):
+        return sum(len(v) if k == "tools" and isinstance(v, list) else _tools_listed(v) for k, v in document.items())
+    return sum(map(_tools_listed, document)) if isinstance(document, list) else 0
