@@ -244,7 +244,7 @@ def run(app: Any, host: str, port: int, sock: socket.socket | None = None) -> No
     try:
         server.run(sockets=None if sock is None else [sock])
     except KeyboardInterrupt:
-        pass
+        return
     except SystemExit as exc:  # uvicorn's exit when it could not start: its code (3) is toolkg's "quarantined"
         if exc.code != STARTUP_FAILURE:
             raise
