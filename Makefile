@@ -25,7 +25,7 @@ lint: $(STAMP)  ## ruff and mypy, as make test runs them first
 	$(BIN)/mypy
 
 demo: $(STAMP)  ## build the bundled sample catalogs into ./.toolkg and print the run summary
-	$(BIN)/toolkg build data/livemcpbench/tools.json data/toollinkos --store .toolkg
+	$(BIN)/toolkg demo --store .toolkg
 
 # The UI tests drive a real headless Chromium: Debian's chromium + chromium-driver, installed when missing
 # and we may (root); otherwise the tests say what to install (and fail under CI rather than skip).

@@ -26,8 +26,9 @@ PACKAGE_DIRS = {
     "toolkg.store": "store",
 }
 # What the code reads at run time besides modules: ontology and shapes, prompts, saved queries, the UI page,
-# fitted models and calibrations; py.typed tells type checkers the package's annotations are to be read.
-DATA_SUFFIXES = ["*.ttl", "*.md", "*.yaml", "*.rq", "*.html", "*.js", "*.css", "*.json", "py.typed"]
+# fitted models and calibrations, the UI's script and styles, the sample catalogs and their LICENSE files (toolkg
+# demo); py.typed tells type checkers the package's annotations are to be read.
+DATA_SUFFIXES = ["*.ttl", "*.md", "*.yaml", "*.rq", "*.html", "*.js", "*.css", "*.json", "py.typed", "LICENSE"]
 
 
 def find_packages_mapped(package_dirs: dict[str, str]) -> list[str]:

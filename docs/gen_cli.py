@@ -34,9 +34,10 @@ do in depth is on the topical pages: [configuration](configuration.md) (build se
 ## Conventions every command shares
 
 Exit codes: `0` ok, `1` failure, `2` usage or configuration error (bad flag, bad SPARQL, missing path,
-`--extractor llm` or `--confirm-deps` without an endpoint, an endpoint that rejects the key), `3` the run
-finished but some inputs were quarantined. Errors are one line, no traceback. `toolkg` alone prints the
-list of commands (what `toolkg --help` prints) and exits `0`.
+a port in use, `--extractor llm` or `--confirm-deps` without an endpoint, an endpoint that rejects the key),
+`3` the run finished but some inputs were quarantined. Errors are one line, no traceback; a mistyped command
+or choice names the closest (`toolkg biuld`: did you mean build?). `toolkg` alone prints the list of commands
+(what `toolkg --help` prints) and exits `0`.
 
 Options every command shares (`src/toolkg/cli/common.py`): `--store DIR` (default `$TOOLKG_STORE`, else
 `./.toolkg`) on every command that reads or writes a store; `-v` / `--verbose` prints the traceback of a
@@ -49,9 +50,12 @@ manifest format). `-k` and `--k` are one option on `retrieve` and `eval`, and so
 
 A `table` is plain text (laid out by `rich`, `src/toolkg/cli/render.py`): columns two spaces apart and
 aligned by terminal width (a CJK character takes two), a dashed rule under the header, numbers
-right-aligned, one line per row, at most 120 columns wide (the window's width when narrower; 120 when the
-output goes to a pipe or a file), a cell too long for that cut with `…`. `--format json` (or `csv` for
-`query`) gives every value whole.
+right-aligned, one line per row. On a terminal it is at most 120 columns wide (the window's width when
+narrower), a cell too long for that cut with `…`; piped or redirected it is never cut, every cell whole
+(unless `$COLUMNS` asks for a width). An IRI prints as it pastes back into SPARQL: `tk:Tool`, or
+`<https://w3id.org/toolkg/id/tool/git/git_commit>`. `--format json` (or `csv` for `query`) gives every value
+whole; no output format carries a raw control or bidirectional character from a tool's text (tables and CSV
+show them as `\\x1b`, `\\u202e`; JSON and RDF as `\\uXXXX` escapes, which read back as the same text).
 """
 
 

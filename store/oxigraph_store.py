@@ -23,6 +23,7 @@ names, which the next build drops (``drop_orphans``) or replaces.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeAlias, cast
@@ -371,15 +372,25 @@ def _record_triples(manifest: NamedNode, record: ManifestRecord, run: NamedNode 
     return out
 
 
+# A local name every SPARQL and Turtle reader takes as written (a conservative part of PN_LOCAL: no '/' or '%').
+_PLAIN_LOCAL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_-])?")
+
+
 def compact(term) -> str:
-    """A term as a short string: prefixed name for known IRIs, the lexical form for literals."""
+    """A term as a short string that pastes back into a query: a prefixed name with one of the prefixes every
+    query has (``tk:Tool``), else the IRI in angle brackets (``<https://w3id.org/toolkg/id/tool/git/git_commit>``,
+    which no prefixed name can spell: a local name takes no '/'); the lexical form for literals.
+
+    >>> compact(TK.Tool), compact(iris.tool_iri("git", "git_commit"))
+    ('tk:Tool', '<https://w3id.org/toolkg/id/tool/git/git_commit>')
+    """
     if term is None:
         return ""
     if isinstance(term, NamedNode):
-        for prefix, base in DISPLAY_PREFIXES.items():
-            if term.value.startswith(base):
+        for prefix, base in PREFIXES.items():
+            if term.value.startswith(base) and _PLAIN_LOCAL.fullmatch(term.value[len(base) :]):
                 return f"{prefix}:{term.value[len(base) :]}"
-        return term.value
+        return f"<{term.value}>"
     if isinstance(term, Literal):
         return term.value
     return str(term)

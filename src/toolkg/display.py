@@ -22,6 +22,17 @@ evil\\u202etxt.exe \\ud800 ok
 >>> one_line("ab\\ncdefghij", limit=4)  # an escape is never cut in half
 'ab… (11 chars)'
 
+Machine formats keep their meaning and lose the raw characters. In JSON and the RDF syntaxes (N-Triples,
+Turtle, JSON-LD) such a character can only stand inside a quoted string or an IRI, where ``\\uXXXX`` means the
+same character, so ``escape_quoted`` writes it that way (but tab and newline, which those formats escape in
+strings themselves and use to lay out the rest). CSV has no escapes: ``escape_csv`` writes one_line's escapes
+instead, but for tab, newline and carriage return, which CSV quotes.
+
+>>> print(escape_quoted('{"d": "a\\x1b[2J\\x85\\u202e"}'))
+{"d": "a\\u001b[2J\\u0085\\u202e"}
+>>> escape_csv('name\\r\\n"a\\x1b[2J\\tb\\u202e"\\r\\n')
+'name\\r\\n"a\\\\x1b[2J\\tb\\\\u202e"\\r\\n'
+
 Tables: ``width`` is the number of terminal columns a (one-line) text takes, ``pad`` and ``clip`` use it.
 
 >>> width("東京"), width("abc"), width("e\\u0301")
@@ -32,10 +43,16 @@ Tables: ``width`` is the number of terminal columns a (one-line) text takes, ``p
 
 from __future__ import annotations
 
+import codecs
+import re
+from typing import BinaryIO
+
 from wcwidth import wcwidth
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNICODE = {0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+# What ``one_line`` escapes but tab and newline, which machine formats (JSON, Turtle, CSV) lay their text out with.
+_RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape(char: str) -> str:
@@ -95,3 +112,30 @@ def clip(text: str, columns: int) -> str:
 def pad(text: str, columns: int) -> str:
     """``text`` followed by spaces up to ``columns`` terminal columns (``str.ljust`` counts characters)."""
     return text + " " * max(columns - width(text), 0)
+
+
+def escape_quoted(text: str) -> str:
+    """JSON or RDF text with every raw control, bidi or separator character but tab and newline as ``\\uXXXX``."""
+    return _RAW.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def escape_csv(text: str) -> str:
+    """CSV text with the raw characters ``one_line`` escapes shown as its escapes, but tab, newline and CR."""
+    return _RAW.sub(lambda match: match.group() if match.group() == "\r" else _escape(match.group()), text)
+
+
+class QuotedEscaper:
+    """A binary file-like writer that passes UTF-8 RDF or JSON on to ``out`` through ``escape_quoted``; a
+    character split between two writes is escaped whole."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
+
+    def write(self, data: bytes) -> int:
+        self._out.write(escape_quoted(self._decoder.decode(data)).encode("utf-8", "surrogateescape"))
+        return len(data)
+
+    def flush(self) -> None:
+        self._out.write(escape_quoted(self._decoder.decode(b"", final=True)).encode("utf-8", "surrogateescape"))
+        self._out.flush()

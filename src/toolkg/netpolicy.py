@@ -180,3 +180,41 @@ class HostPolicy:
         if parts.scheme not in ("http", "https") or parts.path or parts.query or parts.fragment:
             return False
         return "@" not in parts.netloc and self.accepts(parts.netloc)
+
+
+def bind_failure(host: str, port: int, error: OSError) -> ConfigError:
+    """Why listening on host:port failed, as one line that says what to do (the CLI exits 2 on it).
+
+    >>> import errno
+    >>> str(bind_failure("127.0.0.1", 7878, OSError(errno.EADDRINUSE, "Address already in use")))
+    'port 7878 on 127.0.0.1 is in use; pick another with --bind 127.0.0.1:PORT'
+    >>> str(bind_failure("::1", 80, OSError(errno.EACCES, "Permission denied")))
+    'port 80 on ::1 needs privileges this process lacks; pick one above 1023 with --bind [::1]:PORT'
+    """
+    import errno
+
+    shown = f"[{host}]" if ":" in host else host
+    pick = f"--bind {shown}:PORT"
+    if error.errno == errno.EADDRINUSE:
+        return ConfigError(f"port {port} on {host} is in use; pick another with {pick}")
+    if error.errno == errno.EACCES:
+        lacks = f"port {port} on {host} needs privileges this process lacks"
+        return ConfigError(f"{lacks}; pick one above 1023 with {pick}")
+    if error.errno == errno.EADDRNOTAVAIL:
+        return ConfigError(f"cannot listen on {host}: it is no address of this machine (--bind HOST:PORT)")
+    return ConfigError(f"cannot listen on {shown}:{port}: {error.strerror or error}")
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to host:port, for a server to listen on (as uvicorn binds one: an IPv6 socket for an
+    IPv6 address, SO_REUSEADDR so a restart need not wait out TIME_WAIT); a bind that fails is ``bind_failure``'s
+    one line. Bound before the server says it is up, so a busy port is said first, and alone."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise bind_failure(host, port, exc) from None
+    return sock

@@ -1,7 +1,8 @@
 """The wheel is the product: built from the checkout, installed into a fresh venv outside it (what `pip install`
 and `pipx install` do), and used there as an admin would: a build, a retrieve, `toolkg mcp` over stdio and
-`toolkg serve`. The editable install the rest of the suite runs cannot notice a package or data file the wheel
-leaves out (one did: `toolkg.flows.stages`, and the installed `toolkg build` failed on its first import).
+`toolkg serve`, and `toolkg demo` builds the sample catalogs the wheel carries (no checkout, no download of them).
+The editable install the rest of the suite runs cannot notice a package or data file the wheel leaves out (one did:
+`toolkg.flows.stages`, and the installed `toolkg build` failed on its first import).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def installed(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)], cwd=work)
     (wheel,) = wheels.glob("toolkg-*.whl")
     _assert_wheel_has_the_tree(wheel)
+    _assert_wheel_has_the_samples(wheel)
     base_python = getattr(sys, "_base_executable", sys.executable)  # not this venv's: a fresh one
     _run([base_python, "-m", "venv", str(work / "venv")], cwd=work)
     bin_dir = work / "venv" / "bin"
@@ -66,6 +68,19 @@ def _assert_wheel_has_the_tree(wheel: Path) -> None:
         expected.add(PACKAGE_DIRS[folder] + path[len(folder) :])
     names = set(zipfile.ZipFile(wheel).namelist())
     assert expected - names == set(), f"tracked files missing from the wheel: {sorted(expected - names)}"
+
+
+def _assert_wheel_has_the_samples(wheel: Path) -> None:
+    """The sample catalogs (links to data/ in the checkout, which the tree check above skips) as files, with
+    their licences; and nothing else of data/ (the benchmarks' queries stay out)."""
+    from toolkg.samples import FOLDER
+
+    names = set(zipfile.ZipFile(wheel).namelist())
+    samples = {f"toolkg/samples/{p.relative_to(FOLDER)}" for p in FOLDER.rglob("*") if p.is_file() or p.is_symlink()}
+    samples = {name for name in samples if "__pycache__" not in name}
+    assert {"toolkg/samples/livemcpbench/LICENSE", "toolkg/samples/toollinkos/LICENSE"} <= samples
+    assert samples - names == set(), f"sample files missing from the wheel: {sorted(samples - names)}"
+    assert not [name for name in names if name.endswith(".jsonl")]
 
 
 def test_the_installed_wheel_builds_retrieves_and_serves_outside_the_checkout(installed) -> None:
@@ -99,3 +114,29 @@ def test_the_installed_wheel_builds_retrieves_and_serves_outside_the_checkout(in
     with serve_process(store, toolkg=bin_dir / "toolkg", env=env, cwd=work) as (base, _):
         rows = sparql(base, "SELECT (COUNT(?t) AS ?n) { ?t a tk:Tool }")
     assert rows == [{"n": str(len(json.loads(BOOKINGS.read_text())))}]
+
+
+def test_the_installed_demo_builds_the_shipped_samples(installed) -> None:
+    bin_dir, work, env = installed
+    store = work / "demo-store"
+    built = _run([str(bin_dir / "toolkg"), "demo", "--store", str(store), "-q"], cwd=work, env=env, timeout=900)
+    assert "quarantined: none" in built.stdout, built.stdout
+    shipped = _run(
+        [str(bin_dir / "python"), "-c", "from toolkg.samples import FOLDER; print(FOLDER)"], cwd=work, env=env
+    )
+    folder = Path(shipped.stdout.strip())
+    assert str(bin_dir.parent) in str(folder)  # read from the installed package, not from the checkout's data/
+    catalog = json.loads((folder / "livemcpbench" / "tools.json").read_text(encoding="utf-8"))
+    lists = ("core_tools.json", "regular_tools.json")
+    toollinkos = [json.loads((folder / "toollinkos" / name).read_text(encoding="utf-8")) for name in lists]
+    expected = _tools_listed(catalog) + sum(map(len, toollinkos))  # ToolLinkOS files are lists of tools
+    stats = _run([str(bin_dir / "toolkg"), "stats", "--store", str(store), "--json"], cwd=work, env=env)
+    assert json.loads(stats.stdout)["totals"]["tools"] == expected
+
+
+def _tools_listed(document: object) -> int:
+    """The tools of an MCP catalog: the items of every list under a "tools" key (LiveMCPBench nests each
+    server's tools/list answer, {"server_name", "tools": [...]}, under its entry's "tools" object)."""
+    if isinstance(document, dict):
+        return sum(len(v) if k == "tools" and isinstance(v, list) else _tools_listed(v) for k, v in document.items())
+    return sum(map(_tools_listed, document)) if isinstance(document, list) else 0

@@ -2,17 +2,19 @@
 
 A catalog's tool, server and file names, descriptions and dependency reasons hold newlines, carriage
 returns, ESC[2J and U+202E; the build's summary, the quarantine listing, deps, query tables, stats,
-retrieve and the HTML report show them escaped (toolkg.display.one_line), one line each.
+retrieve and the HTML report show them escaped (toolkg.display.one_line), one line each; --json, --format csv
+and export's RDF carry none of them raw either.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from tests.support.terminal import ESC, FORGED, RLO, assert_one_line_each
+from tests.support.terminal import ESC, FORGED, RAW, RLO, assert_one_line_each
 from toolkg.display import width
 from toolkg.summary import BuildSummary
 
@@ -142,3 +144,35 @@ def test_report_escapes_names_and_keeps_them_on_their_line(evil_store, cli):
     assert ESC not in html and RLO not in html and "\x00" not in html
     assert "<script" not in html.lower()
     assert f"broken\\n{FORGED}\\x1b[2J.json" in html  # shown escaped, as in the terminal
+
+
+def test_machine_outputs_carry_no_raw_control_character(evil_store, cli):
+    """--json, --format csv and export's RDF: the hostile texts escaped (JSON, RDF: \\uXXXX; CSV: one_line's
+    escapes), the JSON and RDF reading back to the exact texts."""
+    import pyoxigraph
+
+    root, _ = evil_store
+    store = str(root / "store")
+    descriptions = "SELECT ?d WHERE { ?t a tk:Tool ; dcterms:description ?d }"
+    outputs = {
+        "query --json": cli("query", "--store", store, "--json", descriptions),
+        "query --format csv": cli("query", "--store", store, "--format", "csv", descriptions),
+        "construct --json": cli("query", "--store", store, "--json", "CONSTRUCT { ?t dcterms:description ?d } "
+                                "WHERE { ?t a tk:Tool ; dcterms:description ?d }"),
+        "retrieve --json": cli("retrieve", "--store", store, "--json", "--method", "bm25", "-k", "5", "order"),
+        "deps --json": cli("deps", "--store", store, "--json"),
+        "stats --json": cli("stats", "--store", store, "--json"),
+        **{f"export {f}": cli("export", "--store", store, "--format", f) for f in ("ttl", "nq", "jsonld")},
+    }  # fmt: skip
+    for name, result in outputs.items():
+        assert result.returncode == 0, (name, result.stderr)
+        raw = re.compile(RAW.pattern.replace("\x00-\x09", "\x00-\x08")).search(result.stdout)  # tab lays out Turtle
+        assert raw is None, f"{name}: raw {raw.group()!r} in {result.stdout[max(raw.start() - 60, 0) : raw.end()]!r}"
+    texts = {b["d"]["value"] for b in json.loads(outputs["query --json"].stdout)["results"]["bindings"]}
+    assert f"Gets an order by its order id.\n{FORGED} {ESC}" in texts  # the exact text, read back
+    assert f"Gets an order by its order id.\n{FORGED} \\x1b[2J" in outputs["query --format csv"].stdout  # CSV quotes \n
+    quads = pyoxigraph.parse(outputs["export nq"].stdout.encode(), format=pyoxigraph.RdfFormat.N_QUADS)
+    assert texts <= {quad.object.value for quad in quads}
+    assert f"needs a session\n{FORGED}{ESC}" in {
+        e["evidence"] for e in json.loads(outputs["deps --json"].stdout)["edges"]
+    }

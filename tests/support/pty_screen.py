@@ -79,14 +79,16 @@ class Screen:
 
 
 def run_on_pty(
-    argv: Sequence[str], columns: int, env: dict[str, str], timeout: float = 300
+    argv: Sequence[str], columns: int, env: dict[str, str], timeout: float = 300, stdout_on_pty: bool = False
 ) -> tuple[int, bytes, bytes]:
     """Run ``argv`` with stderr on a pseudo-terminal ``columns`` wide (0: a terminal that reports no size, as
-    some containers and CI runners do), stdout a pipe, stdin closed; (exit code, stdout, terminal bytes)."""
+    some containers and CI runners do), stdout a pipe, stdin closed; (exit code, stdout, terminal bytes). With
+    ``stdout_on_pty`` the other way round: stdout on the terminal, stderr a pipe; (exit code, stderr, terminal)."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24 if columns else 0, columns, 0, 0))
     env = {key: value for key, value in env.items() if key not in ("COLUMNS", "LINES")}
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env)
+    out, err = (slave, subprocess.PIPE) if stdout_on_pty else (subprocess.PIPE, slave)
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
     os.close(slave)
     received: list[bytes] = []
 
@@ -108,11 +110,11 @@ def run_on_pty(
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     try:
-        stdout, _ = process.communicate(timeout=timeout)
+        piped = process.communicate(timeout=timeout)[1 if stdout_on_pty else 0]
     finally:
         reader.join(timeout=10)
         os.close(master)
-    return process.returncode, stdout, b"".join(received)
+    return process.returncode, piped, b"".join(received)
 
 
 def terminal_text(raw: bytes) -> str:

@@ -14,9 +14,8 @@ module only assembles the parser and maps errors to exit codes.
 Bare ``toolkg`` prints the help and exits 0: a person typing the name alone asks what the tool does, and nothing
 failed (pip, docker and kubectl do the same).
 
-Exit codes: 0 ok, 1 failure, 2 usage or configuration error (bad flags, bad SPARQL, missing
-files, no LLM endpoint),
-3 finished but some inputs were quarantined (see the summary and runs/<run>/quarantine.jsonl).
+Exit codes: 0 ok, 1 failure, 2 usage or configuration error (bad flags, bad SPARQL, missing files, a busy
+port, no LLM endpoint), 3 finished but some inputs were quarantined (see the summary and runs/<run>/quarantine.jsonl).
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 def add_parsers(sub) -> None:
     _add_build(sub)
+    _add_demo(sub)
     _add_schedule(sub)
     _add_prefect_server(sub)
 
@@ -73,6 +74,24 @@ def _add_build(sub) -> None:
     add_output(build, formats=None, what="the run summary")
     add_verbosity(build, quiet=True, prefect=True)
     build.set_defaults(handler=cmd_build)
+
+
+def _add_demo(sub) -> None:
+    demo = sub.add_parser(
+        "demo",
+        help="build the sample catalogs toolkg ships (LiveMCPBench, ToolLinkOS) into a store: a first graph",
+        description="Build the two sample catalogs installed with toolkg as package data, LiveMCPBench's MCP "
+        "servers (Apache-2.0) and ToolLinkOS's tools with their declared dependencies (MIT), into the store: "
+        "what 'toolkg build' makes of those files, and what 'make demo' builds in a checkout. Nothing is "
+        "downloaded but, once per machine, the embedding model when it is not installed. The options are "
+        "toolkg build's.",
+        epilog=settings_epilog(),
+    )
+    add_store(demo)
+    add_settings(demo)
+    add_output(demo, formats=None, what="the run summary")
+    add_verbosity(demo, quiet=True, prefect=True)
+    demo.set_defaults(handler=cmd_demo, only=None, dask=None)
 
 
 def _add_schedule(sub) -> None:
@@ -183,6 +202,14 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(summary)
         print("\n".join(f"  {line}" for line in timing))
     return summary.exit_code
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """`toolkg build` of the shipped sample catalogs (``toolkg.samples``)."""
+    from toolkg.samples import sample_paths
+
+    args.paths = [str(path) for path in sample_paths()]
+    return cmd_build(args)
 
 
 def _timing(wall: float, pipeline: float, server: SharedServer | None) -> list[str]:

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from toolkg.display import escape_quoted
 from toolkg.errors import DiskFullError, RequestError, StoreError
 from toolkg.summary import EXIT_USAGE
 
@@ -45,10 +46,23 @@ def one_of(message: str, *given: object) -> None:
 
 
 class Parser(argparse.ArgumentParser):
-    """Usage errors are one line and exit 2, like every other usage error of toolkg."""
+    """Usage errors are one line and exit 2, like every other usage error of toolkg; a mistyped command or
+    choice names the closest ones (``toolkg biuld``: did you mean build?), as Python 3.14's argparse does with
+    ``suggest_on_error``."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        choices = action.choices
+        if choices is None or value in choices or not isinstance(value, str):
+            return super()._check_value(action, value)
+        from difflib import get_close_matches
+
+        close = get_close_matches(value, [str(c) for c in choices], n=3, cutoff=0.6)
+        listed = ", ".join(map(repr, choices))
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint} (choose from {listed})")
 
 
 def default_store() -> str:
@@ -101,7 +115,9 @@ def add_verbosity(parser: argparse.ArgumentParser, quiet: bool = False, prefect:
 
 
 def print_json(data: object, out=None) -> None:
-    print(json.dumps(data, indent=2, ensure_ascii=False), file=out or sys.stdout)
+    """``data`` as indented JSON, readable (non-ASCII text as it is) but with no raw control, bidi or separator
+    character: JSON itself escapes only C0, and a tool's text may hold ESC[2J, C1 or U+202E."""
+    print(escape_quoted(json.dumps(data, indent=2, ensure_ascii=False)), file=out or sys.stdout)
 
 
 def open_store(directory: str, *, create: bool = False):

@@ -30,7 +30,8 @@ def _add_query(sub) -> None:
         "query",
         help="run a SPARQL query over all graphs",
         description="Run SPARQL over the union of all graphs (tk:, rdf:, rdfs:, xsd:, dcterms:, skos:, prov:, owl: "
-        "prefixes are predefined). CONSTRUCT/DESCRIBE print N-Triples. Read-only; the query is checked first as "
+        "prefixes are predefined). --json is JSON for every form: the W3C SPARQL JSON results for SELECT and ASK, "
+        "JSON-LD for CONSTRUCT and DESCRIBE (whose table is N-Triples). Read-only; the query is checked first as "
         "toolkg serve checks it (size, nesting, complexity; SERVICE only with --allow-federation).",
     )
     query.add_argument("sparql", nargs="?", help="the query; '-' reads standard input")
@@ -180,18 +181,25 @@ def cmd_query(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     import pyoxigraph
 
+    from toolkg.display import QuotedEscaper
+
     if args.ontology_html:
         return _write_ontology_html(args)
     usage(not args.remote_context or args.output_format == "jsonld", "--remote-context goes with --format jsonld")
     store = open_store(args.store)
     fmt = getattr(pyoxigraph.RdfFormat, EXPORT_FORMATS[args.output_format])
+    # Every RDF syntax takes \uXXXX where a raw control or bidi character from a tool's text could stand.
     if args.output:
         with open(args.output, "wb") as out:
-            store.dump(out, fmt, remote_context=args.remote_context)
+            escaped = QuotedEscaper(out)
+            store.dump(escaped, fmt, remote_context=args.remote_context)
+            escaped.flush()
         size = Path(args.output).stat().st_size
         print(f"wrote {args.output} ({size} bytes, {args.output_format})", file=sys.stderr)
     else:
-        store.dump(sys.stdout.buffer, fmt, remote_context=args.remote_context)
+        escaped = QuotedEscaper(sys.stdout.buffer)
+        store.dump(escaped, fmt, remote_context=args.remote_context)
+        escaped.flush()
     return EXIT_OK
 
 

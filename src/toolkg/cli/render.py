@@ -7,14 +7,16 @@ long cells are cut to fit) after ``display.one_line`` has escaped each cell: nam
 from __future__ import annotations
 
 import io
+import os
 import re
 import shutil
+import sys
 from collections.abc import Collection
 from typing import IO, TYPE_CHECKING
 
-from pyoxigraph import QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat, serialize
+from pyoxigraph import BlankNode, QueryBoolean, QueryResultsFormat, QuerySolutions, RdfFormat, serialize
 
-from toolkg.display import clip, one_line
+from toolkg.display import clip, escape_csv, escape_quoted, one_line
 from toolkg.store.oxigraph_store import compact
 
 if TYPE_CHECKING:  # rich loads only where a table is drawn
@@ -26,11 +28,15 @@ GAP = 2  # spaces between columns
 K_PER_TABLE = 10  # cut-offs per eval table: 10 score columns and the names fit MAX_WIDTH
 
 
-def terminal_width() -> int:
-    """Columns to lay tables out in: the terminal's (or $COLUMNS), at most ``MAX_WIDTH``; ``MAX_WIDTH`` when
-    standard output is no terminal (a pipe or a file), so what a script reads does not depend on a window."""
-    columns = shutil.get_terminal_size((MAX_WIDTH, 24)).columns
-    return max(MIN_WIDTH, min(columns, MAX_WIDTH))
+def terminal_width() -> int | None:
+    """Columns to cut tables to, or None for no cut. On a terminal its width ($COLUMNS when set), at most
+    ``MAX_WIDTH``; when standard output is no terminal (a pipe or a file) None, so what a script reads is every
+    cell whole, unless $COLUMNS asks for a width (at most ``MAX_WIDTH`` too)."""
+    columns = os.environ.get("COLUMNS", "")
+    if not sys.stdout.isatty() and not columns.strip().isdigit():
+        return None
+    columns_now = shutil.get_terminal_size((MAX_WIDTH, 24)).columns
+    return max(MIN_WIDTH, min(columns_now, MAX_WIDTH))
 
 
 NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?%?|-?\.\d+")  # 12, -3, 1,024, 0.125, 50%; not 'inf' or 'nan'
@@ -49,7 +55,7 @@ def _bounded(text: str, width: int) -> str:
 def table(headers: list[str], rows: list[list[str]], *, width: int | None = None, breaks: Collection[int] = ()) -> str:
     """Columns aligned by terminal width (a CJK character takes two), ``GAP`` spaces apart, a dashed rule
     under the header; every cell one line, its control characters escaped (``display.one_line``), and cut
-    with '…' where the table would be wider than ``width`` (default ``terminal_width()``). Numeric
+    with '…' where the table would be wider than ``width`` (default ``terminal_width()``; None: no cut). Numeric
     columns are right-aligned. A blank line follows each row whose index is in ``breaks``.
 
     >>> print(table(["tool", "n"], [["東京", "1"], ["a\\nb", "22"], ["[bold]x", "333"]]))
@@ -69,10 +75,13 @@ def table(headers: list[str], rows: list[list[str]], *, width: int | None = None
     from rich.text import Text
 
     width = width or terminal_width()
-    # Cut before rich sees them: a cell never shows more than the width, and a huge literal costs nothing.
-    # (A text of at most `width` characters needs no look: it is cut, if at all, by the layout.)
-    heads = [_bounded(one_line(h), width) for h in headers]
-    cells = [[_bounded(one_line(c), width) for c in row] for row in rows]
+    if width is None:  # no cut: as wide as the widest row
+        heads, cells = [one_line(h) for h in headers], [[one_line(c) for c in row] for row in rows]
+    else:
+        # Cut before rich sees them: a cell never shows more than the width, and a huge literal costs nothing.
+        # (A text of at most `width` characters needs no look: it is cut, if at all, by the layout.)
+        heads = [_bounded(one_line(h), width) for h in headers]
+        cells = [[_bounded(one_line(c), width) for c in row] for row in rows]
     # box=None: no borders, just GAP spaces between columns, so every row stays one grep-able line.
     grid = Table(box=None, padding=(0, GAP, 0, 0), pad_edge=False, show_edge=False, highlight=False)
     for i, head in enumerate(heads):
@@ -84,6 +93,8 @@ def table(headers: list[str], rows: list[list[str]], *, width: int | None = None
     # The rule under the header is a row of dashes as wide as the column's widest cell, cropped (not cut
     # with '…') when rich narrows the column: it always ends where the column ends.
     natural = [max([cell_len(h)] + [cell_len(r[i]) for r in cells]) for i, h in enumerate(heads)]
+    if width is None:
+        width = sum(natural) + GAP * len(natural)
     grid.add_row(*(Text("-" * n, no_wrap=True, overflow="crop") for n in natural))
     for index, row in enumerate(cells):
         grid.add_row(*(Text(c, no_wrap=True, overflow="ellipsis") for c in row))
@@ -115,20 +126,46 @@ def _text(data: bytes | None) -> str:
 
 
 def print_result(result, fmt: str, out: IO[str]) -> None:
+    """A query's result in ``fmt``. JSON is always JSON: the W3C SPARQL results format for SELECT and ASK,
+    JSON-LD (as Oxigraph writes it: expanded, one object per subject) for CONSTRUCT and DESCRIBE. CSV is the
+    W3C CSV results format, a graph's triples as rows of subject, predicate, object. The table of a graph is
+    its N-Triples. No format carries a raw control or bidi character (``display.escape_quoted``,
+    ``display.escape_csv``); a table escapes them as every table does."""
     if isinstance(result, QueryBoolean):
-        out.write(("true" if bool(result) else "false") + "\n")
-        return
-    if not isinstance(result, QuerySolutions):  # CONSTRUCT / DESCRIBE
-        out.write(_text(serialize(result, format=RdfFormat.N_TRIPLES)))
-        return
-    if fmt == "json":
-        out.write(_text(result.serialize(format=QueryResultsFormat.JSON)) + "\n")
+        if fmt == "json":
+            out.write(escape_quoted(_text(result.serialize(format=QueryResultsFormat.JSON))) + "\n")
+        else:
+            out.write(("true" if bool(result) else "false") + "\n")
+    elif not isinstance(result, QuerySolutions):  # CONSTRUCT / DESCRIBE
+        if fmt == "json":
+            out.write(escape_quoted(_text(serialize(result, format=RdfFormat.JSON_LD))) + "\n")
+        elif fmt == "csv":
+            out.write(escape_csv(_triples_csv(result)))
+        else:
+            out.write(escape_quoted(_text(serialize(result, format=RdfFormat.N_TRIPLES))))
+    elif fmt == "json":
+        out.write(escape_quoted(_text(result.serialize(format=QueryResultsFormat.JSON))) + "\n")
     elif fmt == "csv":
-        out.write(_text(result.serialize(format=QueryResultsFormat.CSV)))
+        out.write(escape_csv(_text(result.serialize(format=QueryResultsFormat.CSV))))
     else:
         names = [v.value for v in result.variables]
         rows = [[compact(row[n]) for n in names] for row in result]
         out.write(table(names, rows) + f"\n({len(rows)} row{'s' if len(rows) != 1 else ''})\n")
+
+
+def _triples_csv(triples) -> str:
+    """Triples as the W3C SPARQL CSV results of ``SELECT ?subject ?predicate ?object``: IRIs and literals as
+    their plain value, blank nodes as ``_:label``."""
+    import csv
+
+    def cell(term) -> str:
+        return f"_:{term.value}" if isinstance(term, BlankNode) else term.value
+
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\r\n")
+    writer.writerow(["subject", "predicate", "object"])
+    writer.writerows([cell(t.subject), cell(t.predicate), cell(t.object)] for t in triples)
+    return text.getvalue()
 
 
 def format_stats(data: dict) -> str:

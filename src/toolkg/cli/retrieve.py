@@ -239,13 +239,13 @@ def _rank_all(retriever, rows: list[dict], args: argparse.Namespace) -> None:
     import json
 
     from toolkg.atomic import atomic_output
-    from toolkg.display import one_line
+    from toolkg.display import escape_quoted, one_line
     from toolkg.retrieval import as_query
 
     def write(out) -> None:
         for row in rows:
             ranking = retriever.retrieve(as_query(row), args.k)
-            out.write(json.dumps(ranking.as_json(row["id"]), ensure_ascii=False) + "\n")
+            out.write(escape_quoted(json.dumps(ranking.as_json(row["id"]), ensure_ascii=False)) + "\n")
 
     if not args.out:
         write(sys.stdout)

@@ -245,7 +245,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from toolkg import progress
     from toolkg.config import BuildConfig, ToolSearchOptions
     from toolkg.errors import StoreError
-    from toolkg.netpolicy import HostPolicy
+    from toolkg.netpolicy import HostPolicy, listening_socket
     from toolkg.serve.endpoint import parse_bind
     from toolkg.store.oxigraph_store import ToolStore
     from toolkg.toolsearch.auth import load_tokens
@@ -291,6 +291,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if not ToolStore.exists(args.store):  # checked, not opened: a build may hold the store's lock
         raise StoreError(f"no toolkg store at {args.store} (run 'toolkg build PATH... --store {args.store}' first)")
     progress.enable(False)  # over stdio, standard output is the protocol's
+    # Bound before the banner: a busy port is the one line said, not a banner followed by uvicorn's error.
+    listener = listening_socket(host, port) if http else None
     if http:
         calls = "calls off" if not calling else "calls on: " + policy.describe().removeprefix("It calls ").rstrip(".")
         _say(f"toolkg MCP server on http://{_url_host(host)}:{port}/mcp ({calls}); Ctrl-C stops it")
@@ -317,9 +319,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             trust=TrustPolicy.from_settings(searching.hide, searching.hide_severity, searching.approved),
             hosts=hosts,
             tokens=tokens,
+            sock=listener,
         )
     except KeyboardInterrupt:
         pass
+    finally:
+        if listener is not None:
+            listener.close()
     return EXIT_OK
 
 

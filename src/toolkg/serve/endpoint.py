@@ -39,7 +39,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from toolkg.display import one_line
 from toolkg.errors import ConfigError, NotFoundError, StoreError, ToolkgError
-from toolkg.netpolicy import HostPolicy, is_local_bind
+from toolkg.netpolicy import HostPolicy, bind_failure, is_local_bind
 from toolkg.ontology import PREFIXES, iris
 from toolkg.serve.assets import asset
 from toolkg.serve.backend import MEMORY_LIMIT_MIB, Backends
@@ -385,6 +385,6 @@ def make_server(
         server: EndpointServer = server_class((host, port), handler)
     except OSError as exc:
         endpoint.close()
-        raise ConfigError(f"cannot listen on {bind}: {exc.strerror or exc}") from None
+        raise bind_failure(host, port, exc) from None
     server.endpoint = endpoint
     return server

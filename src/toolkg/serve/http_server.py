@@ -132,10 +132,10 @@ class PooledHTTPServer(HTTPServer):
     allow_reuse_address = True
 
     def __init__(self, address, handler: type[BaseHTTPRequestHandler], workers: int = WORKERS) -> None:
-        super().__init__(address, handler)
+        # Bound after the state below exists: a bind that fails (a busy port) calls server_close, which closes it.
+        super().__init__(address, handler, bind_and_activate=False)
         # RequestHandlerClass, typed as _answer calls it: its request is a Waiting (OneRequestHandler.setup)
         self._handler: Callable[[Waiting, Any, PooledHTTPServer], BaseHTTPRequestHandler] = handler
-        self.socket.setblocking(False)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolkg-serve")
         self._selector = selectors.DefaultSelector()
         self._waiting: dict[socket.socket, Waiting] = {}
@@ -146,6 +146,13 @@ class PooledHTTPServer(HTTPServer):
         self._stop = threading.Event()
         self._stopped = threading.Event()
         self._stopped.set()
+        try:
+            self.server_bind()
+            self.server_activate()
+        except BaseException:
+            self.server_close()
+            raise
+        self.socket.setblocking(False)
 
     # -- the reading thread -------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 import signal
+import socket
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -256,11 +257,13 @@ def serve(
     trust: TrustPolicy | None = None,
     hosts: HostPolicy | None = None,
     tokens: Tokens | None = None,
+    sock: socket.socket | None = None,
 ) -> None:
     """Run the MCP server until stopped (stdio: until the client closes the pipe). Leaving closes every
     session ``call_tool`` opened (their server processes stop). ``pinned`` tools come with every search;
     ``min_score`` replaces the calibrated abstention threshold. Over HTTP, requests must name one of ``hosts``
-    (default: those of the bind) and carry one of ``tokens`` (None: no authentication, --no-auth)."""
+    (default: those of the bind) and carry one of ``tokens`` (None: no authentication, --no-auth); the server
+    listens on ``sock`` when given (bound to host:port already), else binds host:port itself."""
     opened = ToolSearch(
         store_dir,
         sparql_timeout=sparql_timeout,
@@ -288,7 +291,7 @@ def serve(
             unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
             app = server.streamable_http_app(host=host, transport_security=unchecked)
             gate = McpHttpGate(app, hosts or HostPolicy.for_bind(host), tokens)
-            uvicorn_limits.run(gate, host, port)  # uvicorn, with deadlines and caps against slow clients
+            uvicorn_limits.run(gate, host, port, sock)  # uvicorn, with deadlines and caps against slow clients
         finally:
             with _signals_deferred():  # a client's SIGTERM while its servers stop must not cut that short
                 caller.close()

@@ -39,6 +39,7 @@ from uvicorn import Config, Server
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from toolkg.errors import ToolkgError
 from toolkg.http_framing import framing_refusal, head_end
 from toolkg.slow_clients import MAX_SLOW_PER_CLIENT, REQUEST_DEADLINE_S, SLOW_AFTER_S, fd_limit, waiting_cap
 
@@ -257,8 +258,9 @@ class GuardedServer(Server):
         loop.default_exception_handler(context)
 
 
-def run(app: Any, host: str, port: int) -> None:
-    """Serve the ASGI ``app`` on host:port until stopped, as ``uvicorn.run`` would, with the limits above."""
+def run(app: Any, host: str, port: int, sock: socket.socket | None = None) -> None:
+    """Serve the ASGI ``app`` on host:port until stopped, as ``uvicorn.run`` would, with the limits above; on
+    ``sock`` when given, a socket already bound to host:port (``netpolicy.listening_socket``)."""
     waiting = Waiting(waiting_cap())
     config = Config(
         app,
@@ -272,8 +274,11 @@ def run(app: Any, host: str, port: int) -> None:
     )
     server = GuardedServer(config, waiting)
     try:
-        server.run()
+        server.run(sockets=None if sock is None else [sock])
     except KeyboardInterrupt:
-        pass
-    if not server.started:  # uvicorn.run's exit when it could not start (it said why)
-        sys.exit(STARTUP_FAILURE)
+        return
+    except SystemExit as exc:  # uvicorn's exit when it could not start: its code (3) is toolkg's "quarantined"
+        if exc.code != STARTUP_FAILURE:
+            raise
+    if not server.started:  # uvicorn logged why
+        raise ToolkgError(f"the MCP server on {host}:{port} could not start (uvicorn's reason is above)")

@@ -3,7 +3,13 @@ tests/e2e/test_output_safety.py)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.support.terminal import ESC, FORGED, RAW, RLO, assert_one_line_each
 from toolkg.cli.render import table
@@ -73,3 +79,86 @@ def test_tables_align_wide_characters_and_escape_cells():
 
     assert {second_column(line) for line in lines} == {width("東京_weather") + 2} == {width(pad("東京", 12)) + 2}
     assert lines[3].endswith("x\\nquarantined: none")
+
+
+# -- machine formats: no raw control character, the same text read back ----------------------------------------
+
+# RAW but tab, which JSON, RDF and CSV lay their text out with (a tab in a value is escaped or quoted there).
+UNSAFE = re.compile(RAW.pattern.replace("\x00-\x09", "\x00-\x08"))
+ANY_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)  # RDF literals hold no surrogates
+HOSTILE = st.sampled_from([ESC, RLO, "\x85", "\x9b", "\x00", "\x7f", "\r", "\n", "\t", "\u2028", '"', ",", "\\"])
+TEXTS = st.lists(st.one_of(ANY_TEXT, HOSTILE), max_size=6).map("".join)
+
+
+def _query(text: str, sparql: str, fmt: str) -> str:
+    import pyoxigraph
+
+    from toolkg.cli.render import print_result
+
+    store = pyoxigraph.Store()
+    subject, predicate = pyoxigraph.NamedNode("https://example.org/s"), pyoxigraph.NamedNode("https://example.org/p")
+    store.add(pyoxigraph.Quad(subject, predicate, pyoxigraph.Literal(text)))
+    out = io.StringIO()
+    print_result(store.query(sparql), fmt, out)
+    return out.getvalue()
+
+
+@given(text=TEXTS)
+def test_query_output_in_every_format_is_free_of_raw_controls_and_reads_back(text):
+    import pyoxigraph
+
+    select, construct = "SELECT ?o WHERE { ?s ?p ?o }", "CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"
+    outputs = {
+        (form, fmt): _query(text, sparql, fmt)
+        for form, sparql in (("select", select), ("construct", construct), ("ask", "ASK { ?s ?p ?o }"))
+        for fmt in ("table", "json", "csv")
+    }
+    for (form, fmt), out in outputs.items():  # CSV ends its lines with CR LF, and quotes a value's CR
+        assert not UNSAFE.search(out.replace("\r", "") if fmt == "csv" else out), (form, fmt, out)
+    selected = json.loads(outputs["select", "json"])["results"]["bindings"]
+    assert [b["o"]["value"] for b in selected] == [text]
+    (node,) = json.loads(outputs["construct", "json"])  # JSON-LD
+    assert node["https://example.org/p"] == [{"@value": text}]
+    (triple,) = pyoxigraph.parse(outputs["construct", "table"], format=pyoxigraph.RdfFormat.N_TRIPLES)
+    assert triple.object.value == text
+    assert json.loads(outputs["ask", "json"]) == {"head": {}, "boolean": True}
+    # CSV has no escapes: each raw character shows as one_line's escape (CR, newline and tab are quoted)
+    shown = "".join(c if c in "\r\n\t" or not UNSAFE.match(c) else one_line(c) for c in text)
+    for form, column in (("select", 0), ("construct", 2)):
+        rows = list(csv.reader(io.StringIO(outputs[form, "csv"], newline="")))
+        assert len(rows) == 2 and (rows[1] or [""])[column] == shown, (form, rows)  # [] is a lone empty value
+
+
+@given(text=st.text(max_size=40) | TEXTS)
+def test_printed_json_is_free_of_raw_controls_and_reads_back(text):
+    from toolkg.cli.common import print_json
+
+    out = io.StringIO()
+    print_json({"tool": text, "why": [text]}, out)
+    assert not UNSAFE.search(out.getvalue()) and out.getvalue().encode("utf-8")  # lone surrogates escaped too
+    assert json.loads(out.getvalue()) == {"tool": text, "why": [text]}
+
+
+@given(text=TEXTS, cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8))
+def test_rdf_written_through_the_escaper_in_any_pieces_is_free_of_raw_controls(text, cuts):
+    """What `toolkg export` writes: a character split between two writes is escaped whole."""
+    import pyoxigraph
+
+    from toolkg.display import QuotedEscaper
+
+    store = pyoxigraph.Store()
+    literal = pyoxigraph.Literal(text)
+    subject, predicate = pyoxigraph.NamedNode("https://example.org/s"), pyoxigraph.NamedNode("https://example.org/p")
+    store.add(pyoxigraph.Quad(subject, predicate, literal))
+    for fmt in (pyoxigraph.RdfFormat.N_QUADS, pyoxigraph.RdfFormat.TRIG, pyoxigraph.RdfFormat.JSON_LD):
+        whole = store.dump(format=fmt)
+        out = io.BytesIO()
+        escaper = QuotedEscaper(out)
+        bounds = sorted({0, len(whole), *(c for c in cuts if c < len(whole))})
+        for start, end in zip(bounds, bounds[1:], strict=False):
+            escaper.write(whole[start:end])
+        escaper.flush()
+        written = out.getvalue().decode("utf-8")
+        assert not UNSAFE.search(written), (fmt, written)
+        (quad,) = pyoxigraph.parse(written.encode("utf-8"), format=fmt)
+        assert quad.object == literal
