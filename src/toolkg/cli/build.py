@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from toolkg.cli.common import UsageError, add_output, add_store, add_verbosity, usage
+from toolkg.cli.common import UsageError, add_output, add_store, add_verbosity, print_json, usage
 from toolkg.cli.settings import add_settings, build_config, sections, settings_epilog
 from toolkg.config import BuildConfig
 from toolkg.summary import EXIT_OK
@@ -196,7 +196,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     summary = build_catalog(paths=[str(p) for p in args.paths], store_dir=args.store, config=config)
     timing = _timing(time.perf_counter() - started, summary.pipeline_seconds, server)
     if args.output_format == "json":  # standard output is the summary alone
-        print(summary.model_dump_json(indent=2))
+        print_json(summary.model_dump(mode="json"))
         print("\n".join(timing), file=sys.stderr)
     else:
         print(summary)
@@ -261,7 +261,7 @@ def _build_only(args: argparse.Namespace, config: BuildConfig, started: float, s
     summary = run(paths=list(args.paths), store_dir=args.store, servers=args.only, config=config)
     timing = f"wall time: {time.perf_counter() - started:.2f}s"
     if args.output_format == "json":  # the shape of a build's summary: one object
-        print(summary.model_dump_json(indent=2))
+        print_json(summary.model_dump(mode="json"))
         print(timing, file=sys.stderr)
     else:
         print(summary)
