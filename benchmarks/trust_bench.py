@@ -70,7 +70,7 @@ def load_tools(path: Path):
         manifest_file, data = fingerprint_file(file)
         result = ingest_manifest(manifest_file, data)
         if result.manifest is not None:
-            out += [ToolText.from_tool(t) for s in result.manifest.servers for t in s.tools]
+            out += [ToolText.from_tool(t, s.name, s.description) for s in result.manifest.servers for t in s.tools]
     return out
 
 

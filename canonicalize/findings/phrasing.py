@@ -228,7 +228,12 @@ FEATURES: dict[str, str] = {
         r"\bdd\s+if=|\bmkfs\b|\bto program\s+'|\bcurl\s+-d\s+@",
     ),
     # a long base64 blob (a payload the text hides)
-    "encoded": r"(?<![\w/+])[A-Za-z0-9+/]{80,}={0,2}(?![\w/+])",
+    # a long base64 blob, or text that was encoded (encodings.decode_payloads marks what it decoded): honest
+    # descriptions do not spell words in base64 or hex
+    "encoded": either(
+        r"(?<![\w/+])[A-Za-z0-9+/]{80,}={0,2}(?![\w/+])",
+        r"\[decoded (?:base64|base32|hex|url-encoding|html entities|unicode escapes): ",
+    ),
     # role play and jailbreak phrasing
     "role": either(
         r"\byou are now\b",
