@@ -58,10 +58,7 @@ def _texts(store: ToolStore, values: str) -> list[ToolText]:
             ?d tk:basis ?basis ; tk:onTool ?p ; tk:reason ?reason . ?p tk:name ?target
             FILTER(?basis != tk:Inferred) }} ORDER BY ?id ?target ?reason"""):
         reasons[row["id"].value].append((row["target"].value, row["reason"].value))
-    return [
-        ToolText.from_tool(t, *servers.get(t.server_id, ("", "")), reasons=reasons.get(t.id, []))
-        for t in tools
-    ]
+    return [ToolText.from_tool(t, *servers.get(t.server_id, ("", "")), reasons=reasons.get(t.id, [])) for t in tools]
 
 
 def _read_tools(store: ToolStore, values: str) -> list[Tool]:
@@ -265,4 +262,3 @@ def replace_audit_of(store: ToolStore, tool_ids: Iterable[str], triples: Iterabl
 
 def audit_graph_exists(store: ToolStore) -> bool:
     return store.has_graph(AUDIT_GRAPH)
-

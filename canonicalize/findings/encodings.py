@@ -57,8 +57,12 @@ def _escapes(blob: str) -> bytes:
 # (name, the run it reads, its decoder). Each run is long enough that ordinary words and identifiers do not match:
 # base64 needs 16 characters with a digit, '+', '/' or mixed case inside (checked after decoding anyway).
 ENCODINGS: tuple[tuple[str, re.Pattern[str], Callable[[str], bytes]], ...] = (
-    ("hex", re.compile(r"(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-zA-Z])(?:0x)?(?:[0-9a-fA-F]{2}){8,}(?![0-9a-zA-Z])"), _hex),
-    ("url-encoding", re.compile(r"(?:%[0-9a-fA-F]{2}[\w.~+\-]*){4,}"), _url),
+    (
+        "hex",
+        re.compile(r"(?:\\x[0-9a-fA-F]{2}){6,}|(?<![0-9a-zA-Z])(?:0x)?(?:[0-9a-fA-F]{2}){8,}(?![0-9a-zA-Z])"),
+        _hex,
+    ),
+    ("url-encoding", re.compile(r"[\w.~+\-]*(?:%[0-9a-fA-F]{2}[\w.~+\-]*){4,}"), _url),
     ("html entities", re.compile(r"(?:&#(?:x[0-9a-fA-F]{1,6}|[0-9]{1,7});){4,}"), _entities),
     ("unicode escapes", re.compile(r"(?:\\u[0-9a-fA-F]{4}){4,}"), _escapes),
     ("base32", re.compile(r"(?<![A-Za-z0-9])[A-Z2-7]{16,}={0,6}(?![A-Za-z0-9])"), _b32),
@@ -89,9 +93,14 @@ def decode_payloads(text: str, layers: int = LAYERS) -> str:
 
         def replace(match: re.Match[str], name=name, decode=decode) -> str:
             try:
-                decoded = _as_text(decode(match.group()))
+                data = decode(match.group())
             except (ValueError, binascii.Error):
                 return match.group()
+            decoded = _as_text(data)
+            if decoded is None and layers > 1 and data.isascii() and data.decode("ascii").isprintable():
+                # no words yet, but printable: another layer (base64 of URL-encoded text) may hold them
+                deeper = decode_payloads(data.decode("ascii"), layers - 1)
+                return f"[decoded {name}: {deeper}]" if "[decoded " in deeper else match.group()
             if decoded is None or decoded == match.group():
                 return match.group()
             return f"[decoded {name}: {decode_payloads(decoded, layers - 1)}]"

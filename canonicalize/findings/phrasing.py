@@ -41,9 +41,11 @@ FEATURES: dict[str, str] = {
         + gap(30)
         + r"\b(?:instructions?|prompts?|rules|directions|guidelines|guidance|polic(?:y|ies)|constraints|restrictions|"
         r"messages|requests?)\b",
+        # without "previous", "all", ... the object must be the model's own: "ignore robots.txt rules" and "bypass
+        # lint rules" are a tool's options, "ignore your guidelines" is not
         r"\b(?:ignore|disregard|forget|override|bypass)\b"
         + gap(40)
-        + r"\b(?:rules|instructions|guidelines|policies|restrictions|safeguards|guardrails)\b",
+        + r"\b(?:instructions|guidelines|policies|safeguards|guardrails)\b",
         r"\b(?:previous|prior|earlier|above|original|existing|all other) (?:instructions|guidance|rules|directions|"
         r"guidelines|prompts?) (?:is|are|were) (?:void|null|obsolete|outdated|cancell?ed|revoked|superseded|"
         r"no longer (?:valid|apply|in effect))\b",

@@ -29,9 +29,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -200,10 +200,9 @@ class ToolText:
 _TYPE_WORDS = frozenset({"string", "number", "integer", "boolean", "array", "object", "null", "any", ""})
 
 
-
-
 def is_plain_type(value: object) -> bool:
     return value is None or (isinstance(value, str) and all(part in _TYPE_WORDS for part in value.split("|")))
+
 
 # The keys of a nested property that hold text (schema.nested_schema writes these and its inside).
 _NESTED_TEXT = ("title", "description", "enum", "default")

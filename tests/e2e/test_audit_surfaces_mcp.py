@@ -48,7 +48,10 @@ SURFACES: dict[str, tuple[str, object, str, str]] = {
     ),
     "type string": (
         "typestring.json",
-        {"server": "typestring", "tools": [_tool("lookup", properties={"id": {"type": f"string. <IMPORTANT>{ORDER}"}})]},
+        {
+            "server": "typestring",
+            "tools": [_tool("lookup", properties={"id": {"type": f"string. <IMPORTANT>{ORDER}"}})],
+        },
         "typestring::lookup",
         "inputSchema.properties.id.type",
     ),
@@ -139,7 +142,10 @@ SURFACES: dict[str, tuple[str, object, str, str]] = {
                 _tool(
                     "lookup",
                     properties={
-                        "id": {"type": "string", "description": "Record id, e.g. " + "".join(f"%{b:02X}" for b in ORDER.encode())}
+                        "id": {
+                            "type": "string",
+                            "description": "Record id, e.g. " + "".join(f"%{b:02X}" for b in ORDER.encode()),
+                        }
                     },
                 )
             ],
