@@ -200,6 +200,8 @@ def parameter_from_schema(
 # more is cut (an agent rarely needs it, and a stranger's schema must not make the store grow without bound).
 NESTED_DEPTH = 4
 MAX_NESTED_PROPERTIES = 64
+MAX_NESTED_TEXT = 2000  # characters of a nested title or description (cut: the audit reads what is kept)
+MAX_NESTED_ENUM = 64
 
 
 def nested_schema(schema: Mapping[str, Any], resolve: Resolver = _identity) -> str | None:
@@ -248,14 +250,15 @@ def _property(schema: Any, resolve: Resolver, depth: int, room: list[int]) -> di
         out["type"] = kind
     for key in ("description", "title"):
         if isinstance(schema.get(key), str) and schema[key].strip():
-            out[key] = schema[key].strip()
+            out[key] = schema[key].strip()[:MAX_NESTED_TEXT]
     if isinstance(schema.get("enum"), list):
-        out["enum"] = list(schema["enum"])
+        out["enum"] = list(schema["enum"])[:MAX_NESTED_ENUM]
     if "default" in schema:
         out["default"] = schema["default"]
     try:
-        to_json_text(out)
-    except ValueError:  # an enum or default JSON cannot hold: left out
+        if len(to_json_text(out)) > 4 * MAX_NESTED_TEXT:  # a huge enum or default: left out, like one JSON cannot hold
+            raise ValueError("too long")
+    except ValueError:
         out.pop("enum", None), out.pop("default", None)
     out.update(_inside(schema, resolve, depth + 1, room))
     return out
