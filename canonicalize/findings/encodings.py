@@ -70,7 +70,7 @@ ENCODINGS: tuple[tuple[str, re.Pattern[str], Callable[[str], bytes]], ...] = (
 )
 
 
-def _as_text(data: bytes) -> str | None:
+def as_text(data: bytes) -> str | None:
     """``data`` as text when it reads as words: UTF-8, printable, mostly letters and spaces, more than one word."""
     try:
         text = data.decode("utf-8")
@@ -96,7 +96,7 @@ def decode_payloads(text: str, layers: int = LAYERS) -> str:
                 data = decode(match.group())
             except (ValueError, binascii.Error):
                 return match.group()
-            decoded = _as_text(data)
+            decoded = as_text(data)
             if decoded is None and layers > 1 and data.isascii() and data.decode("ascii").isprintable():
                 # no words yet, but printable: another layer (base64 of URL-encoded text) may hold them
                 deeper = decode_payloads(data.decode("ascii"), layers - 1)
