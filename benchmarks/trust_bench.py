@@ -70,22 +70,35 @@ def load_tools(path: Path):
         manifest_file, data = fingerprint_file(file)
         result = ingest_manifest(manifest_file, data)
         if result.manifest is not None:
-            out += [ToolText.from_tool(t) for s in result.manifest.servers for t in s.tools]
+            out += [ToolText.from_tool(t, s.name, s.description) for s in result.manifest.servers for t in s.tools]
     return out
 
 
 # Attacks written by another hand that never saw the detectors, write.py or the other attacks: measured, never tuned
 # on (their own labels file; their part is "blind").
 BLIND_SETS = ("holdout-3",)
-PARTS = ("tune", "report", "holdout", "blind")
+# Attacks on the texts an agent reads beside a tool's description (names, type strings, nested properties, outputs,
+# server name and description, declared dependency reasons, encoded payloads): surfaces.json (an MCP catalog) and
+# surfaces-deps.json (a ToolLinkOS list), split into halves by the same rule; labels in surfaces-labels.json.
+SURFACE_SETS = ("surfaces", "surfaces-deps")
+# Written for the audit of every surface before any score on it was seen, measured once: its part is "fresh".
+FRESH_SETS = ("holdout-4", "holdout-4-deps")
+PARTS = ("tune", "report", "holdout", "blind", "fresh")
 
 
-def poisoned_catalog():
-    """The trusted servers and every poisoned server (the holdouts' too), as one catalog; and the labels."""
+def poisoned_catalog(fresh: bool = True):
+    """The trusted servers and every poisoned server (the holdouts' too, the fresh one unless ``fresh`` is
+    False), as one catalog; and the labels."""
     labels = json.loads((POISONED / "labels.json").read_text(encoding="utf-8"))
     tools = []
     for name in ("trusted", "injection", "hidden", "shadowing", "holdout-1", "holdout-2"):
         tools += load_tools(POISONED / f"{name}.json")
+    for name in SURFACE_SETS + (FRESH_SETS if fresh else ()):
+        tools += load_tools(POISONED / f"{name}.json")
+    surfaces = json.loads((POISONED / "surfaces-labels.json").read_text(encoding="utf-8"))
+    labels.update({tool_id: {**label, "half": half(tool_id)} for tool_id, label in surfaces.items()})
+    if fresh:
+        labels.update(json.loads((POISONED / "holdout-4-labels.json").read_text(encoding="utf-8")))
     for name in BLIND_SETS:
         if (POISONED / f"{name}.json").exists():
             tools += load_tools(POISONED / f"{name}.json")
@@ -149,11 +162,11 @@ def _tool_score(model, tool) -> float:
     return max((model.score(text).probability for _, text in scored_fields(tool)), default=0.0)
 
 
-def _threshold(model, real_tune) -> float:
-    """The lowest threshold leaving at most ALARM_RATE false alarms per 1,000 tuning-half real tools: just over
-    the score of the real tool ranked ``allowed`` (scores crowd near 1: no rounding)."""
+def _threshold(model, real_tune, least: int = 0) -> float:
+    """The lowest threshold leaving at most ALARM_RATE false alarms per 1,000 tuning-half real tools (at least
+    ``least``): just over the score of the real tool ranked ``allowed`` (scores crowd near 1: no rounding)."""
     scores = sorted((_tool_score(model, t) for t in real_tune), reverse=True)
-    allowed = int(len(real_tune) * ALARM_RATE / 1000)
+    allowed = max(least, int(len(real_tune) * ALARM_RATE / 1000))
     return max(0.5, (scores[allowed] + (1 - scores[allowed]) * 0.01) if allowed < len(scores) else 0.5)
 
 
@@ -174,12 +187,15 @@ def fit(real_by_catalog, poisoned, labels) -> dict:
     bias, beta = fit_logistic(x, y, prior, sign)
     # The alarm budget bites at the tail, where honest servers that order the model about ("IMPORTANT: ALWAYS use
     # this tool first") sit, which the log loss hardly weighs: the no-payload weight is chosen for the tail, the
-    # value (0 to -8) that catches the most tuning-half attacks within the budget.
+    # value (0 to -8) that catches the most tuning-half attacks within the budget. The budget holds on each catalog
+    # too (its tuning half: at most 2 per 1,000, rounded up to one alarm), or alarms pooled over 4,000 tools
+    # gather on the one catalog whose servers order the model about.
+    by_catalog = [[t for t in tools if half(t.id) == "tune"] for tools in real_by_catalog.values()]
     best = None
     for penalty in np.arange(0.0, -8.01, -0.5):
         beta[NAMES.index("no_payload")] = penalty
         model = Model(bias, dict(zip(NAMES, beta.tolist(), strict=True)), threshold=0.5, high=0.9)
-        threshold = _threshold(model, real_tune)
+        threshold = max([_threshold(model, real_tune)] + [_threshold(model, tools, least=1) for tools in by_catalog])
         caught = sum(_tool_score(model, t) >= threshold for t in attack_tune if labels[t.id]["kind"] == "injection")
         if best is None or caught > best[0]:
             best = (caught, penalty, threshold)
@@ -374,9 +390,12 @@ def main() -> None:
     parser.add_argument("--fit", action="store_true", help="refit the injection model on the tuning halves first")
     parser.add_argument("--latency", action="store_true", help="call endpoint_bench.measure when it exists")
     parser.add_argument("--no-build", action="store_true", help="skip the changed measurement (it builds two stores)")
+    parser.add_argument(
+        "--no-fresh", action="store_true", help="leave the fresh holdout out (while tuning: it is measured once)"
+    )
     args = parser.parse_args()
     real_by_catalog = {name: load_tools(path) for name, path in CATALOGS.items()}
-    poisoned, labels = poisoned_catalog()
+    poisoned, labels = poisoned_catalog(fresh=not args.no_fresh)
     report: dict = {"date": datetime.now(UTC).strftime("%Y-%m-%d")}
     if args.fit:
         report["fit"] = fit(real_by_catalog, poisoned, labels)

@@ -32,13 +32,32 @@ def read_tool_texts(store: ToolStore, ids: Iterable[str] | None = None) -> list[
     """Every stored tool's whole text (``ids``: only those), sorted by id: name, title, description, annotations,
     each parameter's name, type, description, enum values and default, each output's name and description."""
     if ids is None:
-        return [ToolText.from_tool(t) for t in _read_tools(store, "")]
+        return _texts(store, "")
     wanted = sorted(set(ids))
     out: list[ToolText] = []
     for start in range(0, len(wanted), _CHUNK):
-        values = values_clause("id", wanted[start : start + _CHUNK])
-        out += [ToolText.from_tool(t) for t in _read_tools(store, values)]
+        out += _texts(store, values_clause("id", wanted[start : start + _CHUNK]))
     return sorted(out, key=lambda t: t.id)
+
+
+def _texts(store: ToolStore, values: str) -> list[ToolText]:
+    """The tools' texts with what an agent reads beside them: their server's name and description, and the
+    reasons of the dependencies their manifest declares (or an LLM read; inferred ones are toolkg's own words)."""
+    tools = _read_tools(store, values)
+    if not tools:
+        return []
+    servers: dict[str, tuple[str, str]] = {}
+    for row in store.select(f"""SELECT DISTINCT ?server ?name ?description WHERE {{ {values}
+            ?t a tk:Tool ; tk:identifier ?id ; tk:ownedBy ?s . ?s tk:identifier ?server .
+            OPTIONAL {{ ?s tk:name ?name }} OPTIONAL {{ ?s dcterms:description ?description }} }}"""):
+        servers[row["server"].value] = (_text(row.get("name")), _text(row.get("description")))
+    reasons: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for row in store.select(f"""SELECT DISTINCT ?id ?target ?reason WHERE {{ {values}
+            ?t a tk:Tool ; tk:identifier ?id ; tk:qualifiedDependency ?d .
+            ?d tk:basis ?basis ; tk:onTool ?p ; tk:reason ?reason . ?p tk:name ?target
+            FILTER(?basis != tk:Inferred) }} ORDER BY ?id ?target ?reason"""):
+        reasons[row["id"].value].append((row["target"].value, row["reason"].value))
+    return [ToolText.from_tool(t, *servers.get(t.server_id, ("", "")), reasons=reasons.get(t.id, [])) for t in tools]
 
 
 def _read_tools(store: ToolStore, values: str) -> list[Tool]:
@@ -66,10 +85,11 @@ def _read_tools(store: ToolStore, values: str) -> list[Tool]:
     for row in store.select(f"""SELECT ?id ?pname ?value WHERE {{ {values}
             ?t a tk:Tool ; tk:identifier ?id ; tk:hasParameter ?p . ?p tk:name ?pname ; tk:enumValue ?value }}"""):
         enums[(row["id"].value, row["pname"].value)].append(row["value"].value)
-    for row in store.select(f"""SELECT ?id ?pname ?type ?required ?location ?description ?default ?position WHERE {{
+    for row in store.select(f"""SELECT ?id ?pname ?type ?required ?location ?description ?default ?position ?nested
+            WHERE {{
             {values} ?t a tk:Tool ; tk:identifier ?id ; tk:hasParameter ?p . ?p tk:name ?pname ; tk:position ?position .
             OPTIONAL {{ ?p tk:required ?required }} OPTIONAL {{ ?p tk:jsonType ?type }}
-            OPTIONAL {{ ?p tk:location ?location }}
+            OPTIONAL {{ ?p tk:location ?location }} OPTIONAL {{ ?p tk:nestedSchema ?nested }}
             OPTIONAL {{ ?p dcterms:description ?description }} OPTIONAL {{ ?p tk:defaultValue ?default }} }}"""):
         if (tool := tools.get(row["id"].value)) is not None:
             name = row["pname"].value
@@ -81,6 +101,7 @@ def _read_tools(store: ToolStore, values: str) -> list[Tool]:
                 enum=tuple(sorted(enums.get((row["id"].value, name), ()))),
                 default=row["default"].value if row.get("default") is not None else None,
                 location=_text(row.get("location")) or "argument",
+                nested=row["nested"].value if row.get("nested") is not None else None,
             )
             tool["parameters"].append((int(row["position"].value), parameter))
     for row in store.select(f"""SELECT ?id ?oname ?type ?description ?position WHERE {{ {values}

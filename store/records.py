@@ -165,12 +165,12 @@ def _read_parameters(store: ToolStore, wanted: list[str], found: dict[str, dict]
             {values_clause("id", wanted)}
             ?t tk:identifier ?id ; tk:hasParameter ?p . ?p tk:name ?name ; tk:enumValue ?value }}"""):
         enums[(row["id"].value, row["name"].value)].append(row["value"].value)
-    for row in store.select(f"""SELECT ?id ?name ?type ?required ?location ?description ?default WHERE {{
+    for row in store.select(f"""SELECT ?id ?name ?type ?required ?location ?description ?default ?nested WHERE {{
             {values_clause("id", wanted)}
             ?t tk:identifier ?id ; tk:hasParameter ?p . ?p tk:name ?name ; tk:position ?position ;
                tk:required ?required . OPTIONAL {{ ?p tk:jsonType ?type }} OPTIONAL {{ ?p tk:location ?location }}
             OPTIONAL {{ ?p dcterms:description ?description }} OPTIONAL {{ ?p tk:defaultValue ?default }}
-            }} ORDER BY ?id xsd:integer(?position)"""):
+            OPTIONAL {{ ?p tk:nestedSchema ?nested }} }} ORDER BY ?id xsd:integer(?position)"""):
         tool = found.get(row["id"].value)
         if tool is None:
             continue
@@ -184,6 +184,7 @@ def _read_parameters(store: ToolStore, wanted: list[str], found: dict[str, dict]
                 enum=tuple(enums.get((row["id"].value, name), ())),
                 default=row["default"].value if row.get("default") is not None else None,
                 location=_text(row.get("location")) or "argument",
+                nested=row["nested"].value if row.get("nested") is not None else None,
             )
         )
 

@@ -34,6 +34,8 @@ def tool_json(record: ToolRecord) -> dict[str, Any]:
             schema["enum"] = [_json(v) for v in p.enum]
         if p.default is not None:
             schema["default"] = _json(p.default)
+        if p.nested:  # an object's properties, an array's items: shown as the manifest gave them
+            schema.update(json.loads(p.nested))
         if p.location not in ("", "argument"):
             schema["x-location"] = p.location  # OpenAPI: path, query, header...
         properties[p.name] = schema

@@ -82,7 +82,7 @@ def _around(text: str, index: int, width: int = 24) -> str:
 def hidden_findings(tool: ToolText) -> list[Finding]:
     """The tool's ``hidden`` findings: at most one per field and reason, the most severe first."""
     found: list[Finding] = []
-    for where, text in tool.fields:
+    for where, text in tool.texts:
         for severity, evidence in _field(where, text):
             found.append(Finding(tool.id, FindingKind.HIDDEN, severity, safe_where(where), safe_evidence(evidence)))
     return sorted(found, key=lambda f: -f.severity.rank)

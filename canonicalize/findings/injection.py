@@ -25,6 +25,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 from toolkg.canonicalize.findings.confusables import to_latin
+from toolkg.canonicalize.findings.encodings import decode_payloads
 from toolkg.canonicalize.findings.phrasing import FEATURES, PAYLOAD, PREFILTER
 from toolkg.findings import INVISIBLE, Finding, FindingKind, Severity, ToolText, safe_evidence, safe_where
 
@@ -37,6 +38,7 @@ _COMPILED = {name: re.compile(rx, re.DOTALL) for name, rx in FEATURES.items()}
 NAMES = (*FEATURES, "no_payload")
 
 
+_DECODED = re.compile(r"\[decoded ([a-z0-9 -]+): ", re.IGNORECASE)
 _TAG_CHARS = re.compile("[\U000e0000-\U000e007f]+")
 _SPACES = re.compile(r"[ \t\u00a0\u2000-\u200a\u3000]+")
 _LINE_BREAK = re.compile(r"\s*\n\s*")
@@ -49,13 +51,13 @@ def _spell_tags(match: re.Match) -> str:
 @lru_cache(maxsize=16384)
 def normalise(text: str) -> str:
     """The text as the model reads it: tag characters spelled, invisible characters dropped, NFKC, lookalike
-    letters as Latin, runs of whitespace as one space (line breaks kept: sentences end there). Cached: the
-    detectors read a field's text more than once."""
+    letters as Latin, encoded payloads decoded (encodings.py), runs of whitespace as one space (line breaks kept:
+    sentences end there). Cached: the detectors read a field's text more than once."""
     if not text.isascii():
         text = to_latin(INVISIBLE.sub("", _TAG_CHARS.sub(_spell_tags, text)))
     else:
         text = INVISIBLE.sub("", text)
-    return _SPACES.sub(" ", _LINE_BREAK.sub("\n", text))
+    return _SPACES.sub(" ", _LINE_BREAK.sub("\n", decode_payloads(text)))
 
 
 @lru_cache(maxsize=16384)
@@ -99,7 +101,10 @@ class Model:
         name = max(score.features, key=lambda n: self.weights.get(n, 0.0))
         match = score.features[name]
         text = score.text if len(score.text) == len(match.string) else match.string
-        return _words_around(text, match.start(), match.end())
+        quoted = _words_around(text, match.start(), match.end())
+        # an order read from an encoded blob: say so, or the evidence quotes words the field does not show
+        decoded = [m.group(1) for m in _DECODED.finditer(text, 0, match.end()) if m.start() <= match.start()]
+        return f"(decoded {decoded[-1]}) {quoted}" if decoded and not quoted.startswith("[decoded") else quoted
 
 
 def _words_around(text: str, start: int, end: int, before: int = 24, after: int = 40) -> str:
@@ -124,12 +129,28 @@ def load_model(path: str = str(MODEL_PATH)) -> Model:
     return Model(float(data["bias"]), weights, float(data["threshold"]), float(data["high"]))
 
 
-TEXT_FIELDS = ("title", "description", "annotations")  # and every *.description, *.enum, *.default
+# The last part of a field path that names a text about the thing (else the field is the thing's name).
+_TEXT_PARTS = ("title", "description", "enum", "default", "type", "reason", "annotations")
+_WORD_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-.]+")
+
+
+def is_name_field(where: str) -> bool:
+    """A field that holds a name (a tool's, a parameter's, a nested property's, an output's, the server's)."""
+    return where in ("name", "server.name") or (
+        where.startswith(("inputSchema.", "outputs.")) and where.rsplit(".", 1)[-1] not in _TEXT_PARTS
+    )
+
+
+def words_of(name: str) -> str:
+    """An identifier as the words a model reads in it: ``ignorePreviousInstructions_now`` -> ``ignore Previous
+    Instructions now``."""
+    return " ".join(_WORD_BREAK.sub(" ", name).split())
 
 
 def scored_fields(tool: ToolText) -> list[tuple[str, str]]:
-    """The fields the model reads: the prose and the values of the schema, not the bare names."""
-    return [(w, t) for w, t in tool.fields if w in TEXT_FIELDS or w.endswith((".description", ".enum", ".default"))]
+    """Every text an agent is shown of the tool (``ToolText.texts``), as the model reads it: names as their
+    words. A bare name rarely says anything, but one that is a sentence is read as one."""
+    return [(w, words_of(t) if is_name_field(w) else t) for w, t in tool.texts]
 
 
 def injection_findings(tool: ToolText, model: Model | None = None) -> list[Finding]:

@@ -41,9 +41,11 @@ FEATURES: dict[str, str] = {
         + gap(30)
         + r"\b(?:instructions?|prompts?|rules|directions|guidelines|guidance|polic(?:y|ies)|constraints|restrictions|"
         r"messages|requests?)\b",
+        # without "previous", "all", ... the object must be the model's own: "ignore robots.txt rules" and "bypass
+        # lint rules" are a tool's options, "ignore your guidelines" is not
         r"\b(?:ignore|disregard|forget|override|bypass)\b"
         + gap(40)
-        + r"\b(?:rules|instructions|guidelines|policies|restrictions|safeguards|guardrails)\b",
+        + r"\b(?:instructions|guidelines|policies|safeguards|guardrails)\b",
         r"\b(?:previous|prior|earlier|above|original|existing|all other) (?:instructions|guidance|rules|directions|"
         r"guidelines|prompts?) (?:is|are|were) (?:void|null|obsolete|outdated|cancell?ed|revoked|superseded|"
         r"no longer (?:valid|apply|in effect))\b",
@@ -228,7 +230,12 @@ FEATURES: dict[str, str] = {
         r"\bdd\s+if=|\bmkfs\b|\bto program\s+'|\bcurl\s+-d\s+@",
     ),
     # a long base64 blob (a payload the text hides)
-    "encoded": r"(?<![\w/+])[A-Za-z0-9+/]{80,}={0,2}(?![\w/+])",
+    # a long base64 blob, or text that was encoded (encodings.decode_payloads marks what it decoded): honest
+    # descriptions do not spell words in base64 or hex
+    "encoded": either(
+        r"(?<![\w/+])[A-Za-z0-9+/]{80,}={0,2}(?![\w/+])",
+        r"\[decoded (?:base64|base32|hex|url-encoding|html entities|unicode escapes): ",
+    ),
     # role play and jailbreak phrasing
     "role": either(
         r"\byou are now\b",

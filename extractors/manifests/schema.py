@@ -192,7 +192,76 @@ def parameter_from_schema(
         enum=tuple(json_text(v, f"{what} enum value", item) for v in enum or ()),
         default=json_text(schema["default"], f"{what} default", item) if "default" in schema else None,
         location=location,
+        nested=nested_schema(schema, resolve),
     )
+
+
+# How much of an object parameter's inside is kept: levels below the parameter, and properties in all. Deeper or
+# more is cut (an agent rarely needs it, and a stranger's schema must not make the store grow without bound).
+NESTED_DEPTH = 4
+MAX_NESTED_PROPERTIES = 64
+MAX_NESTED_TEXT = 2000  # characters of a nested title or description (cut: the audit reads what is kept)
+MAX_NESTED_ENUM = 64
+
+
+def nested_schema(schema: Mapping[str, Any], resolve: Resolver = _identity) -> str | None:
+    """The inside of an object parameter (its ``properties``, with ``required``) or of an array parameter (its
+    ``items``), as compact JSON text holding what an agent is shown of each property: type, description, enum,
+    default and its own inside. None for a flat parameter. Read leniently (a part that cannot be read is left
+    out: the parameter itself was checked)."""
+    room = [MAX_NESTED_PROPERTIES]
+    inside = _inside(schema, resolve, 1, room)
+    return to_json_text(inside) if inside else None
+
+
+def _inside(schema: Mapping[str, Any], resolve: Resolver, depth: int, room: list[int]) -> dict[str, Any]:
+    if depth > NESTED_DEPTH:
+        return {}
+    out: dict[str, Any] = {}
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        item = _property(resolve(items, "items"), resolve, depth, room)
+        if item and (set(item) - {"type"} or item.get("type") not in (None, "any")):
+            out["items"] = item
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping) and properties:
+        kept: dict[str, Any] = {}
+        for name, prop in properties.items():
+            if room[0] <= 0:
+                break
+            room[0] -= 1
+            kept[str(name)] = _property(resolve(prop, f"property {name!r}"), resolve, depth, room)
+        out["properties"] = kept
+        required = schema.get("required")
+        if isinstance(required, list) and (names := [r for r in required if isinstance(r, str) and r in kept]):
+            out["required"] = names
+    return out
+
+
+def _property(schema: Any, resolve: Resolver, depth: int, room: list[int]) -> dict[str, Any]:
+    if not isinstance(schema, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    try:
+        kind = json_type(schema, resolve)
+    except ValueError:
+        kind = "any"
+    if kind != "any":
+        out["type"] = kind
+    for key in ("description", "title"):
+        if isinstance(schema.get(key), str) and schema[key].strip():
+            out[key] = schema[key].strip()[:MAX_NESTED_TEXT]
+    if isinstance(schema.get("enum"), list):
+        out["enum"] = list(schema["enum"])[:MAX_NESTED_ENUM]
+    if "default" in schema:
+        out["default"] = schema["default"]
+    try:
+        if len(to_json_text(out)) > 4 * MAX_NESTED_TEXT:  # a huge enum or default: left out, like one JSON cannot hold
+            raise ValueError("too long")
+    except ValueError:
+        out.pop("enum", None), out.pop("default", None)
+    out.update(_inside(schema, resolve, depth + 1, room))
+    return out
 
 
 def parameters_from_object_schema(

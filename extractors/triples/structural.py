@@ -110,6 +110,8 @@ def _tool_triples(tool: Tool, server_node: NamedNode, out: list[Triple]) -> Name
             add(Triple(p, TK.enumValue, _text(value)))
         if parameter.default is not None:
             add(Triple(p, TK.defaultValue, Literal(parameter.default, datatype=RDF.JSON)))
+        if parameter.nested is not None:
+            add(Triple(p, TK.nestedSchema, Literal(parameter.nested, datatype=RDF.JSON)))
     for position, output in enumerate(tool.outputs):
         o = iris.output_iri(node, output.name)
         add(Triple(node, TK.hasOutput, o))

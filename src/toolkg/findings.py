@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -104,14 +105,27 @@ class Previous:
 
 @dataclass(frozen=True)
 class ToolText:
-    """Every piece of text of one tool an agent reads, each with where it sits (a JSON-Schema-like path),
-    and the rest of its schema (types, required flags, hints), which the fingerprint covers too."""
+    """Every text of one tool an agent is shown, each with where it sits (a JSON-Schema-like path): the one list
+    of what the audit reads (every detector runs over ``texts``), and the rest of its schema (types, required
+    flags, hints), which the fingerprint covers too.
+
+    ``fields`` are the tool's own text, pinned by the fingerprint: name, title, description, each parameter's name,
+    description, enum values, default and nested properties, each output's name and description, other
+    annotations. ``shown`` is text an agent reads with the tool that the fingerprint does not pin: type strings
+    (the shape pins them), the server's name and description (delivered as ``server_name`` with every tool) and
+    the reasons of the dependencies the tool declares (delivered as ``call_first[].why``)."""
 
     id: str
     server: str
     name: str
     fields: tuple[tuple[str, str], ...]  # (where, text), text non-empty
     shape: tuple[Any, ...] = field(default=())  # parameter types, required flags, locations, MCP hints
+    shown: tuple[tuple[str, str], ...] = field(default=())  # (where, text): read by the audit, not pinned
+
+    @property
+    def texts(self) -> tuple[tuple[str, str], ...]:
+        """Everything an agent is shown of this tool: what every detector reads."""
+        return self.fields + self.shown
 
     @property
     def fingerprint(self) -> str:
@@ -120,13 +134,20 @@ class ToolText:
         return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
 
     def text(self, where: str) -> str:
-        return next((t for w, t in self.fields if w == where), "")
+        return next((t for w, t in self.texts if w == where), "")
 
     @classmethod
-    def from_tool(cls, tool: Tool) -> ToolText:
-        """The text of a parsed or stored tool (``models.Tool``): name, title, description, each parameter's
-        name, description, enum values and default, each output's name and description, other annotations."""
+    def from_tool(
+        cls,
+        tool: Tool,
+        server_name: str = "",
+        server_description: str = "",
+        reasons: Sequence[tuple[str, str]] | None = None,
+    ) -> ToolText:
+        """The text of a parsed or stored tool (``models.Tool``), with its server's name and description and the
+        reasons of its declared dependencies (``(target, reason)``; default: the tool's own ``depends_on``)."""
         fields: list[tuple[str, str]] = [("name", tool.name)]
+        shown: list[tuple[str, str]] = []
         annotations = tool.annotations
         if annotations and annotations.title:
             fields.append(("title", annotations.title))
@@ -136,15 +157,21 @@ class ToolText:
         for p in tool.parameters:
             at = f"inputSchema.properties.{p.name}"
             fields.append((at, p.name))
+            if not is_plain_type(p.json_type):
+                shown.append((f"{at}.type", p.json_type))
             if p.description:
                 fields.append((f"{at}.description", p.description))
             if p.enum:
                 fields.append((f"{at}.enum", "\n".join(sorted(_json_text(v) for v in p.enum))))
             if p.default is not None:
                 fields.append((f"{at}.default", _json_text(p.default)))
+            if p.nested:
+                fields += _nested_fields(at, json.loads(p.nested))
             shape.append([p.name, p.json_type, p.required, p.location])
         for o in tool.outputs:
             fields.append((f"outputs.{o.name}", o.name))
+            if not is_plain_type(o.json_type):
+                shown.append((f"outputs.{o.name}.type", o.json_type))
             if o.description:
                 fields.append((f"outputs.{o.name}.description", o.description))
         if annotations:
@@ -152,7 +179,68 @@ class ToolText:
                 fields.append(("annotations", annotations.other_json))
             hints = (annotations.read_only, annotations.destructive, annotations.idempotent, annotations.open_world)
             shape.append(["hints", *hints])
-        return cls(tool.id, tool.server_id, tool.name, tuple((w, t) for w, t in fields if t), tuple(shape))
+        if server_name and server_name != tool.server_id:
+            shown.append(("server.name", server_name))
+        if server_description:
+            shown.append(("server.description", server_description))
+        declared = reasons if reasons is not None else [(d.target, d.reason) for d in tool.depends_on]
+        shown += [(f"dependsOn.{target}.reason", reason) for target, reason in declared]
+        return cls(
+            tool.id,
+            tool.server_id,
+            tool.name,
+            tuple((w, t) for w, t in fields if t),
+            tuple(shape),
+            tuple((w, t) for w, t in shown if t),
+        )
+
+
+# The type strings a schema's types read as (schema.json_type: alternatives joined by '|'); anything else in a
+# type is text a manifest wrote there, and an agent reads it.
+_TYPE_WORDS = frozenset({"string", "number", "integer", "boolean", "array", "object", "null", "any", ""})
+
+
+def is_plain_type(value: object) -> bool:
+    return value is None or (isinstance(value, str) and all(part in _TYPE_WORDS for part in value.split("|")))
+
+
+# The keys of a nested property that hold text (schema.nested_schema writes these and its inside).
+_NESTED_TEXT = ("title", "description", "enum", "default")
+
+
+def _nested_fields(at: str, inside: Any) -> list[tuple[str, str]]:
+    """The fields of an object parameter's properties and an array parameter's items, depth first: each
+    property's name, type (when not a plain one), title, description, enum values and default."""
+    out: list[tuple[str, str]] = []
+    if not isinstance(inside, dict):
+        return out
+    items = inside.get("items")
+    if isinstance(items, dict):
+        out += _property_fields(f"{at}.items", items)
+    properties = inside.get("properties")
+    for name, prop in properties.items() if isinstance(properties, dict) else ():
+        where = f"{at}.properties.{name}"
+        out.append((where, str(name)))
+        out += _property_fields(where, prop)
+    return out
+
+
+def _property_fields(where: str, prop: Any) -> list[tuple[str, str]]:
+    if not isinstance(prop, dict):
+        return []
+    out: list[tuple[str, str]] = []
+    if not is_plain_type(prop.get("type")):
+        out.append((f"{where}.type", str(prop["type"])))
+    for key in _NESTED_TEXT:
+        if key not in prop:
+            continue
+        value = prop[key]
+        if key == "enum" and isinstance(value, list):
+            text = "\n".join(sorted(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in value))
+        else:
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        out.append((f"{where}.{key}", text))
+    return out + _nested_fields(where, prop)
 
 
 def _json_text(value: str) -> str:

@@ -54,6 +54,10 @@ class Parameter(Frozen):
     enum: tuple[str, ...] = ()  # each member as JSON text
     default: str | None = None  # JSON text; None when the manifest gives no default
     location: ParameterLocation = "argument"
+    # An object's properties or an array's items, as JSON text (schema.nested_schema: names, types,
+    # descriptions, enums, defaults, required, to a few levels); None for a flat parameter. Agents are shown it
+    # and the audit reads it: text nested in an object parameter reaches the model as surely as its own.
+    nested: str | None = None
 
 
 class OutputField(Frozen):

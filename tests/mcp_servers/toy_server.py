@@ -8,7 +8,10 @@ not an object.
 Over HTTP, ``TOY_REQUIRED_TOKEN`` in its environment makes it refuse requests without
 ``Authorization: Bearer <token>``.
 
+Its tools answer calls with what they were called with (``--calls FILE`` logs each call there).
+
     python toy_server.py --tools tools.json [--transport stdio|http --port N] [--mode ok|crash|hang|invalid]
+                         [--calls FILE]
 """
 
 from __future__ import annotations
@@ -21,13 +24,25 @@ from pathlib import Path
 
 import anyio
 from mcp.server import MCPServer
-from mcp.types import ListToolsResult, Tool
+from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
 
 
 class PagingServer(MCPServer):
-    def __init__(self, tools_file: Path, page_size: int, mode: str) -> None:
+    def __init__(self, tools_file: Path, page_size: int, mode: str, calls: Path | None = None) -> None:
         super().__init__("toy-bookings", version="1.0.0", instructions="Book trips: log in, search, then book.")
-        self.tools_file, self.page_size, self.mode = tools_file, page_size, mode
+        self.tools_file, self.page_size, self.mode, self.calls = tools_file, page_size, mode, calls
+
+    async def _handle_call_tool(self, ctx, params) -> CallToolResult:
+        """Any tool the file lists answers with what it was called with (and, with ``--calls FILE``, appends
+        that to the file: a test sees which calls reached the server)."""
+        entries = json.loads(self.tools_file.read_text(encoding="utf-8"))
+        if params.name not in [e.get("name") for e in entries]:
+            return CallToolResult(content=[TextContent(type="text", text=f"no tool {params.name}")], is_error=True)
+        said = f"called {params.name} with {json.dumps(params.arguments or {}, sort_keys=True)}"
+        if self.calls is not None:
+            with self.calls.open("a", encoding="utf-8") as log:
+                log.write(said + "\n")
+        return CallToolResult(content=[TextContent(type="text", text=said)])
 
     async def _handle_list_tools(self, ctx, params) -> ListToolsResult:
         if self.mode == "hang":
@@ -89,6 +104,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--page-size", type=int, default=2)
     parser.add_argument("--mode", choices=("ok", "crash", "hang", "invalid"), default="ok")
+    parser.add_argument("--calls", type=Path, default=None)
     args = parser.parse_args()
     if args.mode == "crash":
         print("toy-bookings: fatal: cannot open the bookings database", file=sys.stderr)
@@ -98,7 +114,7 @@ def main() -> None:
 
         uvicorn.run(invalid_app(), host="127.0.0.1", port=args.port, log_level="warning")
         return
-    server = PagingServer(args.tools, args.page_size, args.mode)
+    server = PagingServer(args.tools, args.page_size, args.mode, args.calls)
     if args.transport == "stdio":
         server.run("stdio")
         return

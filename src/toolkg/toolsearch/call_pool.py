@@ -26,7 +26,7 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.from_thread import BlockingPortal
 
-from toolkg.errors import ToolkgError
+from toolkg.errors import RequestError, ToolkgError
 from toolkg.live.listing import error_reason, open_transport, redact, stderr_tail
 from toolkg.live.redaction import Redactor
 from toolkg.live.sources import ServerSpec
@@ -44,14 +44,33 @@ class CallFailed(ToolkgError):
     """The owning server did not answer a call (it hung, exited, refused the connection): one line."""
 
 
+class DefinitionChanged(RequestError):
+    """The server now lists the tool otherwise than the build audited it (a rug pull): the call is refused."""
+
+
+# The parts of a listed tool an agent reads or the server acts on: a change in any is a change to what was audited.
+DEFINITION_KEYS = ("name", "title", "description", "inputSchema", "outputSchema", "annotations")
+MAX_LIST_PAGES = 100
+
+
 @dataclass(frozen=True)
 class CallPlan:
-    """One checked call: which server to reach and how, and the tool's own name there."""
+    """One checked call: which server to reach and how, the tool's own name there, and the definition the build
+    listed and audited (its live snapshot's entry; None when there is none to compare with)."""
 
     tool_id: str
     spec: ServerSpec
     tool_name: str
     arguments: dict[str, Any]
+    audited: dict[str, Any] | None = None
+
+
+def definition_changes(audited: dict[str, Any], listed: dict[str, Any] | None) -> list[str]:
+    """The parts of the tool's definition that differ between the audited listing and ``listed`` (the session's
+    own ``tools/list`` now, redacted as the snapshot was; None: the server no longer lists the tool)."""
+    if listed is None:
+        return ["the tool is no longer listed"]
+    return [key for key in DEFINITION_KEYS if audited.get(key) != listed.get(key)]
 
 
 @dataclass(eq=False)
@@ -198,6 +217,8 @@ class SessionPool:
                     session = await self._session(plan)
                     session.in_flight += 1
                     try:
+                        if plan.audited is not None:
+                            await self._check_unchanged(plan, session)
                         return await session.client.call_tool(plan.tool_name, plan.arguments)
                     finally:
                         session.in_flight -= 1
@@ -218,6 +239,33 @@ class SessionPool:
                 raise
             except Exception as exc:  # noqa: BLE001 - a stranger's server: every failure becomes one line
                 raise self._failure(plan, exc, session) from None
+
+    async def _check_unchanged(self, plan: CallPlan, session: _Session) -> None:
+        """Refuse the call when the session's own ``tools/list`` shows the tool otherwise than the build audited it:
+        a server can change a tool after it was listed (a rug pull), and the agent would call the new one."""
+        listed: dict[str, Any] | None = None
+        cursor, pages = None, 0
+        while listed is None and pages < MAX_LIST_PAGES:
+            page = await session.client.list_tools(cursor=cursor)
+            pages += 1
+            for tool in page.tools:
+                if tool.name.strip() == plan.tool_name.strip():
+                    listed = Redactor(plan.spec.secrets()).value(
+                        tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+                    )
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        changed = definition_changes(plan.audited or {}, listed)
+        if changed:
+            raise DefinitionChanged(
+                one_line_text(
+                    f"{plan.tool_id}: not called: its server now lists it otherwise than the build audited it "
+                    f"({', '.join(changed)} changed); rebuild the store (toolkg build) so the audit reads the new "
+                    f"definition, and approve it (toolkg approve {plan.tool_id}) once a person has read it",
+                    700,
+                )
+            )
 
     def _failure(self, plan: CallPlan, exc: BaseException, session: _Session | None) -> CallFailed:
         from mcp.shared.exceptions import MCPError

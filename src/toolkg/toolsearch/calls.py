@@ -252,7 +252,13 @@ class ToolCaller:
             check_arguments(tool_id, schema or record.get("input_schema"), arguments)
         except CallRefused as refused:
             raise CallRefused(redact(str(refused), spec.secrets())) from None
-        return CallPlan(tool_id=tool_id, spec=spec, tool_name=str(listed.get("name") or name), arguments=arguments)
+        return CallPlan(
+            tool_id=tool_id,
+            spec=spec,
+            tool_name=str(listed.get("name") or name),
+            arguments=arguments,
+            audited=listed or None,  # compared with the server's own listing at call time (call_pool)
+        )
 
     async def call(self, tool: str, arguments: Mapping[str, Any] | None = None):
         """The server's ``CallToolResult`` for ``tool`` with ``arguments``; refusals and failures raise one
