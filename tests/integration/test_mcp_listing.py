@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from tests.conftest import CASES
+from toolkg.toolsearch.calls import CallPolicy, ToolCaller
 from toolkg.toolsearch.mcp_server import make_mcp_server
 from toolkg.toolsearch.service import ToolSearch
 
@@ -18,14 +19,14 @@ def store(built_store):
     return built_store(CASES / "inference" / "shop.json", links=False)  # shared: read only
 
 
-def _session(store, calls):
+def _session(store, calls, caller=None):
     from mcp import Client
 
     search = ToolSearch(store)
     try:
 
         async def run():
-            async with Client(make_mcp_server(search), mode="legacy") as client:
+            async with Client(make_mcp_server(search, caller and caller(search)), mode="legacy") as client:
                 return await calls(client)
 
         return anyio.run(run)
@@ -37,8 +38,10 @@ def test_tool_descriptions_are_clean_paragraphs(store):
     async def calls(client):
         return (await client.list_tools()).tools
 
-    listed = _session(store, calls)
+    # call_tool is listed only where calls are allowed (--allow-call): its description is read there
+    listed = _session(store, calls, caller=lambda search: ToolCaller(search, CallPolicy(enabled=True)))
     assert {t.name for t in listed} == {"search_tools", "get_tool", "tool_dependencies", "sparql", "call_tool"}
+    assert "call_tool" not in {t.name for t in _session(store, calls)}
     for tool in listed:
         text = tool.description
         assert text and text == text.strip(), tool.name
