@@ -9,6 +9,7 @@ cannot start ends the build with one line saying what to do; `toolkg prefect-ser
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import json
 import os
@@ -271,9 +272,9 @@ def test_concurrent_builds_start_one_server_which_stops_when_idle(home, tmp_path
 
 def _running_flow_runs(url: str) -> list:
     body = json.dumps({"flow_runs": {"state": {"type": {"any_": ["RUNNING"]}}}}).encode()
-    request = urllib.request.Request(
-        url + "/flow_runs/filter", data=body, headers={"Content-Type": "application/json"}, method="POST"
-    )
+    key = (Path(os.environ["TOOLKG_CONFIG_DIR"]) / "prefect-api-auth").read_text().strip()  # the server asks it
+    headers = {"Content-Type": "application/json", "Authorization": "Basic " + base64.b64encode(key.encode()).decode()}
+    request = urllib.request.Request(url + "/flow_runs/filter", data=body, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=5) as response:
             return json.loads(response.read())
