@@ -179,7 +179,8 @@ def test_builds_share_one_server_until_stopped_and_a_configured_api_wins(first_b
     # PREFECT_API_URL set by the user wins: nothing is started under that process's PREFECT_HOME.
     other = tmp_path / "other-home"
     other.mkdir()
-    third = _build(_env(other, PREFECT_API_URL=state["url"]), tmp_path / "store3")
+    key = (Path(os.environ["TOOLKG_CONFIG_DIR"]) / "prefect-api-auth").read_text().strip()  # as docs/operations.md
+    third = _build(_env(other, PREFECT_API_URL=state["url"], PREFECT_API_AUTH_STRING=key), tmp_path / "store3")
     assert third.returncode == 0, third.stderr
     assert STARTING not in third.stderr and _state(other) is None and _servers(other) == []
     assert _servers(home) == [state["pid"]]
