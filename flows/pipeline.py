@@ -277,6 +277,7 @@ def _list_live(run: BuildRun, paths: list[str]) -> tuple[list[str], set[str]]:
                 run.store.directory,
                 timeout=run.config.live.timeout,
                 concurrency=run.config.live.concurrency,
+                env_names=run.config.live.env,
                 on_listed=lambda done, total: progress.report("list live MCP servers", done, total, "servers"),
             )
         except ValueError as exc:

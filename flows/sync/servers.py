@@ -105,7 +105,9 @@ def sync_paths(
     keeps the server's last snapshot (so the sync changes nothing for it) and is reported."""
     config = config or BuildConfig()
     live = config.live
-    listed = refresh_live(paths, store_dir, timeout=live.timeout, concurrency=live.concurrency, only=set(servers))
+    listed = refresh_live(
+        paths, store_dir, timeout=live.timeout, concurrency=live.concurrency, only=set(servers), env_names=live.env
+    )
     found = find_servers(listed.paths, servers, exclude=listed.configurations, config=config)
     with ToolStore(store_dir) as store:
         results = sync_found_servers(store, servers, found, config=config)

@@ -102,6 +102,7 @@ class CallSettings:
     idle: float = DEFAULT_IDLE
     per_server: int = DEFAULT_PER_SERVER
     live: tuple[str, ...] = field(default=())
+    env: tuple[str, ...] = field(default=())  # the variables a registry server.json may read (--env NAME)
 
 
 def check_arguments(tool_id: str, schema: Any, arguments: Mapping[str, Any]) -> None:
@@ -146,12 +147,13 @@ def _argument_message(error) -> str:
 class ServerLocator:
     """How to reach a server id at call time: a ``--live`` source, else what its live snapshot says."""
 
-    def __init__(self, store_dir: Path, live: Iterable[str] = ()) -> None:
+    def __init__(self, store_dir: Path, live: Iterable[str] = (), env_names: Iterable[str] = ()) -> None:
         from toolkg.live import find_sources
 
         self.store_dir = store_dir
+        self.env_names = tuple(env_names)
         try:
-            sources, rest, _ = find_sources(list(live))
+            sources, rest, _ = find_sources(list(live), self.env_names)
         except ValueError as exc:  # a malformed address
             raise CallRefused(f"--live: {exc}") from None
         for path in rest:  # only a file named here starts servers: a folder is not searched for them (issue 40)
@@ -196,7 +198,7 @@ class ServerLocator:
             )
         from toolkg.live import find_sources
 
-        sources, _, _ = find_sources([str(path)])
+        sources, _, _ = find_sources([str(path)], self.env_names)
         for spec in sources.servers:
             if spec.id == server:
                 return spec
@@ -215,7 +217,11 @@ class ToolCaller:
         self.search = search
         self.policy = policy or CallPolicy()
         self.settings = settings or CallSettings()
-        self.locator = ServerLocator(Path(search.store_dir), self.settings.live) if self.policy.enabled else None
+        self.locator = (
+            ServerLocator(Path(search.store_dir), self.settings.live, self.settings.env)
+            if self.policy.enabled
+            else None
+        )
         self.pool = SessionPool(
             timeout=self.settings.timeout, idle=self.settings.idle, per_server=self.settings.per_server
         )
