@@ -37,6 +37,7 @@ from toolkg.live.listing import (
     list_servers,
     where,
 )
+from toolkg.live.named import remember
 from toolkg.live.snapshots import (
     ToolChanges,
     read_snapshot,
@@ -209,6 +210,8 @@ def refresh_live(
     started = time.perf_counter()
     inputs = live_inputs(paths, env_names)
     sources = inputs.sources
+    # The configurations named here are this user's: toolkg mcp's call_tool may start servers from them later.
+    remember(s.source for s in [*sources.servers, *sources.unlistable] if s.source != "address")
     refresh = LiveRefresh(paths=inputs.rest, configurations=inputs.configurations, skipped=inputs.skipped)
     for item in sources.unlistable:
         refresh.servers.append(ServerReport(item.name, item.source, "-", "not listable", reason=item.reason))
