@@ -211,7 +211,8 @@ def refresh_live(
     inputs = live_inputs(paths, env_names)
     sources = inputs.sources
     # The configurations named here are this user's: toolkg mcp's call_tool may start servers from them later.
-    remember(s.source for s in [*sources.servers, *sources.unlistable] if s.source != "address")
+    named = [spec.source for spec in sources.servers] + [item.source for item in sources.unlistable]
+    remember(source for source in named if source != "address")
     refresh = LiveRefresh(paths=inputs.rest, configurations=inputs.configurations, skipped=inputs.skipped)
     for item in sources.unlistable:
         refresh.servers.append(ServerReport(item.name, item.source, "-", "not listable", reason=item.reason))

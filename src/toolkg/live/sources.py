@@ -462,7 +462,7 @@ def _template(text: str, variables: Any, what: str, environ: Mapping[str, str], 
         value = environ.get(key) or spec.get("default")
         if not value:
             raise ValueError(f"{what} needs {{{key}}}: {_name_it(key)}")
-        if filled is not None:
+        if filled is not None and key in environ:  # the entry's own default is no secret
             filled.append(str(value))
         return str(value)
 
