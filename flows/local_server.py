@@ -38,10 +38,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
-import secrets
 import shutil
 import signal
 import socket
@@ -53,9 +51,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from stat import S_ISREG
 
 from toolkg.errors import ToolkgError
+from toolkg.flows.local_server_key import api_auth_string, auth_digest
 
 STATE_FILE = "toolkg-local-server.json"
 LOCK_FILE = "toolkg-local-server.lock"
@@ -68,7 +66,6 @@ DEFAULT_STARTUP = 60.0
 RETRY_FACTOR = 3  # the second start-up attempt waits this many times longer
 HINT = "start one yourself with 'prefect server start' and set PREFECT_API_URL=http://127.0.0.1:4200/api"
 SERVER_MODULE = "toolkg.flows.local_server_process"  # the server's own process: serve and the idle watchdog
-AUTH_FILE = "prefect-api-auth"  # in toolkg's config folder: the shared server's basic-auth "user:password", 0600
 # What guards a server this toolkg starts (its Host/Origin check, its auth string): a state file naming an older
 # guard is a server an older toolkg started without them, replaced once nobody uses it, as another Prefect's is.
 GUARD = "host-origin-auth/1"
@@ -146,45 +143,6 @@ def _seconds(name: str, default: float) -> float:
     if value < 0:
         raise LocalServerError(f"{name} must not be negative, not {raw!r}")
     return value
-
-
-def api_auth_string() -> str:
-    """The shared server's basic-auth string, made once per user in toolkg's config folder (``AUTH_FILE``, 0600).
-
-    A web page that finds the server's port cannot read it (the Host and Origin checks refuse it anyway), nor
-    can another user of the machine; every toolkg command of this user reads it from there."""
-    from toolkg.paths import config_dir
-
-    path = config_dir() / AUTH_FILE
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return _read_auth(path)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(f"toolkg:{secrets.token_urlsafe(32)}\n")
-        return _read_auth(path)
-    except OSError as exc:
-        raise LocalServerError(f"cannot keep the local Prefect server's key in {path}: {exc.strerror or exc}") from None
-
-
-def _read_auth(path: Path) -> str:
-    """The key, from a file only this user may read (looser permissions are tightened: it is ours to keep)."""
-    info = path.lstat()
-    if not S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
-        raise LocalServerError(f"{path} is not a file of this user's: remove it and toolkg makes a new key")
-    if info.st_mode & 0o077:
-        os.chmod(path, 0o600)
-    text = path.read_text(encoding="utf-8").strip()
-    if not text.startswith("toolkg:") or len(text) < 24:
-        raise LocalServerError(f"{path} does not hold a toolkg key: remove it and toolkg makes a new one")
-    return text
-
-
-def _auth_digest(auth: str) -> str:
-    """Which key a server was started with, as its state file says it (never the key itself)."""
-    return hashlib.sha256(auth.encode()).hexdigest()[:16]
 
 
 # -- the client side -------------------------------------------------------------------------------
@@ -317,7 +275,7 @@ def _reusable(home: Path, state: dict, startup: float) -> bool:
     # Not answering yet: still starting (its client was killed while waiting) or busy; give it the start-up time.
     if _healthy(url) or _wait_healthy(url, pid, startup):
         ours = state.get("prefect") == prefect.__version__ and state.get("guard") == GUARD
-        if ours and state.get("auth") == _auth_digest(api_auth_string()):
+        if ours and state.get("auth") == auth_digest(api_auth_string()):
             return True
         if in_use(home, besides_me=True):
             if ours:  # the same toolkg, another user's or config folder's key: it would refuse every request
@@ -381,7 +339,7 @@ def _start(home: Path, idle: float, log: Path) -> dict:
         "log": str(log),
         "prefect": prefect.__version__,
         "guard": GUARD,
-        "auth": _auth_digest(auth),
+        "auth": auth_digest(auth),
     }
     _write_state(home, state)  # written now: a client killed while waiting leaves a server others reuse
     return state

@@ -6,7 +6,7 @@ and, in the same process, the idle watchdog: one process, so stopping it stops e
 
 What it answers: requests whose Host names it (127.0.0.1, ::1, localhost) and whose Origin, when sent, does
 too (``HostGuard``, in front of Prefect's app); CORS for its own origin only; and, but for ``/api/health``, only
-requests carrying the key in toolkg's config folder (``local_server.api_auth_string``, Prefect's auth string).
+requests carrying the key in toolkg's config folder (``local_server_key``, Prefect's auth string).
 
 The watchdog stops the server once nobody has used it for its idle period, whatever happens to its home:
 
