@@ -31,7 +31,9 @@ def api_auth_string() -> str:
 
     path = config_dir() / AUTH_FILE
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.exists():  # made as toolkg mcp's token store makes it: this user's alone
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.chmod(0o700)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:

@@ -50,7 +50,9 @@ def remember(paths: Iterable[str]) -> None:
         return
     kept = [p for p in known if p not in fresh] + list(dict.fromkeys(fresh))
     with contextlib.suppress(OSError):
-        _path().parent.mkdir(parents=True, exist_ok=True)
+        if not _path().parent.exists():  # made as toolkg mcp's token store makes it: this user's alone
+            _path().parent.mkdir(parents=True, exist_ok=True)
+            _path().parent.chmod(0o700)
         with atomic_output(_path(), "w") as out:
             out.write(json.dumps({"configurations": kept[-MAX_NAMED:]}, indent=1) + "\n")
         os.chmod(_path(), 0o600)
