@@ -16,9 +16,11 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
+from pydantic import SecretStr
 
 from toolkg.config import BuildConfig
 from toolkg.flows.pipeline import new_summary, run_pipeline
+from toolkg.live.sources import from_parameter
 from toolkg.summary import BuildSummary
 
 
@@ -34,14 +36,18 @@ def as_prefect_task(name: str, work: Callable[..., Any], *args: Any) -> Any:
 
 
 @flow(name="toolkg-build", log_prints=True, validate_parameters=False)
-def build_catalog(paths: list[str], store_dir: str, config: BuildConfig | dict | None = None) -> BuildSummary:
+def build_catalog(
+    paths: list[str | SecretStr], store_dir: str, config: BuildConfig | dict | None = None
+) -> BuildSummary:
     """Build (or incrementally update) the knowledge graph in ``store_dir`` from manifest ``paths``.
 
     ``config`` (``toolkg.config.BuildConfig``, or its JSON form from a deployment) says which
     extractor runs (``offline`` rules by default, or ``llm``: an OpenAI-compatible endpoint configured
     by environment or the TOML file ``llm_config``; secrets never travel as flow parameters), which
-    catalog-wide stages run and with which options, and the input limits.
+    catalog-wide stages run and with which options, and the input limits. A server address holding a key
+    comes as a ``SecretStr`` (``toolkg.live.sources.as_parameter``), so the run's stored parameters hide it.
     """
+    plain = [from_parameter(path) for path in paths]
     config = config if isinstance(config, BuildConfig) else BuildConfig.model_validate(config or {})
     fan_out: Callable[..., Iterator[Any]] | None = None
     if config.dask:
@@ -50,7 +56,7 @@ def build_catalog(paths: list[str], store_dir: str, config: BuildConfig | dict |
         fan_out = dask_fan_out
     summary = new_summary(store_dir)
     try:
-        return run_pipeline(paths, store_dir, config, runner=as_prefect_task, fan_out=fan_out, summary=summary)
+        return run_pipeline(plain, store_dir, config, runner=as_prefect_task, fan_out=fan_out, summary=summary)
     finally:
         create_markdown_artifact(
             key="toolkg-build-summary", markdown=summary.to_markdown(), description=f"toolkg build {summary.run_id}"

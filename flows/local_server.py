@@ -12,7 +12,7 @@ under ``$PREFECT_HOME`` that outlives a single command and stops by itself once 
   (an exclusive ``flock``) makes discovery and start-up one step, so concurrent commands start one server.
 - Every client holds a shared ``flock`` on ``toolkg-local-server.lease`` while it runs; the kernel drops it
   when the client exits, even on ``kill -9``. The server checks the lease every second and stops after
-  ``TOOLKG_PREFECT_IDLE_SECONDS`` (default 600) with nobody holding it, whatever happens to its home
+  ``TOOLKG_PREFECT_IDLE_SECONDS`` (default 120) with nobody holding it, whatever happens to its home
   meanwhile (``local_server_process``). It stops under the lock, after removing the state file, so a client
   either holds a lease on a live server or starts a new one.
 - Start-up waits ``TOOLKG_PREFECT_STARTUP_SECONDS`` (default 60), then tries once more for three times as
@@ -53,6 +53,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from toolkg.errors import ToolkgError
+from toolkg.flows.local_server_key import api_auth_string, auth_digest
 
 STATE_FILE = "toolkg-local-server.json"
 LOCK_FILE = "toolkg-local-server.lock"
@@ -60,11 +61,14 @@ LEASE_FILE = "toolkg-local-server.lease"
 LOG_FILE = "toolkg-local-server.log"
 IDLE_ENV = "TOOLKG_PREFECT_IDLE_SECONDS"
 STARTUP_ENV = "TOOLKG_PREFECT_STARTUP_SECONDS"
-DEFAULT_IDLE = 600.0
+DEFAULT_IDLE = 120.0  # a build, then a fix and a rebuild, reuse it; a page that finds its port has two minutes
 DEFAULT_STARTUP = 60.0
 RETRY_FACTOR = 3  # the second start-up attempt waits this many times longer
 HINT = "start one yourself with 'prefect server start' and set PREFECT_API_URL=http://127.0.0.1:4200/api"
 SERVER_MODULE = "toolkg.flows.local_server_process"  # the server's own process: serve and the idle watchdog
+# What guards a server this toolkg starts (its Host/Origin check, its auth string): a state file naming an older
+# guard is a server an older toolkg started without them, replaced once nobody uses it, as another Prefect's is.
+GUARD = "host-origin-auth/1"
 
 _lease: int | None = None  # this process's lease on the shared server (a file descriptor, held until exit)
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback never goes via a proxy
@@ -98,6 +102,7 @@ def use_shared_server(say: Callable[[str], None] | None = None) -> SharedServer 
         return None
     server = acquire(Path(settings.home).expanduser(), say=say)
     os.environ["PREFECT_API_URL"] = server.url  # children (Dask workers, subprocesses) inherit it
+    os.environ["PREFECT_API_AUTH_STRING"] = api_auth_string()  # what the server asks of every API request
     import prefect.context
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY
 
@@ -232,9 +237,10 @@ def _keep_template(home: Path) -> None:
             return
         template.parent.mkdir(parents=True, exist_ok=True)
         tmp = template.with_name(f".{DATABASE}.{os.getpid()}")
-        with contextlib.closing(sqlite3.connect(home / DATABASE)) as source, contextlib.closing(
-            sqlite3.connect(tmp)
-        ) as copy:
+        with (
+            contextlib.closing(sqlite3.connect(home / DATABASE)) as source,
+            contextlib.closing(sqlite3.connect(tmp)) as copy,
+        ):
             source.backup(copy)
         os.replace(tmp, template)
     except (OSError, sqlite3.Error):
@@ -268,9 +274,18 @@ def _reusable(home: Path, state: dict, startup: float) -> bool:
         return False
     # Not answering yet: still starting (its client was killed while waiting) or busy; give it the start-up time.
     if _healthy(url) or _wait_healthy(url, pid, startup):
-        if state.get("prefect") == prefect.__version__ or in_use(home, besides_me=True):
+        ours = state.get("prefect") == prefect.__version__ and state.get("guard") == GUARD
+        if ours and state.get("auth") == auth_digest(api_auth_string()):
             return True
-        # Another Prefect version started it and nobody uses it: replace it with ours.
+        if in_use(home, besides_me=True):
+            if ours:  # the same toolkg, another user's or config folder's key: it would refuse every request
+                raise LocalServerError(
+                    f"the shared local Prefect server under {home} is in use with another key than this "
+                    f"user's (another TOOLKG_CONFIG_DIR); use another PREFECT_HOME, or {HINT}"
+                )
+            return True  # an older toolkg's server, still in use: replaced once it is idle
+        # Another Prefect version (or an older toolkg, without the Host check and key) started it and nobody uses
+        # it: replace it with ours.
     _kill(pid)
     clear_state(home, pid)
     return False
@@ -282,6 +297,7 @@ def _start(home: Path, idle: float, log: Path) -> dict:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))  # the server listens on it once Prefect's app is ready
     port = sock.getsockname()[1]
+    auth = api_auth_string()
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(
         PREFECT_HOME=str(home),
@@ -291,6 +307,13 @@ def _start(home: Path, idle: float, log: Path) -> dict:
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         PREFECT_LOGGING_LEVEL="WARNING",
         PREFECT_SERVER_LOGGING_LEVEL="WARNING",
+        # Only its own origin, and only toolkg's commands: no CORS for any other origin (Prefect allows every one
+        # by default), and a key on every request but the health check. local_server_process checks Host and
+        # Origin in front of Prefect's app, which checks neither (DNS rebinding).
+        PREFECT_SERVER_API_CORS_ALLOWED_ORIGINS=f"http://127.0.0.1:{port}",
+        PREFECT_SERVER_API_CORS_ALLOWED_METHODS="GET,POST,PUT,PATCH,DELETE",
+        PREFECT_SERVER_API_CORS_ALLOWED_HEADERS="Authorization,Content-Type",
+        PREFECT_SERVER_API_AUTH_STRING=auth,
     )
     command = [sys.executable, "-m", SERVER_MODULE, "--fd", str(sock.fileno())]
     command += ["--home", str(home), "--idle", str(idle)]
@@ -315,6 +338,8 @@ def _start(home: Path, idle: float, log: Path) -> dict:
         "idle_seconds": idle,
         "log": str(log),
         "prefect": prefect.__version__,
+        "guard": GUARD,
+        "auth": auth_digest(auth),
     }
     _write_state(home, state)  # written now: a client killed while waiting leaves a server others reuse
     return state

@@ -4,6 +4,10 @@
 API app under uvicorn with the UI and the scheduling services off, as Prefect's own temporary server runs it,
 and, in the same process, the idle watchdog: one process, so stopping it stops everything.
 
+What it answers: requests whose Host names it (127.0.0.1, ::1, localhost) and whose Origin, when sent, does
+too (``HostGuard``, in front of Prefect's app); CORS for its own origin only; and, but for ``/api/health``, only
+requests carrying the key in toolkg's config folder (``local_server_key``, Prefect's auth string).
+
 The watchdog stops the server once nobody has used it for its idle period, whatever happens to its home:
 
 - While the state file names this server, a client is one holding a shared ``flock`` on the lease file: the
@@ -60,7 +64,7 @@ def serve(fd: int, home: Path, idle: float) -> int:
         import uvicorn
 
         config = uvicorn.Config(
-            "prefect.server.api.server:create_app",
+            f"{SERVER_MODULE}:guarded_app",
             factory=True,
             lifespan="on",
             log_level="warning",
@@ -84,6 +88,55 @@ def serve(fd: int, home: Path, idle: float) -> int:
             if mine:
                 clear_state(home, os.getpid())
         _log("stopped")
+
+
+def guarded_app():
+    """Prefect's API app behind ``HostGuard``: uvicorn's factory."""
+    from prefect.server.api.server import create_app
+
+    return HostGuard(create_app())
+
+
+class HostGuard:
+    """ASGI middleware: a request whose Host is not one of this loopback server's names, or whose Origin is
+    another site's, is refused before Prefect sees it (``toolkg.netpolicy``, the policy of ``toolkg serve``).
+
+    Prefect checks neither: a page on evil.example that re-points its name at 127.0.0.1 (DNS rebinding) would
+    otherwise read and write the API as same-origin. A refused HTTP request gets 403 and one line; a refused
+    WebSocket (Prefect's event streams) is closed before it is accepted, which the server answers with 403."""
+
+    def __init__(self, app) -> None:
+        from toolkg.netpolicy import HostPolicy
+
+        self.app = app
+        self.policy = HostPolicy.for_bind("127.0.0.1")
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        headers = [(name.lower(), value.decode("latin-1")) for name, value in scope.get("headers") or ()]
+        origins = [value for name, value in headers if name == b"origin"]
+        refusal = self.policy.refusal([value for name, value in headers if name == b"host"], origins)
+        if refusal is None and origins and not origins[0].strip().endswith(f":{(scope.get('server') or ('', 0))[1]}"):
+            # netpolicy leaves the port out (a proxy may change it); here no proxy stands between: a page another
+            # local server serves (another port, another origin) is as foreign as any site
+            refusal = f"cross-site request from {origins[0][:100]!r} refused (only this server's own origin)"
+        if refusal is None:
+            return await self.app(scope, receive, send)
+        if scope["type"] == "websocket":
+            return await send({"type": "websocket.close", "code": 1008})
+        body = (refusal + "\n").encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 403,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
 
 
 def _stop_unless_done(server, watchdog: asyncio.Task) -> None:

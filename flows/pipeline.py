@@ -33,6 +33,7 @@ from toolkg.extractors.manifests.reading import Discovered, discover_all
 from toolkg.extractors.triples.semantic import SemanticExtractor, make_extractor
 from toolkg.extractors.triples.structural import NameIndex
 from toolkg.failures import fault_point, quarantine, reason_of
+from toolkg.flows.live_precedence import LivePrecedence
 from toolkg.flows.stages import (
     CATALOG_STAGES,
     CatalogRun,
@@ -201,6 +202,7 @@ class BuildRun:
     catalog: CatalogRun
     fan_out: FanOut | None = None
     records: dict[str, ManifestRecord] = field(default_factory=dict)  # manifest path -> its record
+    live: LivePrecedence = field(default_factory=LivePrecedence)  # this run's live server ids win over catalogs
     owed: set[str] = field(default_factory=set)  # catalog-wide stages pending from an earlier build
     marked: bool = False
 
@@ -230,6 +232,8 @@ def _pipeline(run: BuildRun, paths: list[str]) -> PreparedSnapshot | None:
     with run.ctx.stage(StageName.INGEST, unit="files", show=False):  # finding the files is part of ingesting them
         files = _discover(paths, summary, exclude=configurations, live=bool(summary.live))
     run.records = store.manifest_records()
+    run.live = LivePrecedence.of(files, store.directory, run.records)
+    files = run.live.ordered(files)
     run.owed = pending_stages(store)
     _drop_orphans(run)
     parsed = _ingest(run, files)
@@ -282,6 +286,7 @@ def _list_live(run: BuildRun, paths: list[str]) -> tuple[list[str], set[str]]:
                 run.store.directory,
                 timeout=run.config.live.timeout,
                 concurrency=run.config.live.concurrency,
+                env_names=run.config.live.env,
                 on_listed=lambda done, total: progress.report("list live MCP servers", done, total, "servers"),
             )
         except ValueError as exc:
@@ -318,8 +323,10 @@ def _ingest_files(run: BuildRun, files: list[str]) -> list[IngestResult]:
     summary, size = run.summary, run.config.batch_size
     parsed: list[IngestResult] = []
     skipped: list[ManifestFile] = []
+    # A catalog owning a live server's id is read again, unchanged or not: its reload gives the id up.
+    unread = {path: record for path, record in run.records.items() if path not in run.live.reread}
     for done, batch in enumerate(batches(files, size), start=1):
-        info = run.step(StageName.INGEST, ingest_batch, batch, run.records, run.options, run.config.force)
+        info = run.step(StageName.INGEST, ingest_batch, batch, unread, run.options, run.config.force)
         summary.fold(info)
         parsed += info.parsed
         skipped += info.skipped
@@ -438,7 +445,16 @@ def _load(
                 StageName.LOAD,
                 retrying,  # one manifest (or part) in one transaction, tried again on a transient failure
                 lambda: load_manifest(
-                    run.store, extracted, r.file, run.options, previous, owners, run_iri, parts=parts, final=final
+                    run.store,
+                    extracted,
+                    r.file,
+                    run.options,
+                    previous,
+                    owners,
+                    run_iri,
+                    parts=parts,
+                    final=final,
+                    reserved=run.live.reserved,
                 ),
             )
     except Exception as exc:  # the store refused this manifest even after retries
@@ -448,6 +464,10 @@ def _load(
         if parts is not None:
             parts.incomplete = True
         return False
+    if result.quarantined and (note := run.live.refused(r.file.path, [q.item for q in result.quarantined])):
+        result = result.model_copy(
+            update={"quarantined": tuple(q.model_copy(update={"reason": q.reason + note}) for q in result.quarantined)}
+        )
     summary.fold(result)
     if final and r.file.path not in summary.reprocessed:
         previous = run.records.get(r.file.path)

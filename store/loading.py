@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
@@ -75,12 +75,15 @@ def load_manifest(
     run: NamedNode,
     parts: ManifestParts | None = None,
     final: bool = True,
+    reserved: Mapping[str, str] | None = None,
 ) -> LoadResult:
     """Replace this manifest's graphs in one transaction.
 
     A server whose graph another manifest already owns is quarantined rather than
     overwritten: two files must not silently fight over one server id.
-    ``graph_owners`` (graph IRI -> manifest path) is updated with what was loaded.
+    ``graph_owners`` (graph IRI -> manifest path) is updated with what was loaded. ``reserved`` (server id ->
+    the live snapshot listing it this run): another manifest's definition of such an id is quarantined, since
+    the live listing wins (``flows/live_precedence.py``).
 
     A manifest too big for one batch comes in parts (whole servers each): every part but the
     last replaces its servers' graphs (each graph whole, in one transaction) and is noted in
@@ -90,7 +93,17 @@ def load_manifest(
     """
     quarantined = []
     refused: set[str] = set()
+    reserved = reserved or {}
     for g in extracted.graphs:
+        live = reserved.get(g.server_id, file.path)
+        if live != file.path and g.server_id not in refused:
+            refused.add(g.server_id)
+            reason = (
+                f"server id {g.server_id!r} is a live server's, listed this run ({live}): the live listing wins "
+                "over this static definition (rename the server here to keep both)"
+            )
+            quarantined.append(QuarantinedItem(source=file.path, item=g.server_id, stage="load", reason=reason))
+            continue
         owner = graph_owners.get(g.graph.value)
         if owner is not None and owner != file.path and g.server_id not in refused:
             refused.add(g.server_id)

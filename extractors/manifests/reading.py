@@ -15,6 +15,7 @@ of the folders given are not followed.
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
 import json
 import os
@@ -67,7 +68,8 @@ def discover_all(paths: Iterable[str | Path]) -> Discovered:
 
     Hidden files and folders are skipped; in folders only regular .json/.yaml/.yml files count.
     A symbolic link inside a folder is followed only when its target lies inside that folder
-    (a link out of it is reported in ``skipped``). Returns absolute paths, sorted, without duplicates.
+    (a link out of it, and one that loops or cannot be resolved, is reported in ``skipped``; the rest of
+    the folder is read). Returns absolute paths, sorted, without duplicates.
     """
     found: set[Path] = set()
     skipped: list[tuple[str, str]] = []
@@ -83,7 +85,13 @@ def discover_all(paths: Iterable[str | Path]) -> Discovered:
                     candidate = Path(folder) / name
                     if name.startswith(".") or candidate.suffix.lower() not in MANIFEST_SUFFIXES:
                         continue
-                    target = candidate.resolve()
+                    try:
+                        target = candidate.resolve()
+                    except (RuntimeError, OSError) as exc:  # a link loop (RuntimeError up to 3.12, OSError after)
+                        skipped.append(
+                            (str(candidate), f"symbolic link that cannot be resolved ({_why(exc)}): not followed")
+                        )
+                        continue
                     if candidate.is_symlink() and not target.is_relative_to(root):
                         skipped.append((str(candidate), f"symbolic link to {target}, outside {root}: not followed"))
                     elif target.is_file():
@@ -91,6 +99,13 @@ def discover_all(paths: Iterable[str | Path]) -> Discovered:
         else:
             raise NotFoundError(f"no such file or directory: {raw}")
     return Discovered(sorted(found), skipped)
+
+
+def _why(exc: BaseException) -> str:
+    """A link that does not resolve, in a few words: "a loop" for ELOOP and Python's "Symlink loop"."""
+    if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+        return "it loops"
+    return getattr(exc, "strerror", None) or type(exc).__name__
 
 
 def fingerprint_file(path: Path, limits: Limits | None = None) -> tuple[ManifestFile, bytes]:

@@ -207,7 +207,9 @@ def sync_paths(paths: list[str], store_dir: str, servers: list[str], config: Bui
     config = config or BuildConfig()
     summary = new_sync_summary(store_dir)
     live = config.live
-    listed = refresh_live(paths, store_dir, timeout=live.timeout, concurrency=live.concurrency, only=set(servers))
+    listed = refresh_live(
+        paths, store_dir, timeout=live.timeout, concurrency=live.concurrency, only=set(servers), env_names=live.env
+    )
     summary.live = [asdict(report) for report in listed.servers]
     summary.live_skipped = [asdict(skipped) for skipped in listed.skipped]
     summary.quarantined += listed.quarantined  # a listing that failed: the server keeps its last snapshot

@@ -78,6 +78,11 @@ class LiveOptions(Options):
 
     timeout: float = Field(60.0, gt=0, description="seconds a server has to start and list all its tools")
     concurrency: int = Field(4, ge=1, description="servers listed at once")
+    env: tuple[str, ...] = Field(
+        (),
+        description="environment variables a registry server.json may read for its headers and environment "
+        "(names only; --env NAME): it reads no other",
+    )
 
 
 class ToolSearchOptions(Options):

@@ -42,3 +42,27 @@ def test_an_unexpected_failure_is_one_line_and_v_shows_the_traceback(cli, tmp_pa
     verbose = cli(*args, "-v", env={"TOOLKG_FAULT": "raise:ingest"})
     assert verbose.returncode == 1 and "Traceback" in verbose.stderr
     assert verbose.stderr.rstrip().splitlines()[-1].startswith("toolkg: error: internal error: InjectedFault")
+
+
+def test_a_symlink_loop_in_a_folder_is_quarantined_and_the_rest_builds(cli, tmp_path):
+    """Two links pointing at each other (and one at itself) are one quarantine line each; the real manifest
+    beside them loads, and a link out of the folder stays unfollowed and reported."""
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    (folder / "real.json").write_text(json.dumps({"server": "real", "tools": [{"name": "ping", "description": "P"}]}))
+    (folder / "a.json").symlink_to(folder / "b.json")
+    (folder / "b.json").symlink_to(folder / "a.json")
+    (folder / "self.yaml").symlink_to(folder / "self.yaml")
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"server": "outside", "tools": [{"name": "leak", "description": "L"}]}))
+    (folder / "out.json").symlink_to(outside)
+    store = tmp_path / "store"
+    result = cli("build", str(folder), "--store", str(store), "--no-links", "--json")
+    assert "Traceback" not in result.stdout + result.stderr and "internal error" not in result.stderr, result.stderr
+    assert result.returncode == 3, result.stderr  # built, with quarantined items
+    summary = json.loads(result.stdout)
+    reasons = {Path(q["item"]).name: q["reason"] for q in summary["quarantined"]}
+    assert set(reasons) == {"a.json", "b.json", "self.yaml", "out.json"}, reasons
+    assert all("loops" in reasons[name] for name in ("a.json", "b.json", "self.yaml")), reasons
+    assert "outside" in reasons["out.json"]
+    assert summary["totals"]["tools"] == 1

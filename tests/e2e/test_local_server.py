@@ -9,6 +9,7 @@ cannot start ends the build with one line saying what to do; `toolkg prefect-ser
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import json
 import os
@@ -178,7 +179,8 @@ def test_builds_share_one_server_until_stopped_and_a_configured_api_wins(first_b
     # PREFECT_API_URL set by the user wins: nothing is started under that process's PREFECT_HOME.
     other = tmp_path / "other-home"
     other.mkdir()
-    third = _build(_env(other, PREFECT_API_URL=state["url"]), tmp_path / "store3")
+    key = (Path(os.environ["TOOLKG_CONFIG_DIR"]) / "prefect-api-auth").read_text().strip()  # as docs/operations.md
+    third = _build(_env(other, PREFECT_API_URL=state["url"], PREFECT_API_AUTH_STRING=key), tmp_path / "store3")
     assert third.returncode == 0, third.stderr
     assert STARTING not in third.stderr and _state(other) is None and _servers(other) == []
     assert _servers(home) == [state["pid"]]
@@ -271,9 +273,9 @@ def test_concurrent_builds_start_one_server_which_stops_when_idle(home, tmp_path
 
 def _running_flow_runs(url: str) -> list:
     body = json.dumps({"flow_runs": {"state": {"type": {"any_": ["RUNNING"]}}}}).encode()
-    request = urllib.request.Request(
-        url + "/flow_runs/filter", data=body, headers={"Content-Type": "application/json"}, method="POST"
-    )
+    key = (Path(os.environ["TOOLKG_CONFIG_DIR"]) / "prefect-api-auth").read_text().strip()  # the server asks it
+    headers = {"Content-Type": "application/json", "Authorization": "Basic " + base64.b64encode(key.encode()).decode()}
+    request = urllib.request.Request(url + "/flow_runs/filter", data=body, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=5) as response:
             return json.loads(response.read())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -72,6 +73,13 @@ def mcp_http(store: Path, tmp_path: Path, *flags: str, env: dict[str, str] | Non
     log = tmp_path / f"stderr-{port}"
     inherited = {key: value for key, value in os.environ.items() if key != "TOOLKG_MCP_TOKEN"}
     environment = {**inherited, "TOOLKG_CONFIG_DIR": str(tmp_path / "config"), **(env or {})}
+    # The same user as the build, with a config folder of its own for the tokens: it carries the configurations
+    # that user's build named (toolkg.live.named), without which call_tool starts no server from the store.
+    named = Path(os.environ["TOOLKG_CONFIG_DIR"]) / "live-configurations.json"
+    if named.exists():
+        (tmp_path / "config").mkdir(exist_ok=True)
+        (tmp_path / "config").chmod(0o700)  # as toolkg makes it
+        shutil.copy(named, tmp_path / "config" / named.name)
     with log.open("w") as errors:
         process = subprocess.Popen(
             [str(TOOLKG), "mcp", "--store", str(store), "--transport", "http", "--bind", f"127.0.0.1:{port}", *flags],

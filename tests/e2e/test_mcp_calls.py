@@ -103,7 +103,10 @@ def world(tmp_path_factory):
 def _stdio(store: Path, *flags: str):
     from mcp.client.stdio import StdioServerParameters
 
-    return StdioServerParameters(command=str(TOOLKG), args=["mcp", "--store", str(store), *flags])
+    # The SDK starts it with a safe default environment (HOME, PATH...): the session's config folder, where the
+    # build noted the configuration it listed (toolkg.live.named), is passed on as a user's would be found.
+    config_dir = {"TOOLKG_CONFIG_DIR": os.environ["TOOLKG_CONFIG_DIR"]}
+    return StdioServerParameters(command=str(TOOLKG), args=["mcp", "--store", str(store), *flags], env=config_dir)
 
 
 def _session(server, calls, errlog=None):

@@ -6,7 +6,9 @@ tools at a time. ``--mode`` makes it misbehave: ``crash`` exits at start with a 
 ``hang`` never answers ``tools/list``, ``invalid`` (HTTP only) answers with a tool whose inputSchema is
 not an object.
 Over HTTP, ``TOY_REQUIRED_TOKEN`` in its environment makes it refuse requests without
-``Authorization: Bearer <token>``.
+``Authorization: Bearer <token>``; ``--path-prefix /s/KEY`` serves it at ``/s/KEY/mcp`` only (a hosted server's
+key in its path); ``TOY_HEADER_LOG=FILE`` appends every request's headers to FILE (one JSON object a line), so a
+test sees what a client sent.
 
 Its tools answer calls with what they were called with (``--calls FILE`` logs each call there).
 
@@ -97,6 +99,32 @@ def _guarded(app, token: str):
     return guarded
 
 
+def _prefixed(app, prefix: str):
+    """Only under ``prefix`` (the rest is 404), with it stripped for the app."""
+
+    async def routed(scope, receive, send):
+        if scope["type"] == "http":
+            if not scope["path"].startswith(prefix + "/"):
+                await send({"type": "http.response.start", "status": 404, "headers": []})
+                await send({"type": "http.response.body", "body": b"not here"})
+                return
+            scope = {**{k: v for k, v in scope.items() if k != "raw_path"}, "path": scope["path"][len(prefix) :]}
+        await app(scope, receive, send)
+
+    return routed
+
+
+def _logging(app, log: Path):
+    async def logged(scope, receive, send):
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers") or ()}
+            with log.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(headers) + "\n")
+        await app(scope, receive, send)
+
+    return logged
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tools", required=True, type=Path)
@@ -105,6 +133,7 @@ def main() -> None:
     parser.add_argument("--page-size", type=int, default=2)
     parser.add_argument("--mode", choices=("ok", "crash", "hang", "invalid"), default="ok")
     parser.add_argument("--calls", type=Path, default=None)
+    parser.add_argument("--path-prefix", default="")
     args = parser.parse_args()
     if args.mode == "crash":
         print("toy-bookings: fatal: cannot open the bookings database", file=sys.stderr)
@@ -122,7 +151,11 @@ def main() -> None:
 
     app = server.streamable_http_app()
     token = os.environ.get("TOY_REQUIRED_TOKEN")
-    uvicorn.run(_guarded(app, token) if token else app, host="127.0.0.1", port=args.port, log_level="warning")
+    app = _guarded(app, token) if token else app
+    app = _prefixed(app, args.path_prefix.rstrip("/")) if args.path_prefix else app
+    if os.environ.get("TOY_HEADER_LOG"):
+        app = _logging(app, Path(os.environ["TOY_HEADER_LOG"]))
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

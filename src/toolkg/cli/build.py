@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -127,7 +127,7 @@ def _add_prefect_server(sub) -> None:
         help="show or stop the shared local Prefect server builds use when PREFECT_API_URL is not set",
         description="Without PREFECT_API_URL, 'toolkg build' starts one local Prefect API server (under "
         "PREFECT_HOME, UI and scheduling off) and later commands reuse it. It stops by itself after "
-        "TOOLKG_PREFECT_IDLE_SECONDS (default 600) with no toolkg command using it; 'stop' stops it now.",
+        "TOOLKG_PREFECT_IDLE_SECONDS (default 120) with no toolkg command using it; 'stop' stops it now.",
     )
     prefect_server.add_argument(
         "action", nargs="?", choices=("status", "stop"), default="status", help="status (default) or stop"
@@ -136,7 +136,7 @@ def _add_prefect_server(sub) -> None:
     prefect_server.set_defaults(handler=cmd_prefect_server)
 
 
-def _require_manifests(paths: list[str]) -> list[str]:
+def _require_manifests(paths: list[str], env_names: Iterable[str] = ()) -> list[str]:
     """Fail fast, before Prefect starts: a bad address, or nothing to read (a folder holding only MCP
     configurations, which are never listed unless named, says how to name them). Returns the summary lines
     of the configurations skipped."""
@@ -147,7 +147,7 @@ def _require_manifests(paths: list[str]) -> list[str]:
     from toolkg.summary import skipped_live_line
 
     try:
-        inputs = live_inputs(paths)
+        inputs = live_inputs(paths, env_names)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     skipped = [skipped_live_line(asdict(s)) for s in inputs.skipped]
@@ -173,7 +173,7 @@ def _quiet_prefect(verbose: bool) -> None:
 def cmd_build(args: argparse.Namespace) -> int:
     from toolkg import progress
 
-    skipped = _require_manifests(args.paths)  # fail fast, before Prefect starts
+    skipped = _require_manifests(args.paths, args.env or ())  # fail fast, before Prefect starts
     config = build_config(args)
     runner = args.dask or ("local" if config.dask else None)
     in_process = "--dask fans out the offline extractor; the LLM extractor is concurrent in-process"
@@ -193,7 +193,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         from toolkg.flows.scale import dask_task_runner
 
         build_catalog = build_catalog.with_options(task_runner=dask_task_runner(runner))
-    summary = build_catalog(paths=[str(p) for p in args.paths], store_dir=args.store, config=config)
+    from toolkg.live.sources import as_parameter
+
+    parameters = [as_parameter(str(p)) for p in args.paths]  # Prefect stores them: an address's key hidden
+    summary = build_catalog(paths=parameters, store_dir=args.store, config=config)
     timing = _timing(time.perf_counter() - started, summary.pipeline_seconds, server)
     if args.output_format == "json":  # standard output is the summary alone
         print_json(summary.model_dump(mode="json"))
@@ -258,7 +261,10 @@ def _build_only(args: argparse.Namespace, config: BuildConfig, started: float, s
         run = sync_servers
     for line in skipped:  # first (an --only naming a server of one fails), on stderr (stdout is the summary)
         print(line, file=sys.stderr)
-    summary = run(paths=list(args.paths), store_dir=args.store, servers=args.only, config=config)
+    from toolkg.live.sources import as_parameter
+
+    paths = [as_parameter(str(p)) for p in args.paths] if run is not sync_paths else list(args.paths)
+    summary = run(paths=paths, store_dir=args.store, servers=args.only, config=config)
     timing = f"wall time: {time.perf_counter() - started:.2f}s"
     if args.output_format == "json":  # the shape of a build's summary: one object
         print_json(summary.model_dump(mode="json"))
@@ -285,11 +291,19 @@ def cmd_schedule(args: argparse.Namespace) -> int:
         config = config.model_copy(update={"llm_config": str(Path(config.llm_config).resolve())})
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from prefect.deployments.runner import EntrypointType
+    from pydantic import SecretStr
 
     from toolkg.flows.build import build_catalog
-    from toolkg.live.sources import is_address
+    from toolkg.live.sources import as_parameter, is_address, public_url
 
-    # Runs may start elsewhere: absolute paths (server addresses as given).
+    # Runs may start elsewhere: absolute paths (server addresses as given). The deployment keeps its parameters
+    # in Prefect's database for every later run, so an address holding a key cannot be one of them.
+    for path in args.paths:
+        usage(
+            not isinstance(as_parameter(path), SecretStr),
+            f"{public_url(path.removeprefix('mcp+sse:').removeprefix('mcp+http:'))}: an address holding a key would "
+            "be stored with the deployment; put it in a client configuration's url and schedule that file",
+        )
     paths = [p if is_address(p) else str(Path(p).resolve()) for p in args.paths]
     store_dir = str(Path(args.store).resolve())
     print(

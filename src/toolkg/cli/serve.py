@@ -134,6 +134,14 @@ def _add_call_options(mcp) -> None:
         "call, over the ones the snapshots name; needed for servers listed from an mcp+stdio: address (repeatable)",
     )
     calls.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an environment variable a registry server.json may read for a header or its server's environment, "
+        "as toolkg build --env (repeatable): it reads no other",
+    )
+    calls.add_argument(
         "--call-timeout", type=float, default=60.0, metavar="SECONDS", help="one call's time limit (default 60)"
     )
     calls.add_argument(
@@ -274,7 +282,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     usage(calling or not args.live, "--live supplies servers to call: it needs --allow-call")
     policy = CallPolicy.from_flags(args.allow_call, args.allow_destructive)
     settings = CallSettings(
-        timeout=args.call_timeout, idle=args.call_idle, per_server=args.call_concurrency, live=tuple(args.live)
+        timeout=args.call_timeout,
+        idle=args.call_idle,
+        per_server=args.call_concurrency,
+        live=tuple(args.live),
+        env=tuple(args.env),
     )
     host, port = parse_bind(args.bind)
     hosts = tokens = None

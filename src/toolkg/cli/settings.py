@@ -76,6 +76,14 @@ def add_settings(parser: argparse.ArgumentParser) -> None:
     for flag, key, value, text in SWITCHES:
         group.add_argument(flag, dest=key, action="store_const", const=value, default=None, help=text)
     group.add_argument(
+        "--env",
+        action="append",
+        metavar="NAME",
+        help="an environment variable a registry server.json may read for a header or its server's environment "
+        "(repeatable; sets live.env): a server.json reads no variable not named so, since its author, not you, "
+        "chose the names",
+    )
+    group.add_argument(
         "--limit",
         action="append",
         default=[],
@@ -93,7 +101,12 @@ def build_config(args: argparse.Namespace) -> BuildConfig:
     if getattr(args, "dask", None):
         flags["dask"] = True
     limits = parse_limits(args.limit)  # a bad --limit names the flag
-    values = {"build": flags, "limits": {name: getattr(limits, name) for name in limits.model_fields_set}}
+    values: dict[str, dict] = {
+        "build": flags,
+        "limits": {name: getattr(limits, name) for name in limits.model_fields_set},
+    }
+    if getattr(args, "env", None):
+        values["live"] = {"env": tuple(dict.fromkeys(args.env))}
     config = config.with_values(values, source="command line")
     no_review = "--confirm-deps reviews inferred dependencies: it cannot go with --no-infer"
     usage(config.infer or not config.confirm_deps, no_review)

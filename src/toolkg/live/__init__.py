@@ -22,7 +22,7 @@ Python API::
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,7 @@ from toolkg.live.listing import (
     list_servers,
     where,
 )
+from toolkg.live.named import remember
 from toolkg.live.snapshots import (
     ToolChanges,
     read_snapshot,
@@ -124,10 +125,10 @@ class LiveRefresh:
     seconds: float = 0.0
 
 
-def live_inputs(paths: list[str]) -> LiveInputs:
+def live_inputs(paths: list[str], env_names: Iterable[str] = ()) -> LiveInputs:
     """Split ``paths``: addresses and configuration files named themselves give the servers to list; a
     configuration found inside a folder is skipped (see the module docstring). Both kinds of configuration
-    file are left out of manifest discovery.
+    file are left out of manifest discovery. ``env_names``: the variables a ``server.json`` may read.
 
     Raises ``ValueError`` for a malformed address (bad scheme, credentials in it)."""
     inputs = LiveInputs(sources=LiveSources(), rest=[], configurations=set())
@@ -141,7 +142,7 @@ def live_inputs(paths: list[str]) -> LiveInputs:
         if path.is_file():
             document = sniff_config(path)
             if document is not None:
-                named = read_config(str(path.resolve()), document)
+                named = read_config(str(path.resolve()), document, env_names)
                 inputs.sources.servers += named.servers
                 inputs.sources.unlistable += named.unlistable
                 inputs.configurations.add(str(path.resolve()))
@@ -173,18 +174,22 @@ def _skipped(folder: str, candidate: Path, document: object) -> SkippedConfigura
     )
 
 
-def find_sources(paths: list[str]) -> tuple[LiveSources, list[str], set[str]]:
+def find_sources(paths: list[str], env_names: Iterable[str] = ()) -> tuple[LiveSources, list[str], set[str]]:
     """``live_inputs`` as a tuple: the servers to list, the paths left for manifest discovery, and every
     configuration file (named or found). Configurations found inside folders give no servers."""
-    inputs = live_inputs(paths)
+    inputs = live_inputs(paths, env_names)
     return inputs.sources, inputs.rest, inputs.configurations
 
 
 def list_config(
-    path: str | Path, *, timeout: float = DEFAULT_TIMEOUT, concurrency: int = DEFAULT_CONCURRENCY
+    path: str | Path,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    env_names: Iterable[str] = (),
 ) -> ListingRun:
     """List every server a configuration file (or server.json) names, without touching any store."""
-    inputs = live_inputs([str(path)])
+    inputs = live_inputs([str(path)], env_names)
     if not Path(path).expanduser().is_file() or not inputs.configurations:
         raise ValueError(f"{path}: not an MCP client configuration or server.json file")
     return list_servers(inputs.sources.servers, timeout=timeout, concurrency=concurrency)
@@ -198,12 +203,16 @@ def refresh_live(
     concurrency: int = DEFAULT_CONCURRENCY,
     on_listed: Callable[[int, int], None] | None = None,
     only: set[str] | None = None,
+    env_names: Iterable[str] = (),
 ) -> LiveRefresh:
     """List the live servers among ``paths`` (only the ids in ``only``, when given) and write their
-    snapshots; see the module docstring."""
+    snapshots; see the module docstring. ``env_names``: the variables a ``server.json`` may read."""
     started = time.perf_counter()
-    inputs = live_inputs(paths)
+    inputs = live_inputs(paths, env_names)
     sources = inputs.sources
+    # The configurations named here are this user's: toolkg mcp's call_tool may start servers from them later.
+    named = [spec.source for spec in sources.servers] + [item.source for item in sources.unlistable]
+    remember(source for source in named if source != "address")
     refresh = LiveRefresh(paths=inputs.rest, configurations=inputs.configurations, skipped=inputs.skipped)
     for item in sources.unlistable:
         refresh.servers.append(ServerReport(item.name, item.source, "-", "not listable", reason=item.reason))

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 
 from toolkg.live.redaction import Redactor, redact  # noqa: F401 - redact: toolsearch imports it from here
-from toolkg.live.sources import ServerSpec, public_url
+from toolkg.live.sources import ServerSpec
 from toolkg.models import one_line_text
 
 DEFAULT_TIMEOUT = 60.0
@@ -237,4 +237,4 @@ def where(spec: ServerSpec) -> str:
     """How the server was reached, safe to print: 'stdio mcp-server-time' or 'http https://host/mcp'."""
     if spec.transport == "stdio":
         return f"stdio {spec.public()['command']}"
-    return f"{spec.transport} {public_url(spec.url)}"
+    return f"{spec.transport} {spec.public()['url']}"

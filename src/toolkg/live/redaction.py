@@ -9,8 +9,9 @@ quarantine) comes from those answers, so one pass here over each answer blanks e
 secret, in any letter case, in every string (the keys of a schema's objects too), into ``MARKER``.
 
 Which values count (``secret_values``): every ``env`` and header value and each word of one (the token
-of "Bearer TOKEN"), a URL's user name, password and query values, and among a stdio server's arguments
-the value of a secret-named option (``--api-key K``, ``--token=K``, ``GITHUB_TOKEN=K``), the user
+of "Bearer TOKEN"), a URL's user name, password, query values and the path segments that hold a key
+(``secret_path_segments``: shaped like one, or after ``/s/``, ``/key/``, ``/token/``...), and among a stdio
+server's arguments the value of a secret-named option (``--api-key K``, ``--token=K``, ``GITHUB_TOKEN=K``), the user
 information and query values of a URL argument, and anything shaped like a key (a known key prefix
 such as ``sk-`` or ``ghp_``, or a long run of letters and digits mixed). Other arguments (paths, package
 names, flags) stay: blanking them would deface descriptions for no protection.
@@ -27,10 +28,11 @@ This catches a secret copied as it is (or in another letter case); a server that
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 MARKER = "[redacted]"
 MIN_SECRET_CHARS = 4
@@ -51,9 +53,11 @@ def secret_values(
     headers: Mapping[str, str] = {},  # noqa: B006
     url: str = "",
     args: Sequence[str] = (),
+    filled: Sequence[str] = (),
 ) -> list[str]:
-    """Every value of a server's configuration that must not appear in anything written, longest first."""
-    values = [*env.values(), *headers.values(), *_url_secrets(url), *_argument_secrets(args)]
+    """Every value of a server's configuration that must not appear in anything written, longest first
+    (``filled``: values a variable put into the URL, which are secrets whatever they look like)."""
+    values = [*env.values(), *headers.values(), *filled, *_url_secrets(url), *_argument_secrets(args)]
     for value in list(values):  # "Bearer TOKEN": the token alone must not leak either
         values += value.split()
     return sorted({v for v in values if len(v) >= MIN_SECRET_CHARS}, key=len, reverse=True)
@@ -67,7 +71,48 @@ def _url_secrets(url: str) -> list[str]:
         found = [parts.username or "", parts.password or ""]
     except ValueError:
         return []
-    return found + [value for _, value in parse_qsl(parts.query, keep_blank_values=False)]
+    path = [segment for raw in secret_path_segments(parts.path) for segment in (raw, unquote(raw))]
+    return found + path + [value for _, value in parse_qsl(parts.query, keep_blank_values=False)]
+
+
+# A path segment that says a key follows: hosted MCP servers put theirs in the path (".../s/KEY/mcp",
+# ".../token/KEY", ".../api-key/KEY/sse"), where no query-string rule sees it.
+_KEY_MARKER = re.compile(r"s|(?:api[-_]?|access[-_]?)?(?:keys?|tokens?|secrets?)|credentials?", re.IGNORECASE)
+ENTROPY_CHARS = 16  # from this length, a segment mixing letters and digits with high entropy counts as a key
+ENTROPY_BITS = 3.5  # bits per character (a random base-36 word has about 5; "release-2024" about 3.1)
+
+
+def secret_path_segments(path: str) -> list[str]:
+    """The segments of a URL path (as written, percent-encoding and all) that hold a key: one shaped like a key
+    (``looks_like_key``, or ``ENTROPY_CHARS``+ characters mixing letters and digits at ``ENTROPY_BITS`` per
+    character), or one right after a segment that names a key (``s``, ``key``, ``token``, ``api-key``...).
+
+    >>> secret_path_segments("/s/abc123/mcp"), secret_path_segments("/v1/mcp"), secret_path_segments("/sse")
+    (['abc123'], [], [])
+    """
+    segments = path.split("/")
+    found = []
+    for position, segment in enumerate(segments):
+        if len(segment) < MIN_SECRET_CHARS:
+            continue
+        after_marker = position > 0 and _KEY_MARKER.fullmatch(unquote(segments[position - 1])) is not None
+        if after_marker or looks_like_key(unquote(segment)) or _high_entropy(unquote(segment)):
+            found.append(segment)
+    return found
+
+
+def _high_entropy(text: str) -> bool:
+    if len(text) < ENTROPY_CHARS or not any(c.isdigit() for c in text) or not any(c.isalpha() for c in text):
+        return False
+    counts = [text.count(c) for c in set(text)]
+    return -sum(n / len(text) * math.log2(n / len(text)) for n in counts) >= ENTROPY_BITS
+
+
+def redact_path(path: str, secrets: Sequence[str] = ()) -> str:
+    """``path`` with each segment that holds a key (``secret_path_segments``) or one of ``secrets`` blanked."""
+    redactor = Redactor(secrets)
+    shaped = set(secret_path_segments(path))
+    return "/".join(MARKER if segment in shaped else redactor.text(segment) for segment in path.split("/"))
 
 
 def _argument_secrets(args: Sequence[str]) -> list[str]:

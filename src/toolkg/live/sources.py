@@ -11,10 +11,11 @@ Formats read (auto-detected by content, like the manifest formats):
   ``mcp+sse:URL`` (the older HTTP+SSE transport).
 
 An entry is ``{"command", "args", "env", "cwd"}`` (stdio) or ``{"url", "headers", "type"}`` (HTTP).
-``${env:NAME}`` / ``${NAME}`` in a value is read from the environment; VS Code's ``${input:...}`` needs
-a prompt, so that server is reported as not listable. The values of ``env`` and ``headers`` are used to
-connect and nowhere else: they are kept out of ``repr`` and of everything ``public`` returns, and blanked
-out of whatever the server answers (``redaction.py``).
+``${env:NAME}`` / ``${NAME}`` in a client configuration's value is read from the environment (the user
+wrote it); a ``server.json`` (its author's) reads only the variables the user names (``--env NAME``).
+VS Code's ``${input:...}`` needs a prompt, so that server is reported as not listable. The values of ``env``
+and ``headers`` are used to connect and nowhere else: they are kept out of ``repr`` and of everything
+``public`` returns, and blanked out of whatever the server answers (``redaction.py``).
 """
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ import os
 import re
 import shlex
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
+from pydantic import SecretStr
+
 from toolkg.extractors.manifests.formats import server_id_from
-from toolkg.live.redaction import secret_values
+from toolkg.live.redaction import redact_path, secret_path_segments, secret_values
 from toolkg.models import one_line_text
 
 Transport = Literal["stdio", "http", "sse"]
@@ -56,6 +59,7 @@ class ServerSpec:
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     metadata: Mapping[str, str] = field(default_factory=dict)  # server.json: description, version, homepage
+    filled: tuple[str, ...] = field(default=(), repr=False)  # values put into the URL from variables: secrets too
 
     @property
     def id(self) -> str:
@@ -64,13 +68,14 @@ class ServerSpec:
     def secrets(self) -> list[str]:
         """Every value that must not appear in anything written, longest first: env and header values,
         credentials in the URL, secret-looking arguments (``toolkg.live.redaction.secret_values``)."""
-        return secret_values(self.env, self.headers, self.url, self.args)
+        return secret_values(self.env, self.headers, self.url, self.args, filled=self.filled)
 
     def public(self) -> dict[str, str]:
-        """What may be written about how the server was reached: no env, headers, arguments nor query."""
+        """What may be written about how the server was reached: no env, headers, arguments nor query, and no
+        path segment that holds a key (``public_url``)."""
         if self.transport == "stdio":
             return {"transport": "stdio", "command": Path(self.command).name}
-        return {"transport": self.transport, "url": public_url(self.url)}
+        return {"transport": self.transport, "url": public_url(self.url, self.secrets())}
 
 
 @dataclass(frozen=True)
@@ -88,14 +93,29 @@ class LiveSources:
     unlistable: list[Unlistable] = field(default_factory=list)
 
 
-def public_url(url: str) -> str:
-    """``url`` without user info, query or fragment (where tokens hide)."""
+def public_url(url: str, secrets: Sequence[str] = ()) -> str:
+    """``url`` without user info, query or fragment, and with every path segment that holds a key blanked
+    (one shaped like a key, one after ``/s/``, ``/key/``, ``/token/``..., or holding one of ``secrets``):
+    hosted MCP servers put their keys in the path (``https://host/s/KEY/mcp``).
+
+    >>> public_url("https://u:p@mcp.example.com/s/k3y-value/mcp?api_key=x")
+    'https://mcp.example.com/s/[redacted]/mcp'
+    """
     parts = urlsplit(url)
     host = parts.hostname or ""
     netloc = f"[{host}]" if ":" in host else host
     if parts.port:
         netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return urlunsplit((parts.scheme, netloc, redact_path(parts.path, secrets), "", ""))
+
+
+def address_name(url: str) -> str:
+    """A server's name from its address: the host and the path's segments but those holding a key, so the key
+    is not part of the server id (``mcp.example.com-s-mcp`` for ``https://mcp.example.com/s/KEY/mcp``)."""
+    parts = urlsplit(url)
+    secret = set(secret_path_segments(parts.path))
+    kept = [segment for segment in parts.path.split("/") if segment and segment not in secret]
+    return "-".join([parts.hostname or "", *kept])
 
 
 def _http_url(url: str) -> str:
@@ -131,8 +151,21 @@ def parse_address(text: str) -> ServerSpec:
             "put them in a configuration file's headers instead"
         )
     assert parts.hostname, "_http_url refuses an address without a host"
-    name = parts.hostname + (parts.path.rstrip("/").replace("/", "-") if parts.path.strip("/") else "")
-    return ServerSpec(name=name, source="address", transport=transport, url=url)
+    return ServerSpec(name=address_name(url), source="address", transport=transport, url=url)
+
+
+def as_parameter(path: str) -> str | SecretStr:
+    """A build input as a Prefect flow parameter: an address holding a key (in its path) as a ``SecretStr``,
+    which Prefect stores as ``**********``; anything else as it is. ``from_parameter`` undoes it."""
+    if is_address(path):
+        url = path.removeprefix("mcp+sse:").removeprefix("mcp+http:")
+        if "://" in url and secret_path_segments(urlsplit(url).path):
+            return SecretStr(path)
+    return path
+
+
+def from_parameter(value: str | SecretStr) -> str:
+    return value.get_secret_value() if isinstance(value, SecretStr) else value
 
 
 def sniff_config(path: Path) -> Any | None:
@@ -186,14 +219,20 @@ def _registry_entry(entry: Any) -> bool:
     )
 
 
-def read_config(path: str, document: Any) -> LiveSources:
-    """The servers a configuration document names, and the ones that cannot be listed (with why)."""
+def read_config(path: str, document: Any, env_names: Iterable[str] = ()) -> LiveSources:
+    """The servers a configuration document names, and the ones that cannot be listed (with why).
+
+    A client configuration is the user's own: its ``${env:NAME}`` are read as it says. A registry
+    ``server.json`` is its server's author's: it may name any variable for a header or an environment value,
+    so it reads only the variables in ``env_names`` (``--env NAME``, ``live.env``) and otherwise its defaults."""
     found = LiveSources()
     if config_kind(document) == "registry":
+        environ = {name: os.environ[name] for name in env_names if name in os.environ}
         listed = document.get("servers") if isinstance(document.get("servers"), list) else [document]
         for entry in listed:
             entry = entry.get("server") if isinstance(entry.get("server"), Mapping) else entry
-            _add(found, lambda e=entry: registry_spec(path, e), path, str(entry.get("name") or "server.json entry"))
+            name = str(entry.get("name") or "server.json entry")
+            _add(found, lambda e=entry: registry_spec(path, e, environ), path, name)
         return found
     for name, entry in _client_block(document).items():
         _add(found, lambda n=name, e=entry: client_spec(path, str(n), e), path, str(name))
@@ -229,7 +268,8 @@ def _add(found: LiveSources, make, source: str, name: str) -> None:
         found.unlistable.append(Unlistable(name=name, source=source, reason=one_line_text(reason, 300)))
 
 
-def _expand(value: Any, what: str) -> str:
+def _expand(value: Any, what: str, filled: list[str] | None = None) -> str:
+    """``value`` with its ``${env:NAME}`` read from the environment (each value read noted in ``filled``)."""
     if not isinstance(value, str | int | float) or isinstance(value, bool):
         raise ValueError(f"{what} must be a string, got {type(value).__name__}")
     text = str(value)
@@ -240,6 +280,8 @@ def _expand(value: Any, what: str) -> str:
     def lookup(match: re.Match) -> str:
         if match.group(1) not in os.environ:
             raise ValueError(f"{what} needs the environment variable {match.group(1)}, which is not set")
+        if filled is not None:
+            filled.append(os.environ[match.group(1)])
         return os.environ[match.group(1)]
 
     return _VARIABLE.sub(lookup, text)
@@ -261,11 +303,11 @@ def client_spec(source: str, name: str, entry: Any) -> ServerSpec:
     if entry.get("disabled") is True:
         raise ValueError("disabled in the configuration")
     if entry.get("url") or entry.get("serverUrl"):
-        url = _http_url(_expand(entry.get("url") or entry.get("serverUrl"), "url"))
+        filled: list[str] = []
+        url = _http_url(_expand(entry.get("url") or entry.get("serverUrl"), "url", filled))
         transport: Transport = "sse" if kind == "sse" or (not kind and url.rstrip("/").endswith("/sse")) else "http"
-        return ServerSpec(
-            name=name, source=source, transport=transport, url=url, headers=_strings(entry.get("headers"), "headers")
-        )
+        headers = _strings(entry.get("headers"), "headers")
+        return ServerSpec(name=name, source=source, transport=transport, url=url, headers=headers, filled=tuple(filled))
     if not entry.get("command"):
         raise ValueError("neither a command nor a url")
     args = entry.get("args") or []
@@ -302,10 +344,12 @@ def _env_file(path: str, source: str) -> dict[str, str]:
 RUNNERS = {"npm": "npx", "pypi": "uvx", "oci": "docker"}
 
 
-def registry_spec(source: str, entry: Mapping[str, Any]) -> ServerSpec:
+def registry_spec(source: str, entry: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> ServerSpec:
     """A server.json entry: the first package whose runner is on PATH, else the first remote.
 
+    ``environ``: the only environment variables it may read (``read_config``: those the user named); None, none.
     Raises ``ValueError`` saying why when neither gives a command or URL."""
+    environ = environ or {}
     name = str(entry.get("name") or "").strip()
     if not name:
         raise ValueError("server.json entry without a name")
@@ -324,14 +368,16 @@ def registry_spec(source: str, entry: Mapping[str, Any]) -> ServerSpec:
     reasons = []
     for package in entry.get("packages") or ():
         try:
-            return ServerSpec(name=short, source=source, metadata=metadata, **_package(package))
+            return ServerSpec(name=short, source=source, metadata=metadata, **_package(package, environ))
         except ValueError as exc:
             reasons.append(str(exc))
     for remote in entry.get("remotes") or ():
         try:
             kind = str(remote.get("type") or "streamable-http")
-            url = _http_url(_template(str(remote.get("url") or ""), remote.get("variables"), "remote url"))
-            headers = {h["name"]: _registry_value(h, "header") for h in remote.get("headers") or ()}
+            filled: list[str] = []
+            raw_url = str(remote.get("url") or "")
+            url = _http_url(_template(raw_url, remote.get("variables"), "remote url", environ, filled))
+            headers = {h["name"]: _registry_value(h, "header", environ) for h in remote.get("headers") or ()}
             transport: Transport = "sse" if kind == "sse" else "http"
             return ServerSpec(
                 name=short,
@@ -340,13 +386,14 @@ def registry_spec(source: str, entry: Mapping[str, Any]) -> ServerSpec:
                 url=url,
                 headers={k: v for k, v in headers.items() if v},
                 metadata=metadata,
+                filled=tuple(filled),
             )
         except ValueError as exc:
             reasons.append(str(exc))
     raise ValueError("not listable: " + ("; ".join(reasons) or "no packages or remotes"))
 
 
-def _package(package: Mapping[str, Any]) -> dict[str, Any]:
+def _package(package: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
     kind, identifier = str(package.get("registryType") or ""), str(package.get("identifier") or "")
     transport = _mapping(package.get("transport"))
     if transport.get("type", "stdio") != "stdio":
@@ -367,7 +414,8 @@ def _package(package: Mapping[str, Any]) -> dict[str, Any]:
     runtime = [_argument(a) for a in package.get("runtimeArguments") or ()]
     if not runtime:
         runtime = {"npx": ["-y"], "docker": ["run", "-i", "--rm"]}.get(runner, [])
-    env = {v["name"]: _registry_value(v, "environment variable") for v in package.get("environmentVariables") or ()}
+    variables = package.get("environmentVariables") or ()
+    env = {v["name"]: _registry_value(v, "environment variable", environ) for v in variables}
     args = [*runtime, pinned, *(_argument(a) for a in package.get("packageArguments") or ())]
     return {
         "transport": "stdio",
@@ -377,13 +425,19 @@ def _package(package: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _registry_value(spec: Mapping[str, Any], what: str) -> str:
-    """A header or environment variable of server.json: from the environment, else its default/value."""
+def _registry_value(spec: Mapping[str, Any], what: str, environ: Mapping[str, str]) -> str:
+    """A header or environment variable of server.json: from the variables the user named, else its
+    default/value."""
     name = str(spec.get("name") or "")
-    value = os.environ.get(name) or spec.get("value") or spec.get("default") or ""
+    value = environ.get(name) or spec.get("value") or spec.get("default") or ""
     if not value and spec.get("isRequired"):
-        raise ValueError(f"needs the {what} {name} (set it in the environment)")
-    return _template(str(value), spec.get("variables"), f"{what} {name}")
+        raise ValueError(f"needs the {what} {name}: {_name_it(name)}")
+    return _template(str(value), spec.get("variables"), f"{what} {name}", environ)
+
+
+def _name_it(name: str) -> str:
+    """How to give a server.json a variable: it reads only those named (the rest of the environment is not its)."""
+    return f"set {name} in the environment and name it with --env {name} (a server.json reads no other variable)"
 
 
 def _argument(argument: Any) -> str:
@@ -397,16 +451,19 @@ def _argument(argument: Any) -> str:
     return value
 
 
-def _template(text: str, variables: Any, what: str) -> str:
-    """Fill ``{name}`` placeholders from the environment or their defaults."""
+def _template(text: str, variables: Any, what: str, environ: Mapping[str, str], filled: list[str] | None = None) -> str:
+    """Fill ``{name}`` placeholders from ``environ`` (the variables the user named) or their defaults; each
+    value put in is noted in ``filled`` (a URL's path then keeps it out of everything written)."""
     variables = variables if isinstance(variables, Mapping) else {}
 
     def fill(match: re.Match) -> str:
         key = match.group(1)
         spec = variables.get(key) if isinstance(variables.get(key), Mapping) else {}
-        value = os.environ.get(key) or spec.get("default")
+        value = environ.get(key) or spec.get("default")
         if not value:
-            raise ValueError(f"{what} needs {{{key}}} (set {key} in the environment)")
+            raise ValueError(f"{what} needs {{{key}}}: {_name_it(key)}")
+        if filled is not None and key in environ:  # the entry's own default is no secret
+            filled.append(str(value))
         return str(value)
 
     return re.sub(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", fill, text)

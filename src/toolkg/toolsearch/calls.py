@@ -6,8 +6,11 @@ narrows them; a tool annotated ``destructiveHint: true`` needs ``--allow-destruc
 against the tool's input schema. The server is found the way the build listed it: its live snapshot
 (``<store>/live/<server>.json``) names the configuration file, which is read again now, so its secrets come
 from the user's configuration at call time and are never stored (``--live SOURCE`` supplies or overrides
-servers, as ``toolkg build`` takes them). The call goes through ``SessionPool`` (``call_pool.py``) and the
-server's ``CallToolResult`` comes back unchanged.
+servers, as ``toolkg build`` takes them). The store's word alone starts nothing: a configuration its snapshot
+names is read only when a toolkg build of this user named it (``toolkg.live.named``), else ``--live FILE`` is
+asked for; and only a tool the live server listed (in its snapshot) is relayed, never one a catalog file put
+under the server's id. The call goes through ``SessionPool`` (``call_pool.py``) and the server's
+``CallToolResult`` comes back unchanged.
 
     from toolkg.toolsearch import ToolSearch
     from toolkg.toolsearch.calls import CallPolicy, ToolCaller
@@ -29,6 +32,8 @@ import anyio
 from toolkg.errors import NotFoundError, RequestError
 from toolkg.extractors.manifests.formats import server_id_from
 from toolkg.live.listing import redact
+from toolkg.live.named import was_named
+from toolkg.live.redaction import MARKER
 from toolkg.live.snapshots import read_snapshot, snapshot_dir
 from toolkg.live.sources import ServerSpec
 from toolkg.models import one_line_text
@@ -102,6 +107,7 @@ class CallSettings:
     idle: float = DEFAULT_IDLE
     per_server: int = DEFAULT_PER_SERVER
     live: tuple[str, ...] = field(default=())
+    env: tuple[str, ...] = field(default=())  # the variables a registry server.json may read (--env NAME)
 
 
 def check_arguments(tool_id: str, schema: Any, arguments: Mapping[str, Any]) -> None:
@@ -146,12 +152,13 @@ def _argument_message(error) -> str:
 class ServerLocator:
     """How to reach a server id at call time: a ``--live`` source, else what its live snapshot says."""
 
-    def __init__(self, store_dir: Path, live: Iterable[str] = ()) -> None:
+    def __init__(self, store_dir: Path, live: Iterable[str] = (), env_names: Iterable[str] = ()) -> None:
         from toolkg.live import find_sources
 
         self.store_dir = store_dir
+        self.env_names = tuple(env_names)
         try:
-            sources, rest, _ = find_sources(list(live))
+            sources, rest, _ = find_sources(list(live), self.env_names)
         except ValueError as exc:  # a malformed address
             raise CallRefused(f"--live: {exc}") from None
         for path in rest:  # only a file named here starts servers: a folder is not searched for them (issue 40)
@@ -180,6 +187,11 @@ class ServerLocator:
         configuration = str(source.get("configuration") or "")
         if configuration == "address":
             transport, url = source.get("transport"), source.get("url")
+            if transport in ("http", "sse") and isinstance(url, str) and MARKER in url:
+                raise CallRefused(
+                    f"{tool_id}: server '{server}' was listed from an address holding a key, which is not stored "
+                    f"({url}); give it to toolkg mcp again: --live URL"
+                )
             if transport in ("http", "sse") and isinstance(url, str) and url:
                 assert document is not None, "its source was read from it"
                 name = str(document.get("server") or server)
@@ -189,6 +201,11 @@ class ServerLocator:
                 f"give it to toolkg mcp again: --live 'mcp+stdio:{source.get('command') or 'COMMAND'} ...'"
             )
         path = Path(configuration)
+        if not was_named(configuration):  # the store's word alone starts nothing (toolkg.live.named)
+            raise CallRefused(
+                f"{tool_id}: server '{server}' was listed from {configuration}, a configuration no toolkg build of "
+                "yours named (the store says so, and a store may be anyone's); give it with --live FILE"
+            )
         if not path.is_file():
             raise NotFoundError(
                 f"{tool_id}: server '{server}' was listed from {configuration}, which is gone; give its "
@@ -196,7 +213,7 @@ class ServerLocator:
             )
         from toolkg.live import find_sources
 
-        sources, _, _ = find_sources([str(path)])
+        sources, _, _ = find_sources([str(path)], self.env_names)
         for spec in sources.servers:
             if spec.id == server:
                 return spec
@@ -215,7 +232,11 @@ class ToolCaller:
         self.search = search
         self.policy = policy or CallPolicy()
         self.settings = settings or CallSettings()
-        self.locator = ServerLocator(Path(search.store_dir), self.settings.live) if self.policy.enabled else None
+        self.locator = (
+            ServerLocator(Path(search.store_dir), self.settings.live, self.settings.env)
+            if self.policy.enabled
+            else None
+        )
         self.pool = SessionPool(
             timeout=self.settings.timeout, idle=self.settings.idle, per_server=self.settings.per_server
         )
@@ -243,6 +264,11 @@ class ToolCaller:
         assert self.locator is not None, "with calls off, the policy refused above"
         spec = self.locator.locate(tool_id, server, document)
         listed = _listed_tool(document, name)
+        if not listed:  # a catalog's tool under a live server's id: the server never offered it
+            raise CallRefused(
+                f"{tool_id}: server '{server}' did not list a tool '{name}' (not in its live listing); toolkg mcp "
+                "calls only the tools a live server listed"
+            )
         if listed.get("annotations", {}).get("destructiveHint") is True:  # the server's own word counts too
             refusal = self.policy.refusal(tool_id, server, listed["annotations"])
             if refusal:

@@ -126,7 +126,9 @@ def test_registry_entries_derive_a_command_or_say_why_not(monkeypatch) -> None:
     assert not found.servers
     assert "BRAVE_API_KEY" in found.unlistable[0].reason
     monkeypatch.setenv("BRAVE_API_KEY", "bsk_123456")
-    found = read_config("server.json", BRAVE_REGISTRY)
+    unnamed = read_config("server.json", BRAVE_REGISTRY)  # set, but not named: a server.json may not read it
+    assert not unnamed.servers and "--env BRAVE_API_KEY" in unnamed.unlistable[0].reason
+    found = read_config("server.json", BRAVE_REGISTRY, env_names=["BRAVE_API_KEY"])
     if shutil.which("npx") is None:
         assert "npx, which is not on PATH" in found.unlistable[0].reason
         return

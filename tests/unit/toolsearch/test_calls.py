@@ -141,9 +141,15 @@ def test_every_refusal_names_an_argument_given_or_required(arguments) -> None:
 # --- finding the server -------------------------------------------------------------------------------
 
 
-def _snapshot(store: Path, server: str, source: dict, tools: list[dict] | None = None) -> None:
+def _snapshot(store: Path, server: str, source: dict, tools: list[dict] | None = None, named: bool = True) -> None:
+    """A live snapshot as a build writes it; ``named``: that build was this user's, naming the configuration
+    on its command line (toolkg.live.named notes it, as refresh_live does)."""
+    from toolkg.live.named import remember
+
     folder = store / "live"
     folder.mkdir(parents=True, exist_ok=True)
+    if named and Path(str(source.get("configuration"))).is_absolute():
+        remember([str(source["configuration"])])
     document = {"server": server, "source": source, "tools": tools or []}
     (folder / f"{server}.json").write_text(json.dumps(document))
 
@@ -170,6 +176,13 @@ def test_a_server_is_found_from_the_configuration_its_snapshot_names(tmp_path: P
     _snapshot(store, "local", {"configuration": "address", "transport": "stdio", "command": "mcp-local"})
     _snapshot(store, "moved", {**public, "configuration": str(tmp_path / "gone.json")})
     (store / "live" / "files.json").unlink(missing_ok=True)
+    stranger = tmp_path / "shipped" / "mcp.json"  # a configuration a store names, no build of this user's did
+    stranger.parent.mkdir()
+    stranger.write_text(config.read_text())
+    _snapshot(store, "foreign", {**public, "configuration": str(stranger)}, named=False)
+    _snapshot(store, "relative", {**public, "configuration": "mcp.json"}, named=False)
+    keyed = {"configuration": "address", "transport": "http", "url": "https://mcp.example.com/s/[redacted]/mcp"}
+    _snapshot(store, "keyed", keyed)
     locator = ServerLocator(store)
 
     def locate(server: str):
@@ -191,6 +204,11 @@ def test_a_server_is_found_from_the_configuration_its_snapshot_names(tmp_path: P
         locate("moved")
     with pytest.raises(CallRefused, match=r"^tool files::t has no live server \(its catalog was built from files\)"):
         locate("files")
+    for server in ("foreign", "relative"):  # the store's word alone starts nothing
+        with pytest.raises(CallRefused, match="a configuration no toolkg build of yours named.*--live FILE"):
+            locate(server)
+    with pytest.raises(CallRefused, match=r"an address holding a key, which is not stored.*--live URL"):
+        locate("keyed")
 
     overridden = ServerLocator(store, ["mcp+stdio:mcp-local --flag"])
     spec = overridden.locate("mcp-local::t", "mcp-local", None)
@@ -393,7 +411,7 @@ def test_a_server_that_cannot_start_is_one_line_with_its_secret_blanked(tmp_path
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"gone": {"command": f"/no/such/{SECRET}", "env": {"K": SECRET}}}}))
     store = tmp_path / "store"
-    _snapshot(store, "gone", {"configuration": str(config), "transport": "stdio", "command": "x"})
+    _snapshot(store, "gone", {"configuration": str(config), "transport": "stdio", "command": "x"}, [{"name": "t"}])
     search = _Search(store, {"gone::t": {"id": "gone::t", "server": "gone", "name": "t", "annotations": {}}})
     with ToolCaller(search, CallPolicy.from_flags(["*"]), CallSettings(timeout=10)) as caller:
         with pytest.raises(ToolkgError) as failed:
