@@ -235,19 +235,26 @@ def _compare(mine: set, plain: set, positive: set, negative: set, consumers: set
         kept = {p for p in pairs if servers is None or p[0].partition("::")[0] in servers}
         hits = len(kept & positive)
         labelled = len(kept & (positive | negative))
+        # labels sample a big server's consumers: precision also over the labelled consumers' pairs alone
+        of_labelled = {p for p in kept if consumers is None or p[0] in consumers}
         rows[method] = {
             "predicted": len(kept),
             "hits": hits,
             "recall": round(hits / len(positive), 3) if positive else 0.0,
             "precision_lower_bound": round(hits / len(kept), 3) if kept else 0.0,
             "precision_labelled": round(hits / labelled, 3) if labelled else 0.0,
+            "precision_labelled_consumers": round(len(of_labelled & positive) / len(of_labelled), 3)
+            if of_labelled
+            else 0.0,
         }
     return rows
 
 
 def print_comparison(title: str, rows: dict) -> None:
     cells = "  ".join(
-        f"{m} P {r['precision_lower_bound']:.3f} / R {r['recall']:.3f} ({r['predicted']})" for m, r in rows.items()
+        f"{m} P {r['precision_lower_bound']:.3f} ({r['precision_labelled_consumers']:.3f}) / R {r['recall']:.3f} "
+        f"({r['predicted']})"
+        for m, r in rows.items()
     )
     print(f"{title:<34}{cells}")
 
