@@ -105,6 +105,11 @@ class _Server:
         self.listed = {p.id: listed(p.tool.name) for p in members}
         self.carried = {p.id: carried(p.tool) for p in members}
         self.fields = {p.id: field_names(p.tool) for p in members}
+        self.takes: dict[str, set] = {
+            p.id: {q.name for q in p.tool.parameters if q.required}
+            | {slot_entity(q.name, p.tool.name) for q in p.tool.parameters if q.required}
+            for p in members
+        }
         declaring = [p for p in members if p.tool.outputs]
         counts = Counter(name for p in declaring for name in self.fields[p.id])
         self.generic = {n for n, c in counts.items() if c > max(1.0, GENERIC_SHARE * len(declaring))}
@@ -112,6 +117,8 @@ class _Server:
     def evidence(self, producer: Profile, entity: tuple[str, ...], parameter: str) -> tuple | None:
         if entity and entity in self.listed[producer.id]:
             return NAME_LISTS
+        if parameter in self.takes[producer.id] or (entity and entity in self.takes[producer.id]):
+            return None  # a tool that is given the value and hands it back echoes it: a peer, not a source
         if entity and entity in self.carried[producer.id]:
             return OUTPUT_CARRIES
         specific = parameter not in self.generic and is_informative(_entity(split_identifier(parameter)))
@@ -133,9 +140,7 @@ def typed_join_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable
             for param in consumer.tool.parameters:
                 if is_destination(consumer.tool.name, param.name):
                     continue
-                entity = slot_entity(param.name, consumer.tool.name)
-                if entity and not is_informative(entity):
-                    entity = ()
+                entity = slot_entity(param.name, consumer.tool.name)  # a 'user' or an 'order' is one here
                 found = [
                     (kind, producer)
                     for producer in server.members
