@@ -31,6 +31,7 @@ from toolkg.extractors.manifests.reading import discover_all, fingerprint_file
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from plain_join import plain_join  # noqa: E402  (the naive baseline every row is shown beside)
 from splits import half as split_half  # noqa: E402  (the one split rule: sha256 parity, data/SPLITS.md)
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -179,6 +180,14 @@ def real_catalog(name: str = "livemcpbench") -> dict:
             "precision_lower_bound": round(hit / len(mine), 3) if mine else 0.0,
             **_estimated_precision(mine, positive, negative, audit),
         }
+    plain = {(e.consumer, e.producer) for e in plain_join(tools)}
+    out["versus_plain_join"] = {}
+    for half in ("tune", "report", "all"):
+        keep = [x for x in labels if half == "all" or split_half(x["consumer"].partition("::")[0]) == half]
+        positive = {(x["consumer"], x["producer"]) for x in keep if x["label"] == "positive"}
+        negative = {(x["consumer"], x["producer"]) for x in keep if x["label"] == "negative"}
+        consumers = {c for c, _ in positive | negative}
+        out["versus_plain_join"][half] = _compare(set(predicted), plain, positive, negative, consumers)
     rules = {}
     positive = {(x["consumer"], x["producer"]) for x in labels if x["label"] == "positive"}
     negative = {(x["consumer"], x["producer"]) for x in labels if x["label"] == "negative"}
@@ -209,12 +218,45 @@ def real_catalog(name: str = "livemcpbench") -> dict:
         "P(labelled): over predicted pairs that are labelled; P(est): over all predicted pairs, unlabelled ones "
         "judged by the audit file; P(lower): unlabelled pairs counted wrong"
     )
+    for half in ("tune", "report", "all"):
+        print_comparison(f"  {half}: lower-bound P / R", out["versus_plain_join"][half])
     for rule, row in rules.items():
         print(
             f"rule {rule:<25} {row['predicted']:>6} edges, {row['hits']} labelled right, {row['wrong']} labelled "
             f"wrong, precision estimated {_number(row['precision_estimated'])} ({row['unjudged']} unjudged)"
         )
     return out
+
+
+def _compare(mine: set, plain: set, positive: set, negative: set, consumers: set | None) -> dict:
+    servers = None if consumers is None else {c.partition("::")[0] for c in consumers}
+    rows = {}
+    for method, pairs in (("plain join", plain), ("toolkg", mine), ("union", mine | plain)):
+        kept = {p for p in pairs if servers is None or p[0].partition("::")[0] in servers}
+        hits = len(kept & positive)
+        labelled = len(kept & (positive | negative))
+        # labels sample a big server's consumers: precision also over the labelled consumers' pairs alone
+        of_labelled = {p for p in kept if consumers is None or p[0] in consumers}
+        rows[method] = {
+            "predicted": len(kept),
+            "hits": hits,
+            "recall": round(hits / len(positive), 3) if positive else 0.0,
+            "precision_lower_bound": round(hits / len(kept), 3) if kept else 0.0,
+            "precision_labelled": round(hits / labelled, 3) if labelled else 0.0,
+            "precision_labelled_consumers": round(len(of_labelled & positive) / len(of_labelled), 3)
+            if of_labelled
+            else 0.0,
+        }
+    return rows
+
+
+def print_comparison(title: str, rows: dict) -> None:
+    cells = "  ".join(
+        f"{m} P {r['precision_lower_bound']:.3f} ({r['precision_labelled_consumers']:.3f}) / R {r['recall']:.3f} "
+        f"({r['predicted']})"
+        for m, r in rows.items()
+    )
+    print(f"{title:<34}{cells}")
 
 
 def main() -> None:
@@ -229,6 +271,7 @@ def main() -> None:
     hidden = [t.model_copy(update={"depends_on": ()}) for t in tools]  # inference never sees the declared edges
     predicted, seconds = _inferred(hidden)
     overall = _prf(len(predicted.keys() & gold.keys()), len(predicted), len(gold))
+    versus = _compare(set(predicted), {(e.consumer, e.producer) for e in plain_join(hidden)}, set(gold), set(), None)
     kinds = sorted(set(gold.values()) | {e.kind for e in predicted.values()})
     per_kind = {}
     for kind in kinds:
@@ -263,6 +306,7 @@ def main() -> None:
         )
     for rule, row in per_rule.items():
         print(f"rule {rule:<25} {row['predicted']:>6} edges, precision {row['precision']:.3f}")
+    print_comparison("  versus the plain join", versus)
     print(f"declared transitive dependencies reachable through inferred edges (mean per tool): {reach:.3f}")
     print("most-missed producers:", ", ".join(f"{n.split('::')[1]} {c}" for n, c in missed.most_common(8)))
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -271,6 +315,7 @@ def main() -> None:
         json.dumps(
             {
                 "overall": overall,
+                "versus_plain_join": versus,
                 "per_kind": per_kind,
                 "per_rule": per_rule,
                 "transitive_reach": reach,

@@ -26,6 +26,10 @@ CONFIDENCE: dict[str, float] = {
     # REST collections (rest.py): GitHub's labelled consumers, one labelled producer a slot: 0.40 as a lower bound
     "rest lists": 0.8,  # GET /repos/{owner}/{repo}/issues -> {issue_number}; new, to be audited
     "rest creates": 0.75,  # POST /repos/{owner}/{repo}/issues -> {issue_number}; new, to be audited
+    # the typed join (typed_join.py): the plain baseline's evidence, one rule among the others
+    "join name lists": 0.7,  # invoice_id <- list_invoices; to be calibrated
+    "join output carries": 0.7,  # invoice_id <- a tool whose output has invoices[] or invoice_id
+    "join same field": 0.6,  # origin <- a tool declaring an output field 'origin'
     # file formats (files.py)
     "file same server": 0.75,  # pdf_splitter(inputPath) <- docx_to_pdf; LiveMCPBench 12/12 labelled
     "file other server": 0.6,

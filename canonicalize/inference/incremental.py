@@ -52,6 +52,7 @@ from toolkg.canonicalize.inference.pairs import (
 from toolkg.canonicalize.inference.profiles import Profile
 from toolkg.canonicalize.inference.reach import Reach
 from toolkg.canonicalize.inference.rest import collection_slots, rest_edges, within_collections
+from toolkg.canonicalize.inference.typed_join import typed_join_edges
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Tool
 
@@ -63,6 +64,7 @@ RULES: dict[str, Callable[[CatalogIndex, list[Profile], dict | None], list[Infer
     "identifier": lambda ix, consumers, _: identifier_edges(ix.by_server, consumers),
     "opener": lambda ix, consumers, _: opener_edges(ix.by_server, consumers),
     "rest": lambda ix, consumers, _: rest_edges(ix.by_server, consumers),
+    "join": lambda ix, consumers, _: typed_join_edges(ix.by_server, consumers),
     "file": lambda ix, consumers, _: file_edges(ix.writers, consumers),
     "login": lambda ix, consumers, _: namespace_auth_edges(ix, consumers),
     "precondition": lambda ix, consumers, _: precondition_edges(ix, consumers),

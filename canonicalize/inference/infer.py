@@ -61,6 +61,7 @@ from toolkg.canonicalize.inference.profiles import (
     profile_of,
 )
 from toolkg.canonicalize.inference.rest import collection_slots, rest_edges, within_collections
+from toolkg.canonicalize.inference.typed_join import typed_join_edges
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Parameter, Tool
 from toolkg.text.lexicon import FORM_HEADS
@@ -126,6 +127,7 @@ def rule_edges(index: CatalogIndex, consumers: list[Profile]) -> list[InferredEd
         *identifier_edges(index.by_server, consumers),
         *opener_edges(index.by_server, consumers),
         *rest_edges(index.by_server, consumers),
+        *typed_join_edges(index.by_server, consumers),
         *file_edges(index.writers, consumers),
         *catalog_rule_edges(index, consumers),
     ]

@@ -3,7 +3,8 @@
 Tool name: ``operationId``, else ``<method>_<path>`` with the path's punctuation folded to
 underscores (also for an operation whose operationId an earlier one already took). Parameters: path,
 query, header and cookie parameters (operation-level overriding path-level by name + location) plus the
-JSON request body's properties (an ``allOf``'s merged). Output: the first 2xx response's JSON schema. Local
+JSON request body's properties (an ``allOf``'s merged). Output: the first 2xx response's JSON schema; its
+``links`` are declared dependencies of the operations they name (``openapi_links``). Local
 ``$ref``s (``#/...``) are resolved, an operation's own too. Swagger 2.0 is read as its converters to OpenAPI 3
 read it: a ``body`` parameter is the request body, ``formData`` parameters its properties, a parameter's own
 ``type`` its schema, a response's ``schema`` its output.
@@ -40,6 +41,7 @@ from toolkg.extractors.manifests.laxities import (
     shown,
     text_field,
 )
+from toolkg.extractors.manifests.openapi_links import declared_links
 from toolkg.extractors.manifests.schema import (
     outputs_from_schema,
     parameter_from_schema,
@@ -347,6 +349,8 @@ def parse_openapi(path: str, document: Any, server: str | None, limits: Limits |
                 taken[name] = f"{method.upper()} {route[:200]}"
             except Exception as exc:
                 quarantined.append(quarantine(exc, source=path, item=label, stage="parse", raw=operation))
+    tools, link_notes = declared_links(document, tools, HTTP_METHODS, refs)
+    notices += [Notice(source=path, item=item, what=what) for item, what in link_notes]
     tags_value = document.get("tags")
     listed = tags_value if isinstance(tags_value, list) else []
     tags = [t.get("name") for t in listed if isinstance(t, Mapping) and isinstance(t.get("name"), str)]

@@ -1,0 +1,168 @@
+"""The typed join: an identifying parameter is fed by the tools of its server that yield what it identifies.
+
+The plain baseline of ``benchmarks/plain_join.py`` made one of the rules, with toolkg's spelling of entities
+(short forms spelled out, heads lemmatised: ``repo_id`` and ``list_repositories`` meet) and calibrated
+confidences, so what a naive join finds is in the default output unless the judge doubts it:
+
+- A parameter identifies an entity when its name ends in an identifier suffix (id, ids, address, key, code,
+  slug, uuid, number): the words before the suffix (``invoice_id`` -> invoice, ``workflow_run_id`` -> workflow
+  run); a bare ``id`` identifies the tool's own object (the last noun of its name before a preposition).
+- A tool yields an entity when its name lists it after a listing verb (list, search, find, get, browse,
+  create: ``getOpenInvoices`` -> invoice, open invoice), or when its declared output carries it (an array
+  field of that name, or a field that identifies it, two levels deep); it yields every declared field name.
+- Each slot takes every producer of its server of the strongest evidence found (the name lists it > the
+  output carries it > a declared field of the parameter's own, non-generic name), at most
+  ``MAX_PRODUCERS``: several producers compete, none claims the slot.
+
+English and general API conventions only; no catalog's names.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+
+from toolkg.canonicalize.inference.calibration import CONFIDENCE
+from toolkg.canonicalize.inference.profiles import (
+    PARAMETER_DIRECT,
+    PARAMETER_INDIRECT,
+    Profile,
+    canonical_key,
+    is_destination,
+    is_informative,
+)
+from toolkg.models import InferredEdge, Tool
+from toolkg.text.words import split_identifier
+
+RULE = "typed-join"
+SUFFIXES = frozenset("id ids address key code slug uuid number".split())
+LISTING_VERBS = frozenset("list search find get browse create".split())
+PREPOSITIONS = frozenset("for by in of from on with to at".split())
+# evidence kinds, strongest first: (rank, calibration key, how the evidence reads)
+NAME_LISTS = (3, "join name lists", "{producer}'s name lists {entity}")
+OUTPUT_CARRIES = (2, "join output carries", "{producer}'s output carries {entity}")
+SAME_FIELD = (1, "join same field", "{producer} declares an output field {entity}")
+MAX_PRODUCERS = 4
+GENERIC_SHARE = 0.25  # a field name more than this share of a server's declaring tools have names no entity
+
+
+def _entity(words: Iterable[str]) -> tuple[str, ...]:
+    return canonical_key(w for w in words if not w.isdigit())
+
+
+def _before_preposition(words: list[str]) -> list[str]:
+    cut = next((i for i, w in enumerate(words) if w in PREPOSITIONS and i > 0), len(words))
+    return words[:cut]
+
+
+def own_object(tool_name: str) -> tuple[str, ...]:
+    """The last noun of a tool's name before any preposition: ``get_invoice_by_number`` -> invoice."""
+    nouns = [w for w in _before_preposition(split_identifier(tool_name)) if w not in LISTING_VERBS]
+    return _entity(nouns[-1:])
+
+
+def slot_entity(parameter: str, tool_name: str) -> tuple[str, ...]:
+    """The entity an identifying parameter names; () when its name ends in no identifier suffix."""
+    words = split_identifier(parameter)
+    if not words or words[-1] not in SUFFIXES:
+        return ()
+    return own_object(tool_name) if len(words) == 1 else _entity(words[:-1])
+
+
+def listed(tool_name: str) -> set[tuple[str, ...]]:
+    """What a tool's name lists after its first listing verb: the phrase and each of its tails."""
+    words = split_identifier(tool_name)
+    at = next((i for i, w in enumerate(words) if w in LISTING_VERBS), None)
+    if at is None:
+        return set()
+    after = words[at + 1 :]
+    cut = next((i for i, w in enumerate(after) if w in PREPOSITIONS), len(after))
+    phrase = [w for w in after[:cut] if not w.isdigit()]
+    return {_entity(phrase[i:]) for i in range(len(phrase))} - {()}
+
+
+def carried(tool: Tool) -> set[tuple[str, ...]]:
+    """Entities a tool's declared output carries, two levels deep."""
+    found = set()
+    for field in tool.outputs:
+        path = field.name.split(".")
+        if len(path) > 2:
+            continue
+        found |= {_entity(split_identifier(part[:-2])) for part in path if part.endswith("[]")}
+        found.add(slot_entity(path[-1].removesuffix("[]"), tool.name))
+    return found - {()}
+
+
+def field_names(tool: Tool) -> set[str]:
+    return {field.name.split(".")[-1].removesuffix("[]") for field in tool.outputs}
+
+
+class _Server:
+    """What each tool of one server yields, read once per server."""
+
+    def __init__(self, members: list[Profile]) -> None:
+        self.members = members
+        self.listed = {p.id: listed(p.tool.name) for p in members}
+        self.carried = {p.id: carried(p.tool) for p in members}
+        self.fields = {p.id: field_names(p.tool) for p in members}
+        self.takes: dict[str, set] = {
+            p.id: {q.name for q in p.tool.parameters if q.required}
+            | {slot_entity(q.name, p.tool.name) for q in p.tool.parameters if q.required}
+            for p in members
+        }
+        declaring = [p for p in members if p.tool.outputs]
+        counts = Counter(name for p in declaring for name in self.fields[p.id])
+        self.generic = {n for n, c in counts.items() if c > max(1.0, GENERIC_SHARE * len(declaring))}
+
+    def evidence(self, producer: Profile, entity: tuple[str, ...], parameter: str) -> tuple | None:
+        if entity and entity in self.listed[producer.id]:
+            return NAME_LISTS
+        if parameter in self.takes[producer.id] or (entity and entity in self.takes[producer.id]):
+            return None  # a tool that is given the value and hands it back echoes it: a peer, not a source
+        if entity and entity in self.carried[producer.id]:
+            return OUTPUT_CARRIES
+        specific = parameter not in self.generic and is_informative(_entity(split_identifier(parameter)))
+        if specific and parameter in self.fields[producer.id]:
+            return SAME_FIELD
+        return None
+
+
+def typed_join_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Profile]) -> list[InferredEdge]:
+    """Each identifying slot's producers of its own server, by the strongest evidence (``by_server``: server
+    id -> its tools in catalog order, ``CatalogIndex.by_server``)."""
+    asked: dict[str, list[Profile]] = defaultdict(list)
+    for consumer in consumers:
+        asked[consumer.tool.server_id].append(consumer)
+    edges: list[InferredEdge] = []
+    for server_id, wanted in asked.items():
+        server = _Server(by_server.get(server_id, []))
+        for consumer in wanted:
+            for param in consumer.tool.parameters:
+                if is_destination(consumer.tool.name, param.name):
+                    continue
+                entity = slot_entity(param.name, consumer.tool.name)  # a 'user' or an 'order' is one here
+                found = [
+                    (kind, producer)
+                    for producer in server.members
+                    if producer is not consumer and (kind := server.evidence(producer, entity, param.name))
+                ]
+                if not found:
+                    continue
+                strongest = max(kind for kind, _ in found)
+                chosen = sorted((p for kind, p in found if kind == strongest), key=lambda p: p.id)[:MAX_PRODUCERS]
+                rank, key, how = strongest
+                what = " ".join(entity) if entity else param.name
+                edges += [
+                    InferredEdge(
+                        consumer=consumer.id,
+                        producer=producer.id,
+                        kind=PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT,
+                        parameter=param.name,
+                        confidence=CONFIDENCE[key],
+                        rule=RULE,
+                        evidence=f"{param.name} identifies {what}; "
+                        + how.format(producer=producer.tool.name, entity=what),
+                    )
+                    for producer in chosen
+                ]
+    return edges

@@ -1,0 +1,144 @@
+"""OpenAPI 3 ``links``: dependencies an API description declares itself.
+
+A link on an operation's response says which later operation can be called with a value the response
+returned (``GetUserByUserId`` with ``userId = $response.body#/id``). That is a declared dependency of the
+*linked* operation on the one whose response carries the link: ``parameterDirectlyDependsOn`` for each
+parameter the link fills, ``toolDirectlyDependsOn`` for a link that fills only the request body. Its reason
+names the link, the response and the runtime expression, so a reader sees where the edge came from.
+
+A link names its target by ``operationId`` or by ``operationRef`` (a local JSON pointer to the operation);
+links into other documents, to operations nobody defines, or to parameters the target does not have are left
+out with a notice, never the tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from toolkg.extractors.manifests.laxities import Notes, Refs, shown
+from toolkg.models import DeclaredDependency, Tool
+
+_LOCATIONS = ("path.", "query.", "header.", "cookie.")
+MAX_LINKS = 10_000  # a description's links are read up to this many (each costs a lookup, no recursion)
+
+
+def _operation_keys(paths: Mapping[str, Any], methods: tuple[str, ...], refs: Refs) -> dict[str, tuple[str, str]]:
+    """operationId -> (METHOD, route) for every operation that states one."""
+    keys: dict[str, tuple[str, str]] = {}
+    for route, item in paths.items():
+        item = refs.follow(item, "path item", Notes(), "")
+        if not isinstance(item, Mapping):
+            continue
+        for method in methods:
+            operation = item.get(method)
+            if isinstance(operation, Mapping) and isinstance(operation.get("operationId"), str):
+                keys.setdefault(operation["operationId"], (method.upper(), str(route)))
+    return keys
+
+
+def _referenced_operation(ref: str) -> tuple[str, str] | None:
+    """(METHOD, route) of a local ``operationRef`` such as ``#/paths/~1users~1{userId}/get``."""
+    if not ref.startswith("#/paths/"):
+        return None
+    route, _, method = ref[len("#/paths/") :].rpartition("/")
+    if not route or not method:
+        return None
+    return method.upper(), route.replace("~1", "/").replace("~0", "~")
+
+
+def declared_links(
+    document: Mapping[str, Any], tools: list[Tool], methods: tuple[str, ...], refs: Refs
+) -> tuple[list[Tool], list[tuple[str, str]]]:
+    """The tools with the dependencies their description's response links declare, and (tool id, note) for
+    each link left out."""
+    paths = document.get("paths")
+    if not isinstance(paths, Mapping):
+        return tools, []
+    by_route = {tool.route: tool for tool in tools if tool.route}
+    by_key = _operation_keys(paths, methods, refs)
+    added: dict[str, list[DeclaredDependency]] = {}
+    notes: list[tuple[str, str]] = []
+    seen = 0
+    for route, item in paths.items():
+        item = refs.follow(item, "path item", Notes(), "")
+        if not isinstance(item, Mapping):
+            continue
+        for method in methods:
+            operation = item.get(method)
+            producer = by_route.get(f"{method.upper()} {route}")
+            if not isinstance(operation, Mapping) or producer is None:
+                continue
+            responses = operation.get("responses")
+            for code, response in responses.items() if isinstance(responses, Mapping) else ():
+                response = refs.follow(response, "response", Notes(), "")
+                links = response.get("links") if isinstance(response, Mapping) else None
+                for name, link in links.items() if isinstance(links, Mapping) else ():
+                    seen += 1
+                    if seen > MAX_LINKS:
+                        return _with(tools, added), [*notes, (producer.id, f"links past {MAX_LINKS}: not read")]
+                    link = refs.follow(link, f"link {shown(name)}", Notes(), "")
+                    found = _dependencies(link, str(name), str(code), producer, by_key, by_route)
+                    if isinstance(found, str):
+                        notes.append((producer.id, found))
+                    else:
+                        consumer, deps = found
+                        added.setdefault(consumer.name, []).extend(deps)
+    return _with(tools, added), notes
+
+
+def _dependencies(
+    link: Any,
+    name: str,
+    code: str,
+    producer: Tool,
+    by_key: Mapping[str, tuple[str, str]],
+    by_route: Mapping[str | None, Tool],
+) -> tuple[Tool, list[DeclaredDependency]] | str:
+    """The consumer a link names and the dependencies it declares, or why it is left out."""
+    where = f"response {code!r} link {shown(name)}"
+    if not isinstance(link, Mapping):
+        return f"{where} is no object: ignored"
+    target: tuple[str, str] | None = None
+    if isinstance(link.get("operationId"), str):
+        target = by_key.get(link["operationId"])
+    elif isinstance(link.get("operationRef"), str):
+        target = _referenced_operation(link["operationRef"])
+    consumer = by_route.get(f"{target[0]} {target[1]}") if target else None
+    if consumer is None or consumer.id == producer.id:
+        return f"{where} names no other operation of this description: ignored"
+    reason = f"OpenAPI link {name!r} on the {code} response of {producer.name}"
+    description = link.get("description")
+    if isinstance(description, str) and description.strip():
+        reason += f": {description.strip()}"
+    own = {p.name for p in consumer.parameters}
+    parameters = link.get("parameters")
+    deps = []
+    for key, expression in parameters.items() if isinstance(parameters, Mapping) else ():
+        parameter = str(key)
+        for prefix in _LOCATIONS:
+            parameter = parameter.removeprefix(prefix)
+        if parameter not in own:
+            continue
+        deps.append(
+            DeclaredDependency(
+                target=producer.name,
+                kind="parameterDirectlyDependsOn",
+                parameter=parameter,
+                reason=f"{reason} ({parameter} = {str(expression)[:200]})",
+            )
+        )
+    if not deps and "requestBody" in link:
+        deps.append(DeclaredDependency(target=producer.name, kind="toolDirectlyDependsOn", reason=reason))
+    if not deps:
+        return f"{where} fills no parameter {consumer.name} has: ignored"
+    return consumer, deps
+
+
+def _with(tools: list[Tool], added: Mapping[str, list[DeclaredDependency]]) -> list[Tool]:
+    out = []
+    for tool in tools:
+        extra = [d for d in added.get(tool.name, ()) if d not in tool.depends_on]
+        unique = list(dict.fromkeys(extra))
+        out.append(tool.model_copy(update={"depends_on": (*tool.depends_on, *unique)}) if unique else tool)
+    return out

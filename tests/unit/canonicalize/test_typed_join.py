@@ -1,0 +1,101 @@
+"""The typed join's shapes (issue 51): list or search X then use one X by its id, an output that carries X, a
+declared output field of the parameter's own name, a bare id, several producers a slot, and the same edges
+whatever words a catalog uses. Each through ``infer_dependencies``'s default output, not the rule alone."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.canonicalize.inference.typed_join import listed, slot_entity
+from toolkg.models import OutputField, Parameter, Tool
+
+
+def _tool(name: str, *params: str, outputs: tuple[str, ...] = (), server: str = "svc", description: str = "") -> Tool:
+    return Tool(
+        server_id=server,
+        name=name,
+        description=description,
+        parameters=tuple(Parameter(name=p, required=True, json_type="string") for p in params),
+        outputs=tuple(OutputField(name=o) for o in outputs),
+    )
+
+
+def _pairs(tools: list[Tool]) -> set[tuple[str, str, str | None]]:
+    return {(e.consumer, e.producer, e.parameter) for e in infer_dependencies(tools)}
+
+
+def test_the_entity_of_a_slot_and_of_a_listing_name_meet_across_spellings():
+    assert slot_entity("walletAddress", "get_balance") == ("wallet",)
+    assert slot_entity("workflow_run_id", "get_workflow_run") == ("workflow", "run")
+    assert slot_entity("id", "get_invoice_by_number") == ("invoice",)
+    assert slot_entity("query", "search") == ()
+    assert ("workflow", "run") in listed("list-workflow-runs-for-repo")
+    assert ("invoice",) in listed("getOpenInvoices") and ("repository",) in listed("search_repos")
+
+
+def test_list_then_get_by_id_when_the_lister_never_says_it_returns_ids():
+    tools = [
+        _tool("list-workflow-runs-for-repo", "owner", "repo"),
+        _tool("get-workflow-run", "owner", "repo", "run_id", "workflow_run_id"),
+    ]
+    assert ("svc::get-workflow-run", "svc::list-workflow-runs-for-repo", "workflow_run_id") in _pairs(tools)
+
+
+def test_a_bare_id_is_the_tools_own_object_fed_by_a_search():
+    tools = [_tool("search_invoices", "customer"), _tool("get_invoice", "id"), _tool("delete_invoice", "id")]
+    pairs = _pairs(tools)
+    assert ("svc::get_invoice", "svc::search_invoices", "id") in pairs
+    assert ("svc::delete_invoice", "svc::search_invoices", "id") in pairs
+
+
+def test_an_output_that_carries_the_entity_and_a_field_of_the_same_name():
+    tools = [
+        _tool("place_order", "symbol", "amount", outputs=("order_id", "status")),
+        _tool("cancel_order", "order_id"),
+        _tool("plan_route", "city", outputs=("origin", "destination_city")),
+        _tool("book_ride", "origin"),
+    ]
+    pairs = _pairs(tools)
+    assert ("svc::cancel_order", "svc::place_order", "order_id") in pairs
+    assert ("svc::book_ride", "svc::plan_route", "origin") in pairs
+
+
+def test_several_producers_feed_one_slot_and_none_claims_it():
+    tools = [
+        _tool("list_tickets", "project"),
+        _tool("search_tickets", "text"),
+        _tool("create_ticket", "title", outputs=("ticket_id",)),
+        _tool("close_ticket", "ticket_id"),
+    ]
+    producers = {p for c, p, _ in _pairs(tools) if c == "svc::close_ticket"}
+    assert {"svc::list_tickets", "svc::search_tickets"} <= producers
+
+
+def test_a_tool_given_the_value_is_no_source_of_it():
+    tools = [_tool("get_order_details", "order_id", outputs=("order_id", "price")), _tool("refund_order", "order_id")]
+    joined = {(e.consumer, e.producer) for e in infer_dependencies(tools) if e.rule == "typed-join"}
+    assert ("svc::refund_order", "svc::get_order_details") not in joined
+
+
+def test_tools_of_another_server_never_join():
+    tools = [_tool("list_invoices", "q", server="billing"), _tool("get_invoice", "invoice_id", server="crm")]
+    assert not any(p == "billing::list_invoices" and c == "crm::get_invoice" for c, p, _ in _pairs(tools))
+
+
+_WORD = st.text(alphabet="bcdfghjklmnpqrstvwxz", min_size=4, max_size=8).map(lambda w: w + "o")
+
+
+@settings(max_examples=25, deadline=None)
+@given(_WORD, _WORD)
+def test_renaming_the_entity_consistently_keeps_the_edges(thing, owner):
+    """Another vocabulary (any made-up noun for the thing and its owner) gives the same edges."""
+    tools = [
+        _tool(f"list_{thing}s", f"{owner}_name"),
+        _tool(f"get_{thing}", f"{thing}_id"),
+        _tool(f"archive_{thing}", "id"),
+    ]
+    pairs = {(c.split("::")[1], p.split("::")[1]) for c, p, _ in _pairs(tools)}
+    assert (f"get_{thing}", f"list_{thing}s") in pairs
+    assert (f"archive_{thing}", f"list_{thing}s") in pairs
