@@ -106,6 +106,6 @@ def test_rerun_makes_no_http_calls_and_a_new_prompt_re_extracts(build, store_dir
         prompt.write_text(DEFAULT_PROMPT.read_text() + "\nBe brief.\n")
         llm_env(fake, TOOLKG_LLM_PROMPT=str(prompt))
         changed = build(CATALOG, store_dir, extractor="llm")
-    assert len(changed.changed) == 2 and len(fake.requests) == 8  # every tool that prompt covers, once
+    assert len(changed.rebuilt) == 2 and len(fake.requests) == 8  # every tool that prompt covers, once
     hashes = ToolStore(store_dir).select("SELECT DISTINCT ?h WHERE { ?g tk:promptHash ?h }")
     assert len(hashes) == 1
