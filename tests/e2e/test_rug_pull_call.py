@@ -10,6 +10,7 @@ through the SDK's client over stdio.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -52,9 +53,14 @@ def _session(store: Path, calls, *flags: str):
     from mcp.client.stdio import StdioServerParameters
 
     args = ["mcp", "--store", str(store), "--allow-call", *flags]
+    # The SDK starts it with a safe default environment: the config folder where the build noted the
+    # configuration it listed (toolkg.live.named) is passed on, as a user's own would be found.
+    parameters = StdioServerParameters(
+        command=str(TOOLKG), args=args, env={"TOOLKG_CONFIG_DIR": os.environ["TOOLKG_CONFIG_DIR"]}
+    )
 
     async def run():
-        async with Client(StdioServerParameters(command=str(TOOLKG), args=args), mode="legacy") as client:
+        async with Client(parameters, mode="legacy") as client:
             return await calls(client)
 
     return anyio.run(run)
