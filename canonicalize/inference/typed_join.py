@@ -19,7 +19,7 @@ English and general API conventions only; no catalog's names.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
 from toolkg.canonicalize.inference.calibration import CONFIDENCE
@@ -98,33 +98,46 @@ def field_names(tool: Tool) -> set[str]:
 
 
 class _Server:
-    """What each tool of one server yields, read once per server."""
+    """What the tools of one server yield, filed by what they yield (read once per server): a slot looks its
+    producers up, never scans the server (GitHub's 1,223 tools: 9.7 s scanned)."""
 
     def __init__(self, members: list[Profile]) -> None:
-        self.members = members
-        self.listed = {p.id: listed(p.tool.name) for p in members}
-        self.carried = {p.id: carried(p.tool) for p in members}
-        self.fields = {p.id: field_names(p.tool) for p in members}
-        self.takes: dict[str, set] = {
-            p.id: {q.name for q in p.tool.parameters if q.required}
-            | {slot_entity(q.name, p.tool.name) for q in p.tool.parameters if q.required}
-            for p in members
-        }
-        declaring = [p for p in members if p.tool.outputs]
-        counts = Counter(name for p in declaring for name in self.fields[p.id])
-        self.generic = {n for n, c in counts.items() if c > max(1.0, GENERIC_SHARE * len(declaring))}
+        self.listing: dict[tuple[str, ...], list[Profile]] = defaultdict(list)
+        self.carrying: dict[tuple[str, ...], list[Profile]] = defaultdict(list)
+        self.declaring: dict[str, list[Profile]] = defaultdict(list)
+        self.takes: dict[str, set] = {}
+        for p in members:
+            for entity in listed(p.tool.name):
+                self.listing[entity].append(p)
+            for entity in carried(p.tool):
+                self.carrying[entity].append(p)
+            for name in field_names(p.tool):
+                self.declaring[name].append(p)
+            required = [q.name for q in p.tool.parameters if q.required]
+            self.takes[p.id] = {*required, *(slot_entity(q, p.tool.name) for q in required)}
+        with_outputs = sum(1 for p in members if p.tool.outputs)
+        limit = max(1.0, GENERIC_SHARE * with_outputs)
+        self.generic = {name for name, found in self.declaring.items() if len(found) > limit}
 
-    def evidence(self, producer: Profile, entity: tuple[str, ...], parameter: str) -> tuple | None:
-        if entity and entity in self.listed[producer.id]:
-            return NAME_LISTS
-        if parameter in self.takes[producer.id] or (entity and entity in self.takes[producer.id]):
-            return None  # a tool that is given the value and hands it back echoes it: a peer, not a source
-        if entity and entity in self.carried[producer.id]:
-            return OUTPUT_CARRIES
-        specific = parameter not in self.generic and is_informative(_entity(split_identifier(parameter)))
-        if specific and parameter in self.fields[producer.id]:
-            return SAME_FIELD
-        return None
+    def producers(self, consumer: Profile, entity: tuple[str, ...], parameter: str) -> tuple[tuple, list[Profile]]:
+        """The strongest evidence any producer has for the slot, and the producers that have it."""
+        if entity:
+            found = [p for p in self.listing.get(entity, ()) if p is not consumer]
+            if found:
+                return NAME_LISTS, found
+
+        # a tool that is given the value and hands it back echoes it: a peer, not a source
+        def source(p: Profile) -> bool:
+            taken = self.takes[p.id]
+            return p is not consumer and parameter not in taken and not (entity and entity in taken)
+
+        if entity:
+            found = [p for p in self.carrying.get(entity, ()) if source(p)]
+            if found:
+                return OUTPUT_CARRIES, found
+        if parameter not in self.generic and is_informative(_entity(split_identifier(parameter))):
+            return SAME_FIELD, [p for p in self.declaring.get(parameter, ()) if source(p)]
+        return SAME_FIELD, []
 
 
 def typed_join_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Profile]) -> list[InferredEdge]:
@@ -141,15 +154,10 @@ def typed_join_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable
                 if is_destination(consumer.tool.name, param.name):
                     continue
                 entity = slot_entity(param.name, consumer.tool.name)  # a 'user' or an 'order' is one here
-                found = [
-                    (kind, producer)
-                    for producer in server.members
-                    if producer is not consumer and (kind := server.evidence(producer, entity, param.name))
-                ]
+                strongest, found = server.producers(consumer, entity, param.name)
                 if not found:
                     continue
-                strongest = max(kind for kind, _ in found)
-                chosen = sorted((p for kind, p in found if kind == strongest), key=lambda p: p.id)[:MAX_PRODUCERS]
+                chosen = sorted(found, key=lambda p: p.id)[:MAX_PRODUCERS]
                 rank, key, how = strongest
                 what = " ".join(entity) if entity else param.name
                 edges += [
