@@ -93,7 +93,7 @@ def _dependencies(
     code: str,
     producer: Tool,
     by_key: Mapping[str, tuple[str, str]],
-    by_route: Mapping[str | None, Tool],
+    by_route: Mapping[str, Tool],
 ) -> tuple[Tool, list[DeclaredDependency]] | str:
     """The consumer a link names and the dependencies it declares, or why it is left out."""
     where = f"response {code!r} link {shown(name)}"
