@@ -27,13 +27,11 @@ def api_auth_string() -> str:
 
     A web page that finds the server's port cannot read it (the Host and Origin checks refuse it anyway), nor
     can another user of the machine; every toolkg command of this user reads it from there."""
-    from toolkg.paths import config_dir
+    from toolkg.paths import config_dir, private_folder
 
     path = config_dir() / AUTH_FILE
     try:
-        if not path.parent.exists():  # made as toolkg mcp's token store makes it: this user's alone
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.parent.chmod(0o700)
+        private_folder(path.parent)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:

@@ -41,3 +41,13 @@ def config_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "toolkg"
+
+
+def private_folder(folder: Path) -> Path:
+    """``folder``, made this user's alone (0700) when missing: where credentials and the lists that decide what
+    toolkg may run are kept (the token store, the Prefect server's key, the configurations named). An existing
+    folder is left as its owner set it."""
+    if not folder.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        folder.chmod(0o700)
+    return folder

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from toolkg.atomic import atomic_output
-from toolkg.paths import config_dir
+from toolkg.paths import config_dir, private_folder
 
 NAMED_FILE = "live-configurations.json"
 MAX_NAMED = 1000  # the most recent ones kept: a user names a handful, a script may name many
@@ -50,9 +50,7 @@ def remember(paths: Iterable[str]) -> None:
         return
     kept = [p for p in known if p not in fresh] + list(dict.fromkeys(fresh))
     with contextlib.suppress(OSError):
-        if not _path().parent.exists():  # made as toolkg mcp's token store makes it: this user's alone
-            _path().parent.mkdir(parents=True, exist_ok=True)
-            _path().parent.chmod(0o700)
+        private_folder(_path().parent)
         with atomic_output(_path(), "w") as out:
             out.write(json.dumps({"configurations": kept[-MAX_NAMED:]}, indent=1) + "\n")
         os.chmod(_path(), 0o600)

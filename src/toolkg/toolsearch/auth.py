@@ -37,7 +37,7 @@ from pathlib import Path
 
 from toolkg.errors import ConfigError
 from toolkg.extractors.manifests.formats import server_id_from
-from toolkg.paths import config_dir
+from toolkg.paths import config_dir, private_folder
 
 TOKEN_ENV = "TOOLKG_MCP_TOKEN"
 TOKEN_FILE_NAME = "mcp-tokens.toml"
@@ -165,9 +165,7 @@ def create_token_file(path: Path) -> bool:
     never read a half-written file and the second keeps the first one's token."""
     if path.exists():
         return False
-    if not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.parent.chmod(0o700)
+    private_folder(path.parent)
     scratch = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     descriptor = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
