@@ -302,7 +302,7 @@ def parse_openapi(path: str, document: Any, server: str | None, limits: Limits |
     if not isinstance(paths, Mapping):
         raise ManifestError(path, "'paths' must be an object")
     refs = Refs(document)
-    tools: list[Tool] = []
+    operations: list[tuple[Tool, Mapping[str, Any]]] = []  # each tool read, with its operation (links)
     quarantined: list[QuarantinedItem] = []
     notices: list[Notice] = []
     taken: dict[str, str] = {}  # tool name -> the operation that has it ('GET /pets')
@@ -344,12 +344,12 @@ def parse_openapi(path: str, document: Any, server: str | None, limits: Limits |
                     operation, label, _operation(server_id, name, path_item, refs, notes), limits
                 )
                 tool = tool.model_copy(update={"route": f"{method.upper()} {route}"[: limits.max_description_chars]})
-                tools.append(tool)
+                operations.append((tool, operation))
                 notices += [Notice(source=path, item=tool.id, what=note) for note in [*notes, *trimmed]]
                 taken[name] = f"{method.upper()} {route[:200]}"
             except Exception as exc:
                 quarantined.append(quarantine(exc, source=path, item=label, stage="parse", raw=operation))
-    tools, link_notes = declared_links(document, tools, HTTP_METHODS, refs)
+    tools, link_notes = declared_links(operations, refs)
     notices += [Notice(source=path, item=item, what=what) for item, what in link_notes]
     tags_value = document.get("tags")
     listed = tags_value if isinstance(tags_value, list) else []

@@ -13,7 +13,7 @@ out with a notice, never the tools.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolkg.extractors.manifests.laxities import Notes, Refs, shown
@@ -21,20 +21,6 @@ from toolkg.models import DeclaredDependency, Tool
 
 _LOCATIONS = ("path.", "query.", "header.", "cookie.")
 MAX_LINKS = 10_000  # a description's links are read up to this many (each costs a lookup, no recursion)
-
-
-def _operation_keys(paths: Mapping[str, Any], methods: tuple[str, ...], refs: Refs) -> dict[str, tuple[str, str]]:
-    """operationId -> (METHOD, route) for every operation that states one."""
-    keys: dict[str, tuple[str, str]] = {}
-    for route, item in paths.items():
-        item = refs.follow(item, "path item", Notes(), "")
-        if not isinstance(item, Mapping):
-            continue
-        for method in methods:
-            operation = item.get(method)
-            if isinstance(operation, Mapping) and isinstance(operation.get("operationId"), str):
-                keys.setdefault(operation["operationId"], (method.upper(), str(route)))
-    return keys
 
 
 def _referenced_operation(ref: str) -> tuple[str, str] | None:
@@ -48,42 +34,36 @@ def _referenced_operation(ref: str) -> tuple[str, str] | None:
 
 
 def declared_links(
-    document: Mapping[str, Any], tools: list[Tool], methods: tuple[str, ...], refs: Refs
+    operations: Sequence[tuple[Tool, Mapping[str, Any]]], refs: Refs
 ) -> tuple[list[Tool], list[tuple[str, str]]]:
-    """The tools with the dependencies their description's response links declare, and (tool id, note) for
-    each link left out."""
-    paths = document.get("paths")
-    if not isinstance(paths, Mapping):
-        return tools, []
+    """The tools, each with the dependencies the response links of the description declare on it, and (tool id,
+    note) for each link left out. ``operations``: each tool the parser read with its operation (``$ref``s
+    followed), in the parser's order: the links are read from what it walked, not from a walk of their own."""
+    tools = [tool for tool, _ in operations]
     by_route = {tool.route: tool for tool in tools if tool.route}
-    by_key = _operation_keys(paths, methods, refs)
+    by_key: dict[str, Tool] = {}
+    for tool, operation in operations:
+        if isinstance(operation.get("operationId"), str):
+            by_key.setdefault(operation["operationId"], tool)
     added: dict[str, list[DeclaredDependency]] = {}
     notes: list[tuple[str, str]] = []
     seen = 0
-    for route, item in paths.items():
-        item = refs.follow(item, "path item", Notes(), "")
-        if not isinstance(item, Mapping):
-            continue
-        for method in methods:
-            operation = item.get(method)
-            producer = by_route.get(f"{method.upper()} {route}")
-            if not isinstance(operation, Mapping) or producer is None:
-                continue
-            responses = operation.get("responses")
-            for code, response in responses.items() if isinstance(responses, Mapping) else ():
-                response = refs.follow(response, "response", Notes(), "")
-                links = response.get("links") if isinstance(response, Mapping) else None
-                for name, link in links.items() if isinstance(links, Mapping) else ():
-                    seen += 1
-                    if seen > MAX_LINKS:
-                        return _with(tools, added), [*notes, (producer.id, f"links past {MAX_LINKS}: not read")]
-                    link = refs.follow(link, f"link {shown(name)}", Notes(), "")
-                    found = _dependencies(link, str(name), str(code), producer, by_key, by_route)
-                    if isinstance(found, str):
-                        notes.append((producer.id, found))
-                    else:
-                        consumer, deps = found
-                        added.setdefault(consumer.name, []).extend(deps)
+    for producer, operation in operations:
+        responses = operation.get("responses")
+        for code, response in responses.items() if isinstance(responses, Mapping) else ():
+            response = refs.follow(response, "response", Notes(), "")
+            links = response.get("links") if isinstance(response, Mapping) else None
+            for name, link in links.items() if isinstance(links, Mapping) else ():
+                seen += 1
+                if seen > MAX_LINKS:
+                    return _with(tools, added), [*notes, (producer.id, f"links past {MAX_LINKS}: not read")]
+                link = refs.follow(link, f"link {shown(name)}", Notes(), "")
+                found = _dependencies(link, str(name), str(code), producer, by_key, by_route)
+                if isinstance(found, str):
+                    notes.append((producer.id, found))
+                else:
+                    consumer, deps = found
+                    added.setdefault(consumer.name, []).extend(deps)
     return _with(tools, added), notes
 
 
@@ -92,19 +72,18 @@ def _dependencies(
     name: str,
     code: str,
     producer: Tool,
-    by_key: Mapping[str, tuple[str, str]],
+    by_key: Mapping[str, Tool],
     by_route: Mapping[str, Tool],
 ) -> tuple[Tool, list[DeclaredDependency]] | str:
     """The consumer a link names and the dependencies it declares, or why it is left out."""
     where = f"response {code!r} link {shown(name)}"
     if not isinstance(link, Mapping):
         return f"{where} is no object: ignored"
-    target: tuple[str, str] | None = None
+    consumer: Tool | None = None
     if isinstance(link.get("operationId"), str):
-        target = by_key.get(link["operationId"])
-    elif isinstance(link.get("operationRef"), str):
-        target = _referenced_operation(link["operationRef"])
-    consumer = by_route.get(f"{target[0]} {target[1]}") if target else None
+        consumer = by_key.get(link["operationId"])
+    elif isinstance(link.get("operationRef"), str) and (target := _referenced_operation(link["operationRef"])):
+        consumer = by_route.get(f"{target[0]} {target[1]}")
     if consumer is None or consumer.id == producer.id:
         return f"{where} names no other operation of this description: ignored"
     reason = f"OpenAPI link {name!r} on the {code} response of {producer.name}"
