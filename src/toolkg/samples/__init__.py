@@ -18,9 +18,13 @@ CATALOGS = ("livemcpbench/tools.json", "toollinkos")  # what `toolkg demo` build
 
 
 def sample_paths() -> list[Path]:
-    """The sample catalogs' paths, as `toolkg build` takes them; one missing (a trimmed install) is said."""
+    """The sample catalogs' manifest files, as `toolkg build` takes them; one missing (a trimmed install) is said.
+
+    Each file is named itself and resolved: in a checkout they are links into data/, and a build reading a
+    folder follows no link out of it (a catalog folder may be anyone's), so the folder is never handed over."""
     paths = [FOLDER / name for name in CATALOGS]
     missing = [str(path) for path in paths if not path.exists()]
     if missing:
         raise NotFoundError(f"the sample catalogs are not installed with this toolkg (no {', '.join(missing)})")
-    return paths
+    files = [f for path in paths for f in (sorted(path.glob("*.json")) if path.is_dir() else [path])]
+    return [f.resolve() for f in files]
