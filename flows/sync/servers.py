@@ -7,7 +7,7 @@ wraps it when a Prefect server runs.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -23,7 +23,8 @@ from toolkg.flows.sync.catalog import CatalogSync
 from toolkg.flows.sync.result import SyncResult
 from toolkg.limits import Limits
 from toolkg.live import refresh_live
-from toolkg.models import Manifest, ManifestFile, Server
+from toolkg.live.snapshots import snapshot_dir
+from toolkg.models import Manifest, ManifestFile, QuarantinedItem, Server
 from toolkg.ontology import TK, iris
 from toolkg.ontology.graphs import MANIFESTS_GRAPH, server_graph
 from toolkg.store.build_state import clear_pending, mark_pending
@@ -64,11 +65,18 @@ def read_servers(
     servers: Iterable[str],
     exclude: AbstractSet[str] = frozenset(),
     config: BuildConfig | None = None,
+    live: Mapping[str, str] | None = None,
+    refused: list[QuarantinedItem] | None = None,
 ) -> tuple[dict[str, tuple[Server, Manifest]], set[str]]:
     """``find_servers``, and the manifest files it read (whether a server's own manifest was read decides
-    whether its absence removes it: ``sync_found_servers``)."""
+    whether its absence removes it: ``sync_found_servers``).
+
+    ``live`` (server id -> the live snapshot that lists it): a live server's listing wins over a static
+    definition of its id, as in a build (flows/live_precedence.py); another file's definition of such an id is
+    not used but added to ``refused`` with the reason."""
     config = config or BuildConfig()
     wanted = set(servers)
+    live = live or {}
     found: dict[str, tuple[Server, Manifest]] = {}
     read: set[str] = set()
     for path in discover(list(paths)):
@@ -77,9 +85,38 @@ def read_servers(
         manifest = read_manifest(path, config.format, config.server, config.limits)
         read.add(manifest.path)
         for server in manifest.servers:
-            if server.id in wanted:
-                found[server.id] = (server, manifest)
+            if server.id not in wanted:
+                continue
+            snapshot = live.get(server.id, manifest.path)
+            if snapshot != manifest.path:
+                if refused is not None:
+                    refused.append(_static_refused(manifest.path, server.id, snapshot))
+                continue
+            found[server.id] = (server, manifest)
     return found, read
+
+
+def _static_refused(path: str, server_id: str, snapshot: str) -> QuarantinedItem:
+    reason = (
+        f"server id {server_id!r} is a live server's ({snapshot}): the live listing wins over this static "
+        "definition (rename the server here to keep both)"
+    )
+    return QuarantinedItem(source=path, item=server_id, stage="load", reason=reason)
+
+
+def live_owners(store: ToolStore, listed: Iterable[str]) -> dict[str, str]:
+    """The server ids whose definition comes from a live snapshot: those listed this run (``listed``: the run's
+    manifest paths), and those the store holds from a snapshot (its record's path is in the store's live
+    folder) even when this sync did not list them, so that a sync of static files alone cannot overlay them."""
+    folder = snapshot_dir(store.directory).resolve()
+    owners: dict[str, str] = {}
+    for record in store.manifest_records().values():
+        if Path(record.path).resolve().parent == folder:
+            owners[Path(record.path).stem] = record.path
+    for path in listed:
+        if Path(path).resolve().parent == folder:  # a snapshot is named after its server id
+            owners[Path(path).stem] = path
+    return owners
 
 
 def new_sync_summary(store_dir: str | Path) -> BuildSummary:
@@ -203,7 +240,8 @@ def sync_paths(paths: list[str], store_dir: str, servers: list[str], config: Bui
     snapshot for the endpoint. Returns the run's summary, the shape a build's has.
 
     Live servers among ``paths`` (toolkg.live) are listed first, only those named: a listing that fails
-    keeps the server's last snapshot (so the sync changes nothing for it) and is reported."""
+    keeps the server's last snapshot (so the sync changes nothing for it) and is reported. A live server's
+    listing wins over a static file's definition of its id (``live_owners``), which is quarantined."""
     config = config or BuildConfig()
     summary = new_sync_summary(store_dir)
     live = config.live
@@ -213,7 +251,10 @@ def sync_paths(paths: list[str], store_dir: str, servers: list[str], config: Bui
     summary.live = [asdict(report) for report in listed.servers]
     summary.live_skipped = [asdict(skipped) for skipped in listed.skipped]
     summary.quarantined += listed.quarantined  # a listing that failed: the server keeps its last snapshot
-    found, read = read_servers(listed.paths, servers, exclude=listed.configurations, config=config)
     with ToolStore(store_dir) as store:
+        refused: list[QuarantinedItem] = []
+        live_ids = live_owners(store, listed.paths)
+        found, read = read_servers(listed.paths, servers, listed.configurations, config, live_ids, refused)
+        summary.quarantined += refused
         sync_found_servers(store, servers, found, config=config, read=read, summary=summary)
     return summary

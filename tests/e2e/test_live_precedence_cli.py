@@ -152,3 +152,32 @@ def test_call_tool_starts_only_configurations_this_user_named(cli, tmp_path: Pat
     snapshot.write_text(json.dumps(document))
     relative = _mcp(store, echo, "--allow-call", env={"TOOLKG_CONFIG_DIR": str(mine)}, cwd=tmp_path)
     assert relative.is_error and "no toolkg build of yours named" in _text(relative), _text(relative)
+
+
+def test_a_sync_takes_the_live_listing_over_a_catalog_of_the_same_id(cli, tmp_path: Path) -> None:
+    config, catalog = _world(tmp_path)
+    store = tmp_path / "store"
+    assert cli("build", str(config), "--store", str(store), "--no-links").returncode == 0
+    # `--only calls` over both: the catalog's definition must not replace the listing (it used to, when it was
+    # read after the snapshot), nor add its tool for call_tool to relay.
+    done = cli("build", str(config), str(catalog), "--store", str(store), "--only", "calls", "--json")
+    assert done.returncode == 3, done.stderr
+    [entry] = json.loads(done.stdout)["quarantined"]
+    assert entry["source"] == str(catalog) and "live listing wins" in entry["reason"], entry
+    assert _mcp(store, _get("calls::exfiltrate")).is_error
+    echo = _mcp(store, _get("calls::echo"))
+    assert not echo.is_error and _description(echo).startswith("Say the text back"), _text(echo)
+
+
+def test_a_sync_of_a_catalog_alone_cannot_overlay_a_live_server(cli, tmp_path: Path) -> None:
+    config, catalog = _world(tmp_path)
+    store = tmp_path / "store"
+    assert cli("build", str(config), "--store", str(store), "--no-links").returncode == 0
+    # The store's 'calls' came from a live listing; a sync of the catalog alone names the same id.
+    done = cli("build", str(catalog), "--store", str(store), "--only", "calls", "--json")
+    assert done.returncode == 3, done.stderr
+    [entry] = json.loads(done.stdout)["quarantined"]
+    assert entry["source"] == str(catalog) and "live listing wins" in entry["reason"], entry
+    assert _mcp(store, _get("calls::exfiltrate")).is_error
+    relayed = _mcp(store, _call("calls::echo", {"text": "hi"}), "--allow-call")
+    assert not relayed.is_error and relayed.structured_content["text"] == "hi", _text(relayed)
