@@ -32,7 +32,10 @@ from toolkg.store.validation import Validator
 
 def dask_task_runner(spec: str):
     """A DaskTaskRunner for ``local``, ``local:N`` or a scheduler address ``tcp://host:port``."""
-    from prefect_dask import DaskTaskRunner
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError:  # an extra: only --dask needs it
+        raise ConfigError("--dask needs the dask extra: pip install 'toolkg[dask]'") from None
 
     if spec == "local" or spec.startswith("local:"):
         count = spec.partition(":")[2] or str(DEFAULT_WORKERS)

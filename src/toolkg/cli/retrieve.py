@@ -70,7 +70,8 @@ def _add_eval(sub) -> None:
         "eval",
         help="score retrieval methods side by side on labelled queries",
         description="Recall@K, mAP@K, nDCG@K and CompleteRecall@K over tools and Recall@K over servers, for every "
-        "method in one run; printed as a table (or JSON) and written as JSON and a PNG plot. Every line of "
+        "method in one run; printed as a table (or JSON) and written as JSON and (with the plots extra) a PNG plot. "
+        "Every line of "
         "--queries is checked first (gold_tools required): a malformed one is reported as FILE:LINE: what is "
         "wrong, and nothing is evaluated or written (exit 2) unless --skip-invalid.",
     )
@@ -83,7 +84,10 @@ def _add_eval(sub) -> None:
     evaluation.add_argument("--limit", type=int, help="only the first N queries")
     _add_skip_invalid(evaluation)
     evaluation.add_argument(
-        "--out", "--output", metavar="DIR", help="where eval.json and eval.png go (default <store>/eval)"
+        "--out",
+        "--output",
+        metavar="DIR",
+        help="where eval.json and eval.png (with the plots extra) go (default <store>/eval)",
     )
     evaluation.add_argument(
         "-o", "--option", action="append", default=[], metavar="METHOD.KEY=VALUE", help="a method option (repeatable)"
@@ -298,12 +302,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     report["store"], report["queries_file"] = str(Path(args.store).resolve()), args.queries
     out = Path(args.out) if args.out else Path(args.store) / "eval"
     out.mkdir(parents=True, exist_ok=True)
-    write_outputs(report, out / "eval.json", out / "eval.png")
+    plotted = write_outputs(report, out / "eval.json", out / "eval.png")
     as_json = args.output_format == "json"
     if as_json:
         print_json(report)
     else:
         print(format_eval(report))
     # With --json, standard output is the report alone. The folder once: a long path fills a line by itself.
-    print(f"wrote eval.json and eval.png to {one_line(out)}", file=sys.stderr if as_json else sys.stdout)
+    wrote = "eval.json and eval.png" if plotted else "eval.json (no eval.png: pip install 'toolkg[plots]')"
+    print(f"wrote {wrote} to {one_line(out)}", file=sys.stderr if as_json else sys.stdout)
     return EXIT_OK

@@ -85,18 +85,28 @@ def evaluate(
     return report
 
 
-def write_outputs(report: dict, json_path: Path, plot_path: Path | None) -> None:
+def can_plot() -> bool:
+    """Whether the plots extra (matplotlib) is installed: only the PNG needs it."""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def write_outputs(report: dict, json_path: Path, plot_path: Path | None) -> bool:
+    """Write the report as JSON and, when ``plot_path`` is given and the plots extra is installed, as a PNG
+    plot; returns whether the plot was written."""
     json_path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_output(json_path) as out:  # whole or not at all, like the plot
         out.write(json.dumps(report, indent=2))
-    if plot_path is None:
-        return
+    if plot_path is None or not can_plot():
+        return False
     figure = plot(report)
     with atomic_output(plot_path, "wb") as out:
         figure.savefig(out, format="png", dpi=110)
     import matplotlib.pyplot as plt
 
     plt.close(figure)
+    return True
 
 
 # Each method's look: colours, markers and dash patterns cycle at different lengths (10, 8, 4), so no two of
