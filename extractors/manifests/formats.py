@@ -20,6 +20,7 @@ from toolkg.extractors.manifests.schema import (
     json_text,
     local_refs,
     optional_str,
+    output_schema_name,
     outputs_from_schema,
     parameter_from_schema,
     parameters_from_object_schema,
@@ -223,6 +224,7 @@ def _mcp_tool(server_id: str) -> Callable[[Mapping[str, Any], str], Tool]:
             outputs=tuple(
                 outputs_from_schema(entry.get("outputSchema"), item=item, resolve=local_refs(entry.get("outputSchema")))
             ),
+            output_schema_name=output_schema_name(entry.get("outputSchema"), local_refs(entry.get("outputSchema"))),
             annotations=_titled(_annotations(entry.get("annotations"), item), entry.get("title")),
         )
 

@@ -43,6 +43,7 @@ from toolkg.extractors.manifests.laxities import (
 )
 from toolkg.extractors.manifests.openapi_links import declared_links
 from toolkg.extractors.manifests.schema import (
+    output_schema_name,
     outputs_from_schema,
     parameter_from_schema,
     parameters_from_object_schema,
@@ -265,12 +266,14 @@ def _operation(
         description = text_field(operation, "description", "", notes)
         # Summary first; the description often repeats it, so keep it only when it adds text.
         text = summary if description in ("", summary) else f"{summary} {description}".strip()
+        output = _output_schema(operation, reader)
         return Tool(
             server_id=server_id,
             name=name,
             description=text,
             parameters=tuple(_operation_parameters(path_item, operation, reader, label)),
-            outputs=tuple(outputs_from_schema(_output_schema(operation, reader), item=label, resolve=reader)),
+            outputs=tuple(outputs_from_schema(output, item=label, resolve=reader)),
+            output_schema_name=output_schema_name(output, reader),
         )
 
     return parse

@@ -227,7 +227,8 @@ def _all_edges(engine: IncrementalInference) -> list[InferredEdge]:
 def as_read(tool: Tool) -> Tool:
     """A tool as a rebuild reads it back from the store (``read_tools``), which is what inference must see
     to infer what a rebuild infers: its name, description, parameters (name, requirement, location,
-    description, sorted enum values) and output names; a parameter's JSON type reads ``any``."""
+    description, sorted enum values), output names and the schema names ``$ref``s gave the outputs; a parameter's
+    JSON type reads ``any``."""
     return ToolRecord(
         server_id=tool.server_id,
         name=tool.name,
@@ -242,8 +243,9 @@ def as_read(tool: Tool) -> Tool:
             )  # fmt: skip
             for p in tool.parameters
         ),
-        outputs=tuple(OutputField(name=o.name) for o in tool.outputs),
+        outputs=tuple(OutputField(name=o.name, schema_name=o.schema_name) for o in tool.outputs),
         route=tool.route,
+        output_schema_name=tool.output_schema_name,
     )
 
 
