@@ -6,8 +6,9 @@ fill it, to two depths, because they serve different costs:
 
 * :func:`read_tools` -- every tool, with what the catalog-wide stages and the retrievers read (name,
   description, parameters with name, required, location, description and sorted enum values, output
-  names, and the schema names ``$ref``s gave outputs). Other fields keep their model defaults: inference has always seen stored tools this way
-  (a parameter's JSON type reads ``any``), and its figures depend on it.
+  names, and the schema names ``$ref``s gave the outputs). Other fields keep their model defaults:
+  inference has always seen stored tools this way (a parameter's JSON type reads ``any``), and its
+  figures depend on it.
 * :func:`read_tool_records` / :func:`read_tool` -- the few tools an agent asked for, complete: JSON
   types, defaults, enum values, outputs with their types, annotations (title, hints, other keys) and
   the server's name. ``store/tool_details.tool_json`` renders one as ``toolkg mcp`` answers it.

@@ -28,7 +28,7 @@ evidence says which spellings met and how.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from functools import lru_cache
 
 import numpy as np
@@ -46,15 +46,20 @@ SCHEMA_SHAPE_WORDS = frozenset(
     wrapper payload body envelope output input view type array map set ref reference
     """.split()
 )
-SIMILAR = 0.8  # cosine of two entity labels' embeddings that makes them one entity (tuned on the tuning halves)
-MAX_SIMILAR_LABELS = 4000  # labels a server embeds at most: past it, step 5 is skipped for that server
+SIMILAR = 0.8  # cosine of two entity labels' embeddings that makes them one entity (movie / film 0.84; city /
+# country 0.54, start date / end date 0.64, customer / client 0.61: only near-synonyms and spelling variants pass)
+SHORT_FORM = 0.5  # cosine a short form's reading needs (repo / repository 0.71, spec / specification 0.59; author /
+# authorization 0.29, ssh / snapshot 0.31, temp / template 0.19: a spelling that fits but a meaning that does not)
+MAX_SIMILAR_LABELS = 2000  # labels a server embeds at most for step 5: past it, step 5 is skipped for that server
 _PARAMETER = re.compile(r"^\{[^{}]+\}$")
 _VOWELS = frozenset("aeiouy")
 MIN_SHORT = 2  # letters of a learned short form at least (db), and the long form this many more
 MIN_PREFIX = 3  # a short form read as a prefix has at least this many letters (org, app, spec)
 # Endings that make a word of a word (tag -> tagging, run -> runner): what is left after a real word's start
-_ENDINGS = tuple("s es ed er ers ing ings ment ments ness ion ions able ible al ly ity ive ist ism ure ance ence ship".split())
-# ...unless more of the word is left than the ending (spec -> specification, org -> organization, config -> configuration)
+_ENDINGS = tuple(
+    "s es ed er ers ing ings ment ments ness ion ions able ible al ly ity ive ist ism ure ance ence ship".split()
+)
+# ...unless more of the word is left than the ending (spec -> specification, config -> configuration)
 _LONG_ENDINGS = ("ation", "ations", "ition", "ment", "ments", "ory", "ure")
 
 
@@ -130,11 +135,17 @@ class ServerEntities:
         words = {w for key in keys for w in key}
         longer = sorted(w for w in words if len(w) > MIN_PREFIX)
         self.spelled: dict[str, str] = {}  # learned short form -> the word it stands for
-        for short in sorted(words):
-            found = [w for w in longer if w != short and abbreviates(short, w)]
-            if len(found) == 1:  # two readings (app: application, appointment): neither is taken
-                self.spelled[short] = found[0]
-        self._vectors: dict[tuple[str, ...], np.ndarray] = {}
+        readings = {short: [w for w in longer if w != short and abbreviates(short, w)] for short in sorted(words)}
+        readings = {short: found for short, found in readings.items() if found}
+        if readings:  # the spelling alone is not enough (author / authorization, ssh / snapshot): the meaning too
+            words = {w for short, found in readings.items() for w in (short, *found)}
+            vectors = dict(zip(*_embedded(words), strict=True))
+            for short, found in readings.items():
+                score, best = max((float(vectors[short] @ vectors[w]), w) for w in found)
+                if score >= SHORT_FORM:
+                    self.spelled[short] = best
+        self._labels: list[tuple[str, ...]] = []
+        self._matrix: np.ndarray | None = None
 
     def canon(self, key: tuple[str, ...]) -> tuple[str, ...]:
         """``key`` with this server's short forms spelled out, the head lemmatised again."""
@@ -149,30 +160,40 @@ class ServerEntities:
         found = [f"{w} = {self.spelled[w]}" for w in key if w in self.spelled]
         return f" (short form {', '.join(found)} on this server)" if found else ""
 
-    def similar(
-        self, key: tuple[str, ...], candidates: Mapping[tuple[str, ...], object]
-    ) -> tuple[tuple[str, ...], float] | None:
-        """The candidate whose label's embedding is closest to ``key``'s, at ``SIMILAR`` or more; None when
-        none is, or the closest only adds words to ``key`` or takes some away (a more or less specific
-        thing: the join's tails already meet those)."""
-        labels = [c for c in candidates if c and c != key and not (set(c) <= set(key) or set(key) <= set(c))]
-        if not key or not labels or len(labels) + 1 > MAX_SIMILAR_LABELS:
+    def similar(self, key: tuple[str, ...], yielded: Iterable[tuple[str, ...]]) -> tuple[tuple[str, ...], float] | None:
+        """Of the entities the server's tools yield (``yielded``: the same for every slot of the server, read
+        once), the one whose label's embedding is closest to ``key``'s, at ``SIMILAR`` or more; None when none
+        is. Never one that only adds words to ``key`` or takes some away (a more or less specific thing: the
+        join's tails meet those already), nor one whose numbers differ (ipv4 / ipv6)."""
+        if not key:
             return None
-        if _numbers(key) or any(_numbers(c) for c in labels):
-            labels = [c for c in labels if _numbers(c) == _numbers(key)]
-        self._embed([key, *labels])
-        mine = self._vectors[key]
-        scores = np.array([float(mine @ self._vectors[c]) for c in labels]) if labels else np.array([])
-        if not len(scores):
+        if self._matrix is None:
+            self._labels = sorted({k for k in yielded if k})
+            if not self._labels or len(self._labels) > MAX_SIMILAR_LABELS:
+                self._matrix = np.zeros((0, 1), dtype=np.float32)
+            else:
+                self._matrix = np.stack(_embedded(set(self._labels), self._labels)[1])
+        if not len(self._matrix):
             return None
-        best = int(scores.argmax())
-        return (labels[best], float(scores[best])) if scores[best] >= SIMILAR else None
+        scores = self._matrix @ _embedded({key}, [key])[1][0]
+        for at in np.argsort(-scores)[:8]:
+            if scores[at] < SIMILAR:
+                return None
+            other = self._labels[int(at)]
+            if (
+                other != key
+                and not (set(other) <= set(key) or set(key) <= set(other))
+                and _numbers(other) == _numbers(key)
+            ):
+                return other, float(scores[at])
+        return None
 
-    def _embed(self, keys: list[tuple[str, ...]]) -> None:
-        todo = [k for k in dict.fromkeys(keys) if k not in self._vectors]
-        if todo:
-            for k, v in zip(todo, embed_labels(tuple(" ".join(k) for k in todo)), strict=True):
-                self._vectors[k] = v
+
+def _embedded(words: set[str] | set[tuple[str, ...]], order: list | None = None) -> tuple[list, list[np.ndarray]]:
+    """(labels, their unit vectors) in ``order`` (default: sorted), a key's label its words joined by spaces."""
+    order = order if order is not None else sorted(words)
+    texts = tuple(label if isinstance(label, str) else " ".join(label) for label in order)
+    return order, embed_labels(texts)
 
 
 def _numbers(key: tuple[str, ...]) -> tuple[str, ...]:

@@ -122,7 +122,9 @@ class _Server:
         self.takes: dict[str, set] = {}
         lists = {p.id: listed(p.tool.name, p.tool.route) for p in members}
         carries = {p.id: carried(p.tool) for p in members}
-        slots = {p.id: {q.name: slot_entity(q.name, p.tool.name, p.tool.route) for q in p.tool.parameters} for p in members}
+        slots = {
+            p.id: {q.name: slot_entity(q.name, p.tool.name, p.tool.route) for q in p.tool.parameters} for p in members
+        }
         # the server's own short forms (entities.py, step 4), learned from every entity its tools name
         self.entities = ServerEntities(
             [*(k for ks in lists.values() for k in ks), *(k for ks in carries.values() for k in ks)]
@@ -151,12 +153,15 @@ class _Server:
         kind, found = self._exact(consumer, entity, parameter)
         if found or not entity:
             return kind, found, {}
-        yielded = {**{k: v for k, v in self.carrying.items() if v}, **{k: v for k, v in self.listing.items() if v}}
-        near = self.entities.similar(entity, yielded)
+        near = self.entities.similar(entity, [*self.listing, *self.carrying])
         if near is None:
             return kind, found, {}
         other, score = near
-        found = [p for p in self.listing.get(other) or self.carrying.get(other, ()) if self._source(p, consumer, entity, parameter)]
+        found = [
+            p
+            for p in self.listing.get(other) or self.carrying.get(other) or ()
+            if self._source(p, consumer, entity, parameter)
+        ]
         return SIMILAR_ENTITY, found, {"other": " ".join(other), "score": score}
 
     def slot(self, consumer: Profile, parameter: str) -> tuple[str, ...]:

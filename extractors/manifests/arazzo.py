@@ -20,16 +20,15 @@ two different sources are left out with a notice.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator, Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from toolkg.errors import ManifestError
 from toolkg.extractors.manifests.formats import ParsedServers
 from toolkg.extractors.manifests.openapi import parse_openapi
-from toolkg.extractors.manifests.reading import fingerprint_file, load_document
+from toolkg.extractors.manifests.reading import fingerprint_file, load_document, local_sources
 from toolkg.limits import Limits
 from toolkg.models import DeclaredDependency, Notice, Server, Tool
 
@@ -37,52 +36,6 @@ _STEP_OUTPUT = re.compile(r"\$steps\.([A-Za-z0-9_\-]+)\.outputs\.([A-Za-z0-9_.\-
 _SOURCE_PREFIX = re.compile(r"^\$sourceDescriptions\.([A-Za-z0-9_\-]+)\.(.+)$")
 _OPERATION_PATH = re.compile(r"^\{\$sourceDescriptions\.([A-Za-z0-9_\-]+)\.url\}#(/paths/.+)$")
 MAX_STEPS = 10_000  # steps read in all (each costs a lookup and a walk of its parameters)
-MAX_SOURCES = 20
-
-
-def is_arazzo(document: Any) -> bool:
-    return isinstance(document, Mapping) and "arazzo" in document
-
-
-def local_sources(path: str, document: Any) -> list[tuple[str, Path]]:
-    """(name, file) of each OpenAPI source description an Arazzo document names by a relative ``url`` inside its
-    own folder; raises ``ManifestError`` for a document with none."""
-    sources = document.get("sourceDescriptions") if isinstance(document, Mapping) else None
-    if not isinstance(sources, list) or not sources:
-        raise ManifestError(path, "an Arazzo document must list its sourceDescriptions")
-    folder = Path(path).resolve().parent
-    out = []
-    for entry in sources[:MAX_SOURCES]:
-        if not isinstance(entry, Mapping) or entry.get("type", "openapi") != "openapi":
-            continue
-        url, name = entry.get("url"), entry.get("name")
-        if not isinstance(url, str) or not isinstance(name, str) or re.match(r"^[a-z][a-z0-9+.-]*:", url, re.I):
-            continue  # remote (or an Arazzo source of its own): never fetched
-        target = (folder / PurePosixPath(url.split("#")[0])).resolve()
-        if target.is_relative_to(folder) and target.is_file():
-            out.append((name, target))
-    if not out:
-        raise ManifestError(
-            path, "an Arazzo document's sourceDescriptions name no local OpenAPI file beside it (remote ones are not read)"
-        )
-    return out
-
-
-def sources_digest(path: str, data: bytes) -> str | None:
-    """The sha256 of an Arazzo document's bytes and of each local source it names, so that a changed OpenAPI file
-    makes the document's manifest change too; None for a file that is no Arazzo document."""
-    if b"arazzo" not in data[:4096]:
-        return None
-    try:
-        document = load_document(path, data)
-        if not is_arazzo(document):
-            return None
-        digest = hashlib.sha256(data)
-        for _, source in local_sources(path, document):
-            digest.update(fingerprint_file(source)[0].sha256.encode())
-    except Exception:  # an unreadable document is ingest's to report, with its own one-line reason
-        return None
-    return digest.hexdigest()
 
 
 def parse_arazzo(path: str, document: Any, server: str | None, limits: Limits | None = None) -> ParsedServers:
@@ -96,7 +49,9 @@ def parse_arazzo(path: str, document: Any, server: str | None, limits: Limits | 
     parsed: dict[str, ParsedServers] = {}
     for name, file in sources:
         info, data = fingerprint_file(file, limits)
-        parsed[name] = parse_openapi(info.path, load_document(info.path, data, limits), server if len(sources) == 1 else None, limits)
+        parsed[name] = parse_openapi(
+            info.path, load_document(info.path, data, limits), server if len(sources) == 1 else None, limits
+        )
     found: dict[tuple[str, str], list[DeclaredDependency]] = {}  # (source, consumer name) -> its dependencies
     notices: list[Notice] = []
     for dependency in _workflow_dependencies(path, document, parsed, notices):
@@ -107,7 +62,9 @@ def parse_arazzo(path: str, document: Any, server: str | None, limits: Limits | 
         out.quarantined += result.quarantined
         out.notices += result.notices
         for s in result.servers:
-            out.servers.append(Server(**{**dict(s), "tools": tuple(_with(t, found.get((name, t.name), [])) for t in s.tools)}))
+            out.servers.append(
+                Server(**{**dict(s), "tools": tuple(_with(t, found.get((name, t.name), [])) for t in s.tools)})
+            )
     out.notices += notices
     return out
 
@@ -138,8 +95,8 @@ def _operation_of(step: Mapping[str, Any], parsed: Mapping[str, ParsedServers]) 
     if isinstance(operation_path, str) and (m := _OPERATION_PATH.match(operation_path)):
         route, _, method = m.group(2)[len("/paths/") :].rpartition("/")
         route = route.replace("~1", "/").replace("~0", "~")
-        result = parsed.get(m.group(1))
-        for s in result.servers if result else ():
+        servers = parsed[m.group(1)].servers if m.group(1) in parsed else []
+        for s in servers:
             for tool in s.tools:
                 if tool.route == f"{method.upper()} {route}":
                     return m.group(1), tool
@@ -183,7 +140,9 @@ def _workflow_dependencies(
             where = f"workflow {workflow_id!r} step {step_id!r}"
             if called is None:
                 if "workflowId" not in step:
-                    notices.append(Notice(source=path, item=path, what=f"{where}: calls no operation of its sources: ignored"))
+                    notices.append(
+                        Notice(source=path, item=path, what=f"{where}: calls no operation of its sources: ignored")
+                    )
                 continue
             source, consumer = called
             own = {p.name: p for p in consumer.parameters}
@@ -191,37 +150,66 @@ def _workflow_dependencies(
             for i, parameter in enumerate(step.get("parameters") or ()):
                 if isinstance(parameter, Mapping):
                     name = parameter.get("name")
-                    inputs.append((name if isinstance(name, str) else None, parameter.get("value"), _pointer("workflows", w, "steps", s, "parameters", i)))
+                    inputs.append(
+                        (
+                            name if isinstance(name, str) else None,
+                            parameter.get("value"),
+                            _pointer("workflows", w, "steps", s, "parameters", i),
+                        )
+                    )
             body = step.get("requestBody")
             if isinstance(body, Mapping):
                 payload = body.get("payload")
                 if isinstance(payload, Mapping):
                     for key, value in payload.items():
-                        inputs.append((str(key), value, _pointer("workflows", w, "steps", s, "requestBody", "payload", key)))
+                        inputs.append(
+                            (str(key), value, _pointer("workflows", w, "steps", s, "requestBody", "payload", key))
+                        )
                 elif payload is not None:
                     inputs.append((None, payload, _pointer("workflows", w, "steps", s, "requestBody", "payload")))
                 for r, replacement in enumerate(body.get("replacements") or ()):
                     if isinstance(replacement, Mapping):
                         target = str(replacement.get("target", "")).lstrip("/").split("/")[0] or None
-                        inputs.append((target, replacement.get("value"), _pointer("workflows", w, "steps", s, "requestBody", "replacements", r)))
+                        inputs.append(
+                            (
+                                target,
+                                replacement.get("value"),
+                                _pointer("workflows", w, "steps", s, "requestBody", "replacements", r),
+                            )
+                        )
             for parameter, value, pointer in inputs:
                 for earlier, output, expression in _expressions(value):
                     if earlier not in calls:
                         continue  # a later step, or one that called no operation
                     producer_source, producer = calls[earlier]
                     if producer_source != source or producer.name == consumer.name:
-                        notices.append(Notice(source=path, item=consumer.id, what=f"{where}: {expression} comes from another source or the same operation: ignored"))
+                        notices.append(
+                            Notice(
+                                source=path,
+                                item=consumer.id,
+                                what=f"{where}: {expression} comes from another source or the same operation: ignored",
+                            )
+                        )
                         continue
                     reason = (
                         f"Arazzo workflow {workflow_id!r}: step {step_id!r} passes {expression} "
                         f"(output {output!r} of step {earlier!r}) [{file}{pointer}]"
                     )
                     if parameter in own:
-                        yield source, consumer.name, DeclaredDependency(
-                            target=producer.name, kind="parameterDirectlyDependsOn", parameter=parameter, reason=reason
+                        yield (
+                            source,
+                            consumer.name,
+                            DeclaredDependency(
+                                target=producer.name,
+                                kind="parameterDirectlyDependsOn",
+                                parameter=parameter,
+                                reason=reason,
+                            ),
                         )
                     else:
-                        yield source, consumer.name, DeclaredDependency(
-                            target=producer.name, kind="toolDirectlyDependsOn", reason=reason
+                        yield (
+                            source,
+                            consumer.name,
+                            DeclaredDependency(target=producer.name, kind="toolDirectlyDependsOn", reason=reason),
                         )
             calls[step_id] = called

@@ -84,6 +84,8 @@ def detect_format(document: Any, path: str) -> ManifestFormat:
     if isinstance(document, Mapping):
         if "openapi" in document or "swagger" in document:
             return "openapi"  # Swagger 2.0 too: openapi.py reads both
+        if "arazzo" in document:
+            return "arazzo"  # a workflow document over OpenAPI files: arazzo.py
         if isinstance(document.get("tools"), list) and _openai_entries(document["tools"]):
             return "openai"  # a chat request's (or a wrapper's) "tools": [{"type": "function", ...}]
         if isinstance(document.get("tools"), list) or isinstance(_mapping_get(document, "result", "tools"), list):
@@ -92,7 +94,7 @@ def detect_format(document: Any, path: str) -> ManifestFormat:
             return "openai"
         raise ManifestError(
             path,
-            "unrecognised manifest: expected an MCP tools/list result, an OpenAPI document "
+            "unrecognised manifest: expected an MCP tools/list result, an OpenAPI or Arazzo document "
             "or OpenAI function tools (use --format to force one)",
         )
     if isinstance(document, list):

@@ -352,7 +352,7 @@ def parse_openapi(path: str, document: Any, server: str | None, limits: Limits |
                 taken[name] = f"{method.upper()} {route[:200]}"
             except Exception as exc:
                 quarantined.append(quarantine(exc, source=path, item=label, stage="parse", raw=operation))
-    tools, link_notes = declared_links(operations, refs)
+    tools, link_notes = declared_links(operations, refs, Path(path).name)
     notices += [Notice(source=path, item=item, what=what) for item, what in link_notes]
     tags_value = document.get("tags")
     listed = tags_value if isinstance(tags_value, list) else []

@@ -16,7 +16,7 @@ from pyoxigraph import NamedNode, Triple
 
 from toolkg.ontology.vocabulary import DEPENDENCY_KINDS, LINK_TYPES, Basis
 
-ManifestFormat = Literal["mcp", "mcp-catalog", "openai", "openapi", "toollinkos"]
+ManifestFormat = Literal["mcp", "mcp-catalog", "openai", "openapi", "arazzo", "toollinkos"]
 MANIFEST_FORMATS: tuple[str, ...] = ManifestFormat.__args__  # type: ignore[attr-defined]
 
 # Closed vocabularies come from the ontology (ontology/vocabulary.py), never a list written here.

@@ -1,0 +1,95 @@
+"""Arazzo 1.0 workflow documents: a later step that passes an earlier step's output declares that its operation
+depends on the earlier one (``$steps.<id>.outputs.<name>``, alone or inside a string, in a parameter or a request
+body), each dependency with the workflow, the step, the expression and its file and JSON pointer."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.conftest import CASES
+from toolkg.errors import ManifestError
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import discover_all, fingerprint_file
+
+ARAZZO = CASES / "arazzo"
+
+
+def _read(path):
+    file, data = fingerprint_file(path)
+    result = ingest_manifest(file, data)
+    assert result.manifest is not None, result.quarantined
+    return result
+
+
+def _deps(result):
+    return {
+        (t.name, d.target, d.kind, d.parameter): d.reason
+        for s in result.manifest.servers
+        for t in s.tools
+        for d in t.depends_on
+    }
+
+
+def test_step_outputs_feeding_later_inputs_are_declared_dependencies(tmp_path):
+    result = _read(ARAZZO / "adopt.arazzo.yaml")
+    assert result.manifest.format == "arazzo"
+    assert [s.id for s in result.manifest.servers] == ["petstore"]
+    deps = _deps(result)
+    assert set(deps) == {
+        # by operationPath, the token inside a string
+        ("findPetsByStatus", "loginUser", "parameterDirectlyDependsOn", "Authorization"),
+        # by a source-qualified operationId
+        ("placeOrder", "loginUser", "parameterDirectlyDependsOn", "Authorization"),
+        # a request body property that is a parameter of the tool
+        ("placeOrder", "findPetsByStatus", "parameterDirectlyDependsOn", "petId"),
+    }
+    reason = deps[("placeOrder", "findPetsByStatus", "parameterDirectlyDependsOn", "petId")]
+    assert "workflow 'adoptPet'" in reason and "$steps.findPets.outputs.petId" in reason
+    assert reason.endswith("[adopt.arazzo.yaml#/workflows/0/steps/2/requestBody/payload/petId]")
+    notices = [n.what for n in result.notices]
+    assert any("'unknown'" in n and "calls no operation" in n for n in notices)
+
+
+def test_a_folder_with_the_document_and_its_openapi_file_reads_the_api_once():
+    found = discover_all([ARAZZO])
+    assert [p.name for p in found.files] == ["adopt.arazzo.yaml"]
+    assert any("petstore.yaml" in path and "Arazzo document" in why for path, why in found.skipped)
+
+
+def test_the_document_changes_when_the_openapi_file_it_reads_does(tmp_path):
+    shutil.copytree(ARAZZO, tmp_path / "a")
+    before = fingerprint_file(tmp_path / "a" / "adopt.arazzo.yaml")[0].sha256
+    spec = tmp_path / "a" / "petstore.yaml"
+    spec.write_text(spec.read_text().replace("a session token", "a token"))
+    assert fingerprint_file(tmp_path / "a" / "adopt.arazzo.yaml")[0].sha256 != before
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("arazzo: 2.0.0\nsourceDescriptions: []\n", "unsupported Arazzo version '2.0.0'"),
+        ("arazzo: 1.0.1\nsourceDescriptions: [{name: x, url: 'https://example.com/a.yaml'}]\n", "no local OpenAPI"),
+        ("arazzo: 1.0.1\nsourceDescriptions: [{name: x, url: '../outside.yaml'}]\n", "no local OpenAPI"),
+        ("arazzo: 1.0.1\n", "must list its sourceDescriptions"),
+    ],
+)
+def test_a_document_with_nothing_to_read_is_one_line_refused(tmp_path, text, why):
+    (tmp_path / "outside.yaml").write_text((ARAZZO / "petstore.yaml").read_text())
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    path = inner / "flow.arazzo.yaml"
+    path.write_text(text)
+    file, data = fingerprint_file(path)
+    result = ingest_manifest(file, data)
+    assert result.manifest is None
+    (entry,) = result.quarantined
+    assert why in entry.reason and "\n" not in entry.reason and "Traceback" not in entry.reason
+
+
+def test_local_sources_refuses_a_document_without_sources():
+    from toolkg.extractors.manifests.reading import local_sources
+
+    with pytest.raises(ManifestError, match="sourceDescriptions"):
+        local_sources("x.yaml", {"arazzo": "1.0.1"})
