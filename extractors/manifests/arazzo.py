@@ -140,9 +140,8 @@ def _workflow_dependencies(
             where = f"workflow {workflow_id!r} step {step_id!r}"
             if called is None:
                 if "workflowId" not in step:
-                    notices.append(
-                        Notice(source=path, item=path, what=f"{where}: calls no operation of its sources: ignored")
-                    )
+                    what = "calls no operation of its sources: ignored"
+                    notices.append(Notice(source=path, item=where, what=what))
                 continue
             source, consumer = called
             own = {p.name: p for p in consumer.parameters}

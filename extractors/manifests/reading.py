@@ -98,9 +98,8 @@ def discover_all(paths: Iterable[str | Path]) -> Discovered:
                         found.add(target)
         else:
             raise NotFoundError(f"no such file or directory: {raw}")
-    read_by = _read_by_arazzo(found)
-    skipped += [(str(f), f"read through the Arazzo document {read_by[f]}: not read again") for f in sorted(read_by)]
-    return Discovered(sorted(found - set(read_by)), skipped)
+    # an OpenAPI file an Arazzo document reads is built through the document (arazzo.py), not a second time
+    return Discovered(sorted(found - set(_read_by_arazzo(found))), skipped)
 
 
 def _read_by_arazzo(found: set[Path]) -> dict[Path, Path]:
