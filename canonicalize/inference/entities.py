@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -50,7 +51,8 @@ SIMILAR = 0.8  # cosine of two entity labels' embeddings that makes them one ent
 # country 0.54, start date / end date 0.64, customer / client 0.61: only near-synonyms and spelling variants pass)
 SHORT_FORM = 0.5  # cosine a short form's reading needs (repo / repository 0.71, spec / specification 0.59; author /
 # authorization 0.29, ssh / snapshot 0.31, temp / template 0.19: a spelling that fits but a meaning that does not)
-MAX_SIMILAR_LABELS = 2000  # labels a server embeds at most for step 5: past it, step 5 is skipped for that server
+MAX_SIMILAR_LABELS = 400  # labels a server embeds at most for step 5: past it, step 5 is skipped for that server
+# (GitHub's 1,223 operations yield 1,059 labels: 7 s to embed on 2 cores, for one more candidate)
 _PARAMETER = re.compile(r"^\{[^{}]+\}$")
 _VOWELS = frozenset("aeiouy")
 MIN_SHORT = 2  # letters of a learned short form at least (db), and the long form this many more
@@ -201,14 +203,28 @@ def _numbers(key: tuple[str, ...]) -> tuple[str, ...]:
 
 
 _LABEL_VECTORS: dict[str, np.ndarray] = {}  # label -> unit vector, for the process: servers share labels
+_VECTOR_CACHE: list[Path | None] = [None]  # the store's vector cache, once the infer stage names it
+
+
+def keep_label_vectors_in(path: Path | None) -> None:
+    """Keep the label vectors in ``path`` (the store's vector cache, ``paths.store_cache(..., 'embeddings')``,
+    which the link stage's tool texts share), so that a later build embeds only labels it has not seen: the
+    infer stage names it before it infers. Unset, vectors are kept for the process only."""
+    _VECTOR_CACHE[0] = path
 
 
 def embed_labels(labels: tuple[str, ...]) -> list[np.ndarray]:
-    """Unit vectors of short entity labels by the shipped embedding model, each label encoded once a process."""
+    """Unit vectors of short entity labels by the shipped embedding model, each label encoded once a process
+    (and once a store, with ``keep_label_vectors_in``)."""
     todo = [label for label in dict.fromkeys(labels) if label not in _LABEL_VECTORS]
     if todo:
         from toolkg.embeddings.encoder import Embedder  # loaded only when a slot is left without a producer
 
-        for label, vector in zip(todo, Embedder().encode(todo, label="entity labels", cache=False), strict=True):
+        embedder = Embedder(_VECTOR_CACHE[0])
+        try:
+            vectors = embedder.encode(todo, label="entity labels", cache=_VECTOR_CACHE[0] is not None)
+        finally:
+            embedder.close()
+        for label, vector in zip(todo, vectors, strict=True):
             _LABEL_VECTORS[label] = vector
     return [_LABEL_VECTORS[label] for label in labels]

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from toolkg.canonicalize.inference.acyclic import dropped_pairs
+from toolkg.canonicalize.inference.entities import keep_label_vectors_in
 from toolkg.canonicalize.inference.incremental import IncrementalInference
 from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.config import InferenceOptions
@@ -18,6 +19,7 @@ from toolkg.models import InferredEdge, OutputField, Parameter, QuarantinedItem,
 from toolkg.ontology import TK
 from toolkg.ontology.graphs import INFERRED_GRAPH
 from toolkg.ontology.vocabulary import Basis
+from toolkg.paths import store_cache
 from toolkg.stages import StageName
 from toolkg.store.build_state import options_digests
 from toolkg.store.catalog_reads import server_catalogs
@@ -115,6 +117,7 @@ class Infer(CatalogStage[InferState]):
 
     def run(self, run: CatalogRun) -> InferInfo:
         tools, store = run.tools(), run.store
+        keep_label_vectors_in(store_cache(store.directory, "embeddings"))  # the entity labels' (entities.py)
         edges = infer_dependencies(
             tools, run.config.inference, declared=declared_pairs(store), catalogs=server_catalogs(store)
         )
@@ -150,6 +153,7 @@ class Infer(CatalogStage[InferState]):
         profile, offers and rule edges computed ahead, so a session's first change costs what the later
         ones do."""
         store = run.store
+        keep_label_vectors_in(store_cache(store.directory, "embeddings"))
         edges = {
             (r["consumer"], r["producer"], r["parameter"]): InferredEdge(
                 consumer=r["consumer"],
