@@ -103,6 +103,10 @@ def _operation_of(step: Mapping[str, Any], parsed: Mapping[str, ParsedServers]) 
     return None
 
 
+def _listed(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
 def _expressions(value: Any, depth: int = 0) -> Iterator[tuple[str, str, str]]:
     """(step id, output name, the expression as written) of each ``$steps.<id>.outputs.<name>`` in a value."""
     if depth > 16:
@@ -146,7 +150,7 @@ def _workflow_dependencies(
             source, consumer = called
             own = {p.name: p for p in consumer.parameters}
             inputs: list[tuple[str | None, Any, str]] = []  # (parameter or None for the body, value, pointer)
-            for i, parameter in enumerate(step.get("parameters") or ()):
+            for i, parameter in enumerate(_listed(step.get("parameters"))):
                 if isinstance(parameter, Mapping):
                     name = parameter.get("name")
                     inputs.append(
@@ -166,7 +170,7 @@ def _workflow_dependencies(
                         )
                 elif payload is not None:
                     inputs.append((None, payload, _pointer("workflows", w, "steps", s, "requestBody", "payload")))
-                for r, replacement in enumerate(body.get("replacements") or ()):
+                for r, replacement in enumerate(_listed(body.get("replacements"))):
                     if isinstance(replacement, Mapping):
                         target = str(replacement.get("target", "")).lstrip("/").split("/")[0] or None
                         inputs.append(

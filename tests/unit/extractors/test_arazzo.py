@@ -4,9 +4,12 @@ body), each dependency with the workflow, the step, the expression and its file 
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import CASES
 from toolkg.errors import ManifestError
@@ -92,3 +95,57 @@ def test_local_sources_refuses_a_document_without_sources():
 
     with pytest.raises(ManifestError, match="sourceDescriptions"):
         local_sources("x.yaml", {"arazzo": "1.0.1"})
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=30)
+    | st.sampled_from(
+        ["$steps.login.outputs.token", "x {$steps.findPets.outputs.petId}", "$steps.nope.outputs.x", "loginUser"]
+    ),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    max_leaves=20,
+)
+_STEP = st.fixed_dictionaries(
+    {},
+    optional={
+        "stepId": st.sampled_from(["login", "findPets", "order", 3, None]),
+        "operationId": st.sampled_from(
+            ["loginUser", "findPetsByStatus", "placeOrder", "$sourceDescriptions.petStore.loginUser", 7]
+        ),
+        "operationPath": st.sampled_from(
+            ["{$sourceDescriptions.petStore.url}#/paths/~1store~1order/post", "#/x", None]
+        ),
+        "parameters": _JSON,
+        "requestBody": _JSON,
+        "workflowId": st.text(max_size=5),
+    },
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    workflows=st.lists(
+        st.fixed_dictionaries({"workflowId": _JSON, "steps": st.lists(_STEP, max_size=5) | _JSON}), max_size=3
+    )
+    | _JSON
+)
+def test_any_workflows_read_without_losing_a_tool(tmp_path, workflows):
+    shutil.copy(ARAZZO / "petstore.yaml", tmp_path / "petstore.yaml")
+    document = {
+        "arazzo": "1.0.1",
+        "sourceDescriptions": [{"name": "petStore", "url": "petstore.yaml"}],
+        "workflows": workflows,
+    }
+    path = tmp_path / "flow.json"
+    path.write_text(json.dumps(document))
+    result = _read(path)
+    (server,) = result.manifest.servers
+    names = {t.name for t in server.tools}
+    assert names == {"loginUser", "findPetsByStatus", "placeOrder"}
+    for tool in server.tools:
+        for dep in tool.depends_on:
+            assert dep.target in names and dep.target != tool.name and "\n" not in dep.reason
