@@ -266,12 +266,13 @@ def _operation(
         description = text_field(operation, "description", "", notes)
         # Summary first; the description often repeats it, so keep it only when it adds text.
         text = summary if description in ("", summary) else f"{summary} {description}".strip()
+        parameters = tuple(_operation_parameters(path_item, operation, reader, label))  # its notes first
         output = _output_schema(operation, reader)
         return Tool(
             server_id=server_id,
             name=name,
             description=text,
-            parameters=tuple(_operation_parameters(path_item, operation, reader, label)),
+            parameters=parameters,
             outputs=tuple(outputs_from_schema(output, item=label, resolve=reader)),
             output_schema_name=output_schema_name(output, reader),
         )
