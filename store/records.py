@@ -6,8 +6,9 @@ fill it, to two depths, because they serve different costs:
 
 * :func:`read_tools` -- every tool, with what the catalog-wide stages and the retrievers read (name,
   description, parameters with name, required, location, description and sorted enum values, output
-  names). Other fields keep their model defaults: inference has always seen stored tools this way
-  (a parameter's JSON type reads ``any``), and its figures depend on it.
+  names, and the schema names ``$ref``s gave the outputs). Other fields keep their model defaults:
+  inference has always seen stored tools this way (a parameter's JSON type reads ``any``), and its
+  figures depend on it.
 * :func:`read_tool_records` / :func:`read_tool` -- the few tools an agent asked for, complete: JSON
   types, defaults, enum values, outputs with their types, annotations (title, hints, other keys) and
   the server's name. ``store/tool_details.tool_json`` renders one as ``toolkg mcp`` answers it.
@@ -41,9 +42,9 @@ def read_tools(store: ToolStore) -> list[ToolRecord]:
     A tool's node is ``iris.tool_iri_from_id(tool.id)`` (its server id is the part of its
     identifier before ``::``; server ids never hold ``::``)."""
     tools: dict[str, dict] = {}
-    for row in store.select("""SELECT ?t ?id ?name ?description ?route WHERE {
+    for row in store.select("""SELECT ?t ?id ?name ?description ?route ?schema WHERE {
             ?t a tk:Tool ; tk:identifier ?id ; tk:name ?name . OPTIONAL { ?t dcterms:description ?description }
-            OPTIONAL { ?t tk:httpRoute ?route } }"""):
+            OPTIONAL { ?t tk:httpRoute ?route } OPTIONAL { ?t tk:schemaName ?schema } }"""):
         server_id = row["id"].value.partition("::")[0]
         description = row["description"].value if row.get("description") else ""
         route = row["route"].value if row.get("route") else None
@@ -52,6 +53,7 @@ def read_tools(store: ToolStore) -> list[ToolRecord]:
             "name": row["name"].value,
             "description": description,
             "route": route,
+            "output_schema_name": row["schema"].value if row.get("schema") else None,
         }
     parameters: dict[str, list[tuple[int, Parameter]]] = defaultdict(list)
     for row in store.select("""SELECT ?t ?name ?required ?location ?position ?description WHERE {
@@ -80,8 +82,11 @@ def read_tools(store: ToolStore) -> list[ToolRecord]:
             for i, p in items
         ]
     outputs: dict[str, list[OutputField]] = defaultdict(list)
-    for row in store.select("SELECT ?t ?name WHERE { ?t tk:hasOutput ?o . ?o tk:name ?name }"):
-        outputs[row["t"].value].append(OutputField(name=row["name"].value))
+    for row in store.select(
+        "SELECT ?t ?name ?schema WHERE { ?t tk:hasOutput ?o . ?o tk:name ?name OPTIONAL { ?o tk:schemaName ?schema } }"
+    ):
+        schema = row["schema"].value if row.get("schema") else None
+        outputs[row["t"].value].append(OutputField(name=row["name"].value, schema_name=schema))
     out = [
         ToolRecord(
             **fields,

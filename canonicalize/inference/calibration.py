@@ -30,6 +30,7 @@ CONFIDENCE: dict[str, float] = {
     "join name lists": 0.7,  # invoice_id <- list_invoices; to be calibrated
     "join output carries": 0.7,  # invoice_id <- a tool whose output has invoices[] or invoice_id
     "join same field": 0.6,  # origin <- a tool declaring an output field 'origin'
+    "join similar entity": 0.55,  # customer_id <- list_clients: labels whose embeddings are close (entities.py)
     # file formats (files.py)
     "file same server": 0.75,  # pdf_splitter(inputPath) <- docx_to_pdf; LiveMCPBench 12/12 labelled
     "file other server": 0.6,

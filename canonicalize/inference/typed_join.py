@@ -23,11 +23,17 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
 from toolkg.canonicalize.inference.calibration import CONFIDENCE
+from toolkg.canonicalize.inference.entities import (
+    ServerEntities,
+    collection_of,
+    entity_key,
+    route_lists,
+    schema_entity,
+)
 from toolkg.canonicalize.inference.profiles import (
     PARAMETER_DIRECT,
     PARAMETER_INDIRECT,
     Profile,
-    canonical_key,
     is_destination,
     is_informative,
 )
@@ -42,12 +48,13 @@ PREPOSITIONS = frozenset("for by in of from on with to at".split())
 NAME_LISTS = (3, "join name lists", "{producer}'s name lists {entity}")
 OUTPUT_CARRIES = (2, "join output carries", "{producer}'s output carries {entity}")
 SAME_FIELD = (1, "join same field", "{producer} declares an output field {entity}")
+SIMILAR_ENTITY = (0, "join similar entity", "{producer} yields {other}, a label close to {entity} (cosine {score:.2f})")
 MAX_PRODUCERS = 4
 GENERIC_SHARE = 0.25  # a field name more than this share of a server's declaring tools have names no entity
 
 
 def _entity(words: Iterable[str]) -> tuple[str, ...]:
-    return canonical_key(w for w in words if not w.isdigit())
+    return entity_key(words)
 
 
 def _before_preposition(words: list[str]) -> list[str]:
@@ -61,35 +68,42 @@ def own_object(tool_name: str) -> tuple[str, ...]:
     return _entity(nouns[-1:])
 
 
-def slot_entity(parameter: str, tool_name: str) -> tuple[str, ...]:
-    """The entity an identifying parameter names; () when its name ends in no identifier suffix."""
+def slot_entity(parameter: str, tool_name: str, route: str | None = None) -> tuple[str, ...]:
+    """The entity an identifying parameter names; () when its name ends in no identifier suffix. A bare ``id``
+    is the collection its route puts it under (``GET /pets/{id}`` -> pet), else the tool's own object."""
     words = split_identifier(parameter)
     if not words or words[-1] not in SUFFIXES:
         return ()
-    return own_object(tool_name) if len(words) == 1 else _entity(words[:-1])
+    if len(words) > 1:
+        return _entity(words[:-1])
+    return collection_of(route, parameter) or own_object(tool_name)
 
 
-def listed(tool_name: str) -> set[tuple[str, ...]]:
-    """What a tool's name lists after its first listing verb: the phrase and each of its tails."""
+def listed(tool_name: str, route: str | None = None) -> set[tuple[str, ...]]:
+    """What a tool's name lists after its first listing verb: the phrase and each of its tails; and the
+    collection its ``GET`` route ends in (``GET /users/{user}/repos`` -> repository), when it has a route."""
+    found = route_lists(route)
     words = split_identifier(tool_name)
     at = next((i for i, w in enumerate(words) if w in LISTING_VERBS), None)
-    if at is None:
-        return set()
-    after = words[at + 1 :]
-    cut = next((i for i, w in enumerate(after) if w in PREPOSITIONS), len(after))
-    phrase = [w for w in after[:cut] if not w.isdigit()]
-    return {_entity(phrase[i:]) for i in range(len(phrase))} - {()}
+    if at is not None:
+        after = words[at + 1 :]
+        cut = next((i for i, w in enumerate(after) if w in PREPOSITIONS), len(after))
+        phrase = [w for w in after[:cut] if not w.isdigit()]
+        found |= {_entity(phrase[i:]) for i in range(len(phrase))}
+    return found - {()}
 
 
 def carried(tool: Tool) -> set[tuple[str, ...]]:
-    """Entities a tool's declared output carries, two levels deep."""
-    found = set()
+    """Entities a tool's declared output carries, two levels deep: an array field's singular name, a field that
+    identifies one, the ``$ref`` component a field or the whole output is (``order-summary-object`` -> order)."""
+    found = {schema_entity(tool.output_schema_name)}
     for field in tool.outputs:
         path = field.name.split(".")
         if len(path) > 2:
             continue
         found |= {_entity(split_identifier(part[:-2])) for part in path if part.endswith("[]")}
         found.add(slot_entity(path[-1].removesuffix("[]"), tool.name))
+        found.add(schema_entity(field.schema_name))
     return found - {()}
 
 
@@ -106,30 +120,70 @@ class _Server:
         self.carrying: dict[tuple[str, ...], list[Profile]] = defaultdict(list)
         self.declaring: dict[str, list[Profile]] = defaultdict(list)
         self.takes: dict[str, set] = {}
+        lists = {p.id: listed(p.tool.name, p.tool.route) for p in members}
+        carries = {p.id: carried(p.tool) for p in members}
+        slots = {
+            p.id: {q.name: slot_entity(q.name, p.tool.name, p.tool.route) for q in p.tool.parameters} for p in members
+        }
+        # the server's own short forms (entities.py, step 4), learned from every entity its tools name
+        self.entities = ServerEntities(
+            [*(k for ks in lists.values() for k in ks), *(k for ks in carries.values() for k in ks)]
+            + [k for named in slots.values() for k in named.values()]
+        )
+        canon = self.entities.canon
         for p in members:
-            for entity in listed(p.tool.name):
-                self.listing[entity].append(p)
-            for entity in carried(p.tool):
-                self.carrying[entity].append(p)
+            for entity in lists[p.id]:
+                self.listing[canon(entity)].append(p)
+            for entity in carries[p.id]:
+                self.carrying[canon(entity)].append(p)
             for name in field_names(p.tool):
                 self.declaring[name].append(p)
             required = [q.name for q in p.tool.parameters if q.required]
-            self.takes[p.id] = {*required, *(slot_entity(q, p.tool.name) for q in required)}
+            self.takes[p.id] = {*required, *(canon(slots[p.id][q]) for q in required)}
+        self.slots = {pid: {q: canon(k) for q, k in named.items()} for pid, named in slots.items()}
         with_outputs = sum(1 for p in members if p.tool.outputs)
         limit = max(1.0, GENERIC_SHARE * with_outputs)
         self.generic = {name for name, found in self.declaring.items() if len(found) > limit}
 
-    def producers(self, consumer: Profile, entity: tuple[str, ...], parameter: str) -> tuple[tuple, list[Profile]]:
-        """The strongest evidence any producer has for the slot, and the producers that have it."""
+    def producers(
+        self, consumer: Profile, entity: tuple[str, ...], parameter: str
+    ) -> tuple[tuple, list[Profile], dict[str, object]]:
+        """The strongest evidence any producer has for the slot, the producers that have it, and what the
+        evidence says beyond the slot (the similar label and its score)."""
+        kind, found = self._exact(consumer, entity, parameter)
+        if found or not entity:
+            return kind, found, {}
+        near = self.entities.similar(entity, [*self.listing, *self.carrying])
+        if near is None:
+            return kind, found, {}
+        other, score = near
+        found = [
+            p
+            for p in self.listing.get(other) or self.carrying.get(other) or ()
+            if self._source(p, consumer, entity, parameter)
+        ]
+        return SIMILAR_ENTITY, found, {"other": " ".join(other), "score": score}
+
+    def slot(self, consumer: Profile, parameter: str) -> tuple[str, ...]:
+        """The entity a consumer's parameter names, in this server's spelling."""
+        named = self.slots.get(consumer.id, {})
+        if parameter in named:
+            return named[parameter]
+        return self.entities.canon(slot_entity(parameter, consumer.tool.name, consumer.tool.route))
+
+    def _source(self, p: Profile, consumer: Profile, entity: tuple[str, ...], parameter: str) -> bool:
+        # a tool that is given the value and hands it back echoes it: a peer, not a source
+        taken = self.takes[p.id]
+        return p is not consumer and parameter not in taken and not (entity and entity in taken)
+
+    def _exact(self, consumer: Profile, entity: tuple[str, ...], parameter: str) -> tuple[tuple, list[Profile]]:
         if entity:
             found = [p for p in self.listing.get(entity, ()) if p is not consumer]
             if found:
                 return NAME_LISTS, found
 
-        # a tool that is given the value and hands it back echoes it: a peer, not a source
         def source(p: Profile) -> bool:
-            taken = self.takes[p.id]
-            return p is not consumer and parameter not in taken and not (entity and entity in taken)
+            return self._source(p, consumer, entity, parameter)
 
         if entity:
             found = [p for p in self.carrying.get(entity, ()) if source(p)]
@@ -153,13 +207,15 @@ def typed_join_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable
             for param in consumer.tool.parameters:
                 if is_destination(consumer.tool.name, param.name):
                     continue
-                entity = slot_entity(param.name, consumer.tool.name)  # a 'user' or an 'order' is one here
-                strongest, found = server.producers(consumer, entity, param.name)
+                entity = server.slot(consumer, param.name)  # a 'user' or an 'order' is one here
+                strongest, found, said = server.producers(consumer, entity, param.name)
                 if not found:
                     continue
                 chosen = sorted(found, key=lambda p: p.id)[:MAX_PRODUCERS]
                 rank, key, how = strongest
-                what = " ".join(entity) if entity else param.name
+                what = (" ".join(entity) if entity else param.name) + server.entities.how(
+                    slot_entity(param.name, consumer.tool.name, consumer.tool.route)
+                )
                 edges += [
                     InferredEdge(
                         consumer=consumer.id,
@@ -169,7 +225,7 @@ def typed_join_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable
                         confidence=CONFIDENCE[key],
                         rule=RULE,
                         evidence=f"{param.name} identifies {what}; "
-                        + how.format(producer=producer.tool.name, entity=what),
+                        + how.format(producer=producer.tool.name, entity=" ".join(entity) or param.name, **said),
                     )
                     for producer in chosen
                 ]

@@ -20,6 +20,7 @@ from toolkg.extractors.manifests.schema import (
     json_text,
     local_refs,
     optional_str,
+    output_schema_name,
     outputs_from_schema,
     parameter_from_schema,
     parameters_from_object_schema,
@@ -83,6 +84,8 @@ def detect_format(document: Any, path: str) -> ManifestFormat:
     if isinstance(document, Mapping):
         if "openapi" in document or "swagger" in document:
             return "openapi"  # Swagger 2.0 too: openapi.py reads both
+        if "arazzo" in document:
+            return "arazzo"  # a workflow document over OpenAPI files: arazzo.py
         if isinstance(document.get("tools"), list) and _openai_entries(document["tools"]):
             return "openai"  # a chat request's (or a wrapper's) "tools": [{"type": "function", ...}]
         if isinstance(document.get("tools"), list) or isinstance(_mapping_get(document, "result", "tools"), list):
@@ -91,7 +94,7 @@ def detect_format(document: Any, path: str) -> ManifestFormat:
             return "openai"
         raise ManifestError(
             path,
-            "unrecognised manifest: expected an MCP tools/list result, an OpenAPI document "
+            "unrecognised manifest: expected an MCP tools/list result, an OpenAPI or Arazzo document "
             "or OpenAI function tools (use --format to force one)",
         )
     if isinstance(document, list):
@@ -223,6 +226,7 @@ def _mcp_tool(server_id: str) -> Callable[[Mapping[str, Any], str], Tool]:
             outputs=tuple(
                 outputs_from_schema(entry.get("outputSchema"), item=item, resolve=local_refs(entry.get("outputSchema")))
             ),
+            output_schema_name=output_schema_name(entry.get("outputSchema"), local_refs(entry.get("outputSchema"))),
             annotations=_titled(_annotations(entry.get("annotations"), item), entry.get("title")),
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from toolkg.extractors.manifests.arazzo import parse_arazzo
 from toolkg.extractors.manifests.formats import (
     ParsedServers,
     detect_format,
@@ -24,6 +25,7 @@ PARSERS: dict[str, Callable[[str, Any, str | None, Limits], ParsedServers]] = {
     "mcp-catalog": parse_mcp_catalog,
     "openai": parse_openai,
     "openapi": parse_openapi,
+    "arazzo": parse_arazzo,
     "toollinkos": parse_toollinkos,
 }
 

@@ -43,6 +43,7 @@ from toolkg.extractors.manifests.laxities import (
 )
 from toolkg.extractors.manifests.openapi_links import declared_links
 from toolkg.extractors.manifests.schema import (
+    output_schema_name,
     outputs_from_schema,
     parameter_from_schema,
     parameters_from_object_schema,
@@ -265,12 +266,15 @@ def _operation(
         description = text_field(operation, "description", "", notes)
         # Summary first; the description often repeats it, so keep it only when it adds text.
         text = summary if description in ("", summary) else f"{summary} {description}".strip()
+        parameters = tuple(_operation_parameters(path_item, operation, reader, label))  # its notes first
+        output = _output_schema(operation, reader)
         return Tool(
             server_id=server_id,
             name=name,
             description=text,
-            parameters=tuple(_operation_parameters(path_item, operation, reader, label)),
-            outputs=tuple(outputs_from_schema(_output_schema(operation, reader), item=label, resolve=reader)),
+            parameters=parameters,
+            outputs=tuple(outputs_from_schema(output, item=label, resolve=reader)),
+            output_schema_name=output_schema_name(output, reader),
         )
 
     return parse
@@ -349,7 +353,7 @@ def parse_openapi(path: str, document: Any, server: str | None, limits: Limits |
                 taken[name] = f"{method.upper()} {route[:200]}"
             except Exception as exc:
                 quarantined.append(quarantine(exc, source=path, item=label, stage="parse", raw=operation))
-    tools, link_notes = declared_links(operations, refs)
+    tools, link_notes = declared_links(operations, refs, Path(path).name)
     notices += [Notice(source=path, item=item, what=what) for item, what in link_notes]
     tags_value = document.get("tags")
     listed = tags_value if isinstance(tags_value, list) else []

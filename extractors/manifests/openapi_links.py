@@ -34,11 +34,12 @@ def _referenced_operation(ref: str) -> tuple[str, str] | None:
 
 
 def declared_links(
-    operations: Sequence[tuple[Tool, Mapping[str, Any]]], refs: Refs
+    operations: Sequence[tuple[Tool, Mapping[str, Any]]], refs: Refs, source: str = ""
 ) -> tuple[list[Tool], list[tuple[str, str]]]:
     """The tools, each with the dependencies the response links of the description declare on it, and (tool id,
     note) for each link left out. ``operations``: each tool the parser read with its operation (``$ref``s
-    followed), in the parser's order: the links are read from what it walked, not from a walk of their own."""
+    followed), in the parser's order: the links are read from what it walked, not from a walk of their own.
+    ``source``: the description's file name, which each reason names with the link's JSON pointer."""
     tools = [tool for tool, _ in operations]
     by_route = {tool.route: tool for tool in tools if tool.route}
     by_key: dict[str, Tool] = {}
@@ -58,7 +59,8 @@ def declared_links(
                 if seen > MAX_LINKS:
                     return _with(tools, added), [*notes, (producer.id, f"links past {MAX_LINKS}: not read")]
                 link = refs.follow(link, f"link {shown(name)}", Notes(), "")
-                found = _dependencies(link, str(name), str(code), producer, by_key, by_route)
+                where = f"{source}{_pointer(producer.route, str(code), str(name))}"
+                found = _dependencies(link, str(name), str(code), producer, by_key, by_route, where)
                 if isinstance(found, str):
                     notes.append((producer.id, found))
                 else:
@@ -74,6 +76,7 @@ def _dependencies(
     producer: Tool,
     by_key: Mapping[str, Tool],
     by_route: Mapping[str, Tool],
+    at: str = "",
 ) -> tuple[Tool, list[DeclaredDependency]] | str:
     """The consumer a link names and the dependencies it declares, or why it is left out."""
     where = f"response {code!r} link {shown(name)}"
@@ -104,14 +107,24 @@ def _dependencies(
                 target=producer.name,
                 kind="parameterDirectlyDependsOn",
                 parameter=parameter,
-                reason=f"{reason} ({parameter} = {str(expression)[:200]})",
+                reason=f"{reason} ({parameter} = {str(expression)[:200]}) [{at}]",
             )
         )
     if not deps and "requestBody" in link:
-        deps.append(DeclaredDependency(target=producer.name, kind="toolDirectlyDependsOn", reason=reason))
+        deps.append(DeclaredDependency(target=producer.name, kind="toolDirectlyDependsOn", reason=f"{reason} [{at}]"))
     if not deps:
         return f"{where} fills no parameter {consumer.name} has: ignored"
     return consumer, deps
+
+
+def _pointer(route: str | None, code: str, name: str) -> str:
+    """The JSON pointer of a response link (RFC 6901: ``~`` and ``/`` escaped), from the operation's route."""
+    method, _, path = (route or "").partition(" ")
+
+    def escaped(part: str) -> str:
+        return part.replace("~", "~0").replace("/", "~1")
+
+    return f"#/paths/{escaped(path)}/{method.lower()}/responses/{escaped(code)}/links/{escaped(name)}"
 
 
 def _with(tools: list[Tool], added: Mapping[str, list[DeclaredDependency]]) -> list[Tool]:

@@ -22,7 +22,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,7 +98,26 @@ def discover_all(paths: Iterable[str | Path]) -> Discovered:
                         found.add(target)
         else:
             raise NotFoundError(f"no such file or directory: {raw}")
-    return Discovered(sorted(found), skipped)
+    # an OpenAPI file an Arazzo document reads is built through the document (arazzo.py), not a second time
+    return Discovered(sorted(found - set(_read_by_arazzo(found))), skipped)
+
+
+def _read_by_arazzo(found: set[Path]) -> dict[Path, Path]:
+    """The found OpenAPI files that a found Arazzo document reads itself (file -> the document): built once,
+    through the document, not twice (its server would be defined twice). Only files that say ``arazzo`` in their
+    first bytes are parsed to find out."""
+    read_by: dict[Path, Path] = {}
+    for path in sorted(found):
+        try:
+            with path.open("rb") as handle:
+                head = handle.read(4096)
+            if b"arazzo" in head and path.stat().st_size <= Limits().max_file_mb * 1024 * 1024:
+                for source in _arazzo_sources(path, path.read_bytes(), None):
+                    if source in found and source != path:
+                        read_by.setdefault(source, path)
+        except OSError:
+            continue  # reading it later says what is wrong, in one line
+    return read_by
 
 
 def _why(exc: BaseException) -> str:
@@ -120,7 +139,50 @@ def fingerprint_file(path: Path, limits: Limits | None = None) -> tuple[Manifest
         data = handle.read(limit + 1)  # a file growing while read is still bounded
     if len(data) > limit:
         raise ManifestError(str(path), f"file grew past the {_mb(limit)} limit while being read")
-    return ManifestFile(path=str(path), sha256=hashlib.sha256(data).hexdigest(), size=len(data)), data
+    digest = hashlib.sha256(data)
+    for source in _arazzo_sources(path, data, limits):
+        digest.update(source.read_bytes())  # an Arazzo document changes when an OpenAPI file it reads does
+    return ManifestFile(path=str(path), sha256=digest.hexdigest(), size=len(data)), data
+
+
+MAX_ARAZZO_SOURCES = 20
+
+
+def local_sources(path: str, document: Any) -> list[tuple[str, Path]]:
+    """(name, file) of each OpenAPI source description an Arazzo document names by a relative ``url`` inside its
+    own folder (a remote one is never fetched); raises ``ManifestError`` for a document with none."""
+    sources = document.get("sourceDescriptions") if isinstance(document, Mapping) else None
+    if not isinstance(sources, list) or not sources:
+        raise ManifestError(path, "an Arazzo document must list its sourceDescriptions")
+    folder = Path(path).resolve().parent
+    out = []
+    for entry in sources[:MAX_ARAZZO_SOURCES]:
+        if not isinstance(entry, Mapping) or entry.get("type", "openapi") != "openapi":
+            continue
+        url, name = entry.get("url"), entry.get("name")
+        if not isinstance(url, str) or not isinstance(name, str) or re.match(r"^[a-z][a-z0-9+.-]*:", url, re.I):
+            continue  # remote, or no name to call it by
+        target = (folder / url.split("#")[0]).resolve()
+        if target.is_relative_to(folder) and target.is_file():
+            out.append((name, target))
+    if not out:
+        raise ManifestError(path, "an Arazzo document's sourceDescriptions name no local OpenAPI file in its folder")
+    return out
+
+
+def _arazzo_sources(path: Path, data: bytes, limits: Limits | None) -> list[Path]:
+    """The local files an Arazzo document reads (none for any other file, or one ingest will refuse)."""
+    if b"arazzo" not in data[:4096]:
+        return []
+    try:
+        document = load_document(str(path), data, limits)
+        if not isinstance(document, Mapping) or "arazzo" not in document:
+            return []
+        found = [source for _, source in local_sources(str(path), document)]
+        limit = (limits or Limits()).max_file_mb * 1024 * 1024
+        return [f for f in found if f.stat().st_size <= limit]
+    except (ManifestError, OSError):
+        return []  # ingest says what is wrong with it, in one line
 
 
 def _mb(size: int) -> str:

@@ -38,6 +38,40 @@ def _identity(value: Any, what: str = "schema") -> Any:
     return value
 
 
+MAX_SCHEMA_NAME = 200  # characters of a component's name kept
+
+
+def ref_name(raw: Any, resolved: Any = None) -> str | None:
+    """The schema component a ``$ref`` names for a value (``#/components/schemas/order-summary-object`` ->
+    ``order-summary-object``; an ``allOf`` of one reference and local additions counts), else for the items of
+    the array it is (``resolved``: the schema as read, whose ``items`` are still unresolved). Read before the
+    resolver follows the reference: the resolved copy no longer says which component it was."""
+    own = _named(raw)
+    if own is not None:
+        return own
+    node = resolved if isinstance(resolved, Mapping) else raw
+    return _named(node.get("items")) if isinstance(node, Mapping) else None
+
+
+def _named(node: Any) -> str | None:
+    if not isinstance(node, Mapping):
+        return None
+    ref = node.get("$ref")
+    parts = node.get("allOf")
+    if not isinstance(ref, str) and isinstance(parts, list):
+        named = [p["$ref"] for p in parts if isinstance(p, Mapping) and isinstance(p.get("$ref"), str)]
+        ref = named[0] if len(named) == 1 else None
+    return _component(ref) if isinstance(ref, str) else None
+
+
+def _component(ref: str) -> str | None:
+    from urllib.parse import unquote
+
+    name = unquote(ref.rpartition("#")[2].rstrip("/").rpartition("/")[2]).replace("~1", "/").replace("~0", "~")
+    name = " ".join(name.split())[:MAX_SCHEMA_NAME]
+    return name or None
+
+
 def to_json_text(value: Any) -> str:
     """Canonical JSON text (sorted keys, no spaces) for values kept verbatim.
 
@@ -173,6 +207,7 @@ def parameter_from_schema(
 ) -> Parameter:
     """One parameter from its JSON Schema (``properties[name]``)."""
     what = f"parameter {name!r}"
+    raw = schema
     schema = require_mapping(resolve(schema, what), what, item)
     try:
         kind = json_type(schema, resolve, what=what)
@@ -193,6 +228,7 @@ def parameter_from_schema(
         default=json_text(schema["default"], f"{what} default", item) if "default" in schema else None,
         location=location,
         nested=nested_schema(schema, resolve),
+        schema_name=ref_name(raw, schema),
     )
 
 
@@ -325,6 +361,15 @@ def local_refs(document: Any) -> Resolver:
     return resolve
 
 
+def output_schema_name(schema: Any, resolve: Resolver = _identity) -> str | None:
+    """The component a ``$ref`` names for a whole output, or for the items of an output that is an array (an
+    operation that returns ``$ref: Pet``, or an array of them): what the tool yields, named by its author."""
+    if not isinstance(schema, Mapping):
+        return None
+    resolved = resolve(schema, "output schema")
+    return ref_name(schema, resolved if isinstance(resolved, Mapping) else None)
+
+
 def outputs_from_schema(schema: Any, *, item: str, resolve: Resolver = _identity) -> list[OutputField]:
     """Output fields: properties of an object schema (or of an array's items), then their nested fields, each
     named by its path (``places[].placeId``, ``owner.login``, a wrapper's ``result.reservation_id``), breadth
@@ -338,14 +383,14 @@ def outputs_from_schema(schema: Any, *, item: str, resolve: Resolver = _identity
     if isinstance(properties, Mapping) and properties:
         fields = []
         nested: list[tuple[str, Any]] = []
-        for name, prop in properties.items():
-            prop = require_mapping(resolve(prop, f"output {name!r}"), f"output {name!r}", item)
+        for name, raw in properties.items():
+            prop = require_mapping(resolve(raw, f"output {name!r}"), f"output {name!r}", item)
             try:
                 kind = json_type(prop, resolve, what=f"output {name!r}")
             except ValueError as exc:
                 raise ItemError(item, f"output {name!r}: {exc}") from None
             text = optional_str(prop.get("description"), f"output {name!r} description", item)
-            fields.append(OutputField(name=name, json_type=kind, description=text))
+            fields.append(OutputField(name=name, json_type=kind, description=text, schema_name=ref_name(raw, prop)))
             nested.append((str(name), prop))
         return fields + _nested_outputs(nested, resolve, MAX_OUTPUT_FIELDS - len(fields))
     try:
@@ -374,10 +419,10 @@ def _nested_outputs(level: list[tuple[str, Any]], resolve: Resolver, room: int) 
         for path, schema in level:
             try:
                 prefix, properties = _children(path, schema, resolve)
-                for name, prop in properties:
+                for name, raw in properties:
                     if len(out) >= room:
                         return out
-                    prop = resolve(prop, f"output {prefix}{name!r}")
+                    prop = resolve(raw, f"output {prefix}{name!r}")
                     if not isinstance(prop, Mapping):
                         continue
                     text = prop.get("description")
@@ -386,6 +431,7 @@ def _nested_outputs(level: list[tuple[str, Any]], resolve: Resolver, room: int) 
                             name=f"{prefix}{name}",
                             json_type=json_type(prop, resolve, what=f"output {prefix}{name!r}"),
                             description=text if isinstance(text, str) else "",
+                            schema_name=ref_name(raw, prop),
                         )
                     )
                     below.append((f"{prefix}{name}", prop))

@@ -91,6 +91,8 @@ def _tool_triples(tool: Tool, server_node: NamedNode, out: list[Triple]) -> Name
         add(Triple(node, TK.functionType, _text(tool.function_type)))
     if tool.route:
         add(Triple(node, TK.httpRoute, _text(tool.route)))
+    if tool.output_schema_name:
+        add(Triple(node, TK.schemaName, _text(tool.output_schema_name)))
     if tool.annotations:
         _annotation_triples(node, tool, add)
     for position, parameter in enumerate(tool.parameters):
@@ -112,6 +114,8 @@ def _tool_triples(tool: Tool, server_node: NamedNode, out: list[Triple]) -> Name
             add(Triple(p, TK.defaultValue, Literal(parameter.default, datatype=RDF.JSON)))
         if parameter.nested is not None:
             add(Triple(p, TK.nestedSchema, Literal(parameter.nested, datatype=RDF.JSON)))
+        if parameter.schema_name:
+            add(Triple(p, TK.schemaName, _text(parameter.schema_name)))
     for position, output in enumerate(tool.outputs):
         o = iris.output_iri(node, output.name)
         add(Triple(node, TK.hasOutput, o))
@@ -123,6 +127,8 @@ def _tool_triples(tool: Tool, server_node: NamedNode, out: list[Triple]) -> Name
         add(Triple(o, TK.position, Literal(str(position), datatype=XSD.integer)))
         if output.description:
             add(Triple(o, DCTERMS.description, _text(output.description)))
+        if output.schema_name:
+            add(Triple(o, TK.schemaName, _text(output.schema_name)))
     return node
 
 

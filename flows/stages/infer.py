@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 
 from toolkg.canonicalize.inference.acyclic import dropped_pairs
+from toolkg.canonicalize.inference.entities import keep_label_vectors_in
 from toolkg.canonicalize.inference.incremental import IncrementalInference
 from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.config import InferenceOptions
@@ -18,6 +19,7 @@ from toolkg.models import InferredEdge, OutputField, Parameter, QuarantinedItem,
 from toolkg.ontology import TK
 from toolkg.ontology.graphs import INFERRED_GRAPH
 from toolkg.ontology.vocabulary import Basis
+from toolkg.paths import store_cache
 from toolkg.stages import StageName
 from toolkg.store.build_state import options_digests
 from toolkg.store.catalog_reads import server_catalogs
@@ -115,6 +117,7 @@ class Infer(CatalogStage[InferState]):
 
     def run(self, run: CatalogRun) -> InferInfo:
         tools, store = run.tools(), run.store
+        keep_label_vectors_in(store_cache(store.directory, "embeddings"))  # the entity labels' (entities.py)
         edges = infer_dependencies(
             tools, run.config.inference, declared=declared_pairs(store), catalogs=server_catalogs(store)
         )
@@ -150,6 +153,7 @@ class Infer(CatalogStage[InferState]):
         profile, offers and rule edges computed ahead, so a session's first change costs what the later
         ones do."""
         store = run.store
+        keep_label_vectors_in(store_cache(store.directory, "embeddings"))
         edges = {
             (r["consumer"], r["producer"], r["parameter"]): InferredEdge(
                 consumer=r["consumer"],
@@ -227,7 +231,8 @@ def _all_edges(engine: IncrementalInference) -> list[InferredEdge]:
 def as_read(tool: Tool) -> Tool:
     """A tool as a rebuild reads it back from the store (``read_tools``), which is what inference must see
     to infer what a rebuild infers: its name, description, parameters (name, requirement, location,
-    description, sorted enum values) and output names; a parameter's JSON type reads ``any``."""
+    description, sorted enum values), output names and the schema names ``$ref``s gave the outputs; a parameter's
+    JSON type reads ``any``."""
     return ToolRecord(
         server_id=tool.server_id,
         name=tool.name,
@@ -242,8 +247,9 @@ def as_read(tool: Tool) -> Tool:
             )  # fmt: skip
             for p in tool.parameters
         ),
-        outputs=tuple(OutputField(name=o.name) for o in tool.outputs),
+        outputs=tuple(OutputField(name=o.name, schema_name=o.schema_name) for o in tool.outputs),
         route=tool.route,
+        output_schema_name=tool.output_schema_name,
     )
 
 

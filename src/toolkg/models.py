@@ -16,7 +16,7 @@ from pyoxigraph import NamedNode, Triple
 
 from toolkg.ontology.vocabulary import DEPENDENCY_KINDS, LINK_TYPES, Basis
 
-ManifestFormat = Literal["mcp", "mcp-catalog", "openai", "openapi", "toollinkos"]
+ManifestFormat = Literal["mcp", "mcp-catalog", "openai", "openapi", "arazzo", "toollinkos"]
 MANIFEST_FORMATS: tuple[str, ...] = ManifestFormat.__args__  # type: ignore[attr-defined]
 
 # Closed vocabularies come from the ontology (ontology/vocabulary.py), never a list written here.
@@ -58,12 +58,16 @@ class Parameter(Frozen):
     # descriptions, enums, defaults, required, to a few levels); None for a flat parameter. Agents are shown it
     # and the audit reads it: text nested in an object parameter reaches the model as surely as its own.
     nested: str | None = None
+    # The schema component a ``$ref`` named for this parameter's value (``order-summary-object``): resolving the
+    # reference would lose it, and it is often the only place that names the entity a value is.
+    schema_name: str | None = None
 
 
 class OutputField(Frozen):
     name: str
     json_type: str = "any"
     description: str = ""
+    schema_name: str | None = None  # the component a $ref named for the field's value or its items ('workflow-run')
 
 
 class DeclaredDependency(Frozen):
@@ -94,6 +98,7 @@ class Tool(Frozen):
     depends_on: tuple[DeclaredDependency, ...] = ()
     function_type: str | None = None  # a catalog's own class of tool, e.g. ToolLinkOS core/regular
     route: str | None = None  # an HTTP operation's method and path template: "GET /pets/{petId}"
+    output_schema_name: str | None = None  # the component a $ref named for the whole output or its items ('pet')
 
     @property
     def id(self) -> str:

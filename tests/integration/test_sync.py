@@ -132,3 +132,25 @@ def test_a_sync_refuses_settings_it_cannot_honour(tmp_path):
         for config in (BuildConfig(confirm_deps=True), BuildConfig(hide_declared=True), BuildConfig(extractor="llm")):
             with pytest.raises(ConfigError, match="incremental sync cannot honour"):
                 CatalogSync(store, config)
+
+
+@pytest.mark.slow
+def test_a_synced_ref_named_producer_matches_a_rebuild(build, tmp_path):
+    """A producer whose response only a ``$ref``'s component name says is of orders (tk:schemaName): synced in,
+    it feeds what a rebuild has it feed (issue 51: the name reaches inference on both paths)."""
+    import yaml
+
+    document = yaml.safe_load((CASES / "shapes" / "ref_entity.yaml").read_text())
+    live, fresh = tmp_path / "live", tmp_path / "fresh"
+    live.mkdir()
+    fresh.mkdir()
+    without = {**document, "paths": {k: v for k, v in document["paths"].items() if k != "/dashboard"}}
+    (live / "shop.yaml").write_text(yaml.safe_dump(without))
+    (fresh / "shop.yaml").write_text(yaml.safe_dump(document))
+    build([live], tmp_path / "live-store")
+    build([fresh], tmp_path / "fresh-store")
+    server = read_manifest(fresh / "shop.yaml")
+    with ToolStore(tmp_path / "live-store") as store, CatalogSync(store) as sync:
+        sync.upsert_server(server.servers[0], str(fresh / "shop.yaml"), server.format)
+        assert ("shop::cancelOne", "shop::getDashboard") in {(e.consumer, e.producer) for e in sync.edges.values()}
+    assert _graph_state(tmp_path / "live-store", ["shop"])[0] == _graph_state(tmp_path / "fresh-store", ["shop"])[0]

@@ -99,3 +99,63 @@ def test_renaming_the_entity_consistently_keeps_the_edges(thing, owner):
     pairs = {(c.split("::")[1], p.split("::")[1]) for c, p, _ in _pairs(tools)}
     assert (f"get_{thing}", f"list_{thing}s") in pairs
     assert (f"archive_{thing}", f"list_{thing}s") in pairs
+
+
+# Each shape of issue 51 in one catalog, its domain nouns placeholders: {a} listed then got, {b} searched then
+# got by a camelCase id, {c} a declared output field and the parameter of its name, {d} an owner's name.
+_SHAPES = [
+    ("list_{a}s", ("{d}_name",), ()),
+    ("get_{a}", ("{a}_id",), ()),
+    ("archive_{a}", ("id",), ()),
+    ("search_{b}s", ("query",), ()),
+    ("get_{b}_details", ("{b}Id",), ()),
+    ("plan_{c}", ("{d}_name",), ("{c}_{a}",)),
+    ("book_{c}", ("{c}_{a}",), ()),
+]
+# ... and a REST pair whose names say nothing: the route's segment is the entity of a bare id
+_ROUTED = [("everything", (), "GET /{b}s"), ("showOne", ("id",), "GET /{b}s/{{id}}")]
+
+
+def _vocabulary_catalog(words: dict[str, str]) -> list[Tool]:
+    tools = [
+        _tool(
+            name.format(**words), *(p.format(**words) for p in params), outputs=tuple(o.format(**words) for o in outs)
+        )
+        for name, params, outs in _SHAPES
+    ]
+    return tools + [
+        _tool(name, *params, server="api").model_copy(update={"route": route.format(**words)})
+        for name, params, route in _ROUTED
+    ]
+
+
+def _in_placeholders(pairs, words: dict[str, str]):
+    back = sorted(((w, "{" + k + "}") for k, w in words.items()), key=lambda x: -len(x[0]))
+
+    def undo(text: str) -> str:
+        for word, mark in back:
+            text = text.replace(word, mark)
+        return text
+
+    return {tuple(undo(part) if part else part for part in pair) for pair in pairs}
+
+
+_VOCABULARY = st.lists(_WORD, min_size=4, max_size=4, unique=True).filter(
+    lambda ws: not any(a != b and (a in b) for a in ws for b in ws)
+)
+
+
+@settings(max_examples=10, deadline=None)
+@given(_VOCABULARY, _VOCABULARY)
+def test_every_tool_and_parameter_renamed_into_another_vocabulary_keeps_the_edges(first, second):
+    """Two made-up vocabularies for the same catalog: the same edges, placeholder for placeholder."""
+    found = []
+    for vocabulary in (first, second):
+        words = dict(zip("abcd", vocabulary, strict=True))
+        found.append(_in_placeholders(_pairs(_vocabulary_catalog(words)), words))
+    assert found[0] == found[1]
+    assert ("svc::get_{a}", "svc::list_{a}s", "{a}_id") in found[0]
+    assert ("svc::archive_{a}", "svc::list_{a}s", "id") in found[0]
+    assert ("svc::get_{b}_details", "svc::search_{b}s", "{b}Id") in found[0]
+    assert ("svc::book_{c}", "svc::plan_{c}", "{c}_{a}") in found[0]
+    assert ("api::showOne", "api::everything", "id") in found[0]

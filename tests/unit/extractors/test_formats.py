@@ -184,6 +184,6 @@ def test_format_detection_names_a_format_or_says_why_not(document):
     from toolkg.extractors.manifests.formats import detect_format
 
     try:
-        assert detect_format(document, "x.json") in ("openapi", "mcp", "openai", "mcp-catalog", "toollinkos")
+        assert detect_format(document, "x.json") in ("openapi", "arazzo", "mcp", "openai", "mcp-catalog", "toollinkos")
     except ManifestError as exc:
         assert str(exc)

@@ -67,6 +67,21 @@ def test_a_link_by_operation_id_declares_the_parameter_dependency():
     assert tools["getUserByName"].depends_on == ()
 
 
+def test_a_links_reason_names_its_file_and_json_pointer():
+    tools, _ = _tools(
+        _document(
+            {
+                "user/repos": {
+                    "operationId": "getRepositoriesByOwner",
+                    "parameters": {"username": "$response.body#/username"},
+                }
+            }
+        )
+    )
+    (dep,) = tools["getRepositoriesByOwner"].depends_on
+    assert dep.reason.endswith("[spec.json#/paths/~1users~1{username}/get/responses/200/links/user~1repos]")
+
+
 def test_a_link_by_operation_ref_through_a_components_ref_with_a_location_prefix():
     link = {
         "operationRef": "#/paths/~1repositories~1{username}/get",

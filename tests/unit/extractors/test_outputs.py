@@ -89,3 +89,38 @@ def test_any_nesting_gives_bounded_unique_paths(properties):
         return
     assert len(found) == len(set(found))
     assert len(found) <= max(len(properties), MAX_OUTPUT_FIELDS) + len(properties)
+
+
+def test_a_refs_component_name_is_kept_beside_what_it_resolves_to():
+    """``$ref``s are followed, and the component each named stays on the field (issue 51: the name is often the
+    only word saying what entity a value is)."""
+    from toolkg.extractors.manifests.formats import parse_mcp
+    from toolkg.extractors.manifests.schema import output_schema_name, parameter_from_schema
+
+    document = {
+        "$defs": {
+            "order-summary-object": {"type": "object", "properties": {"total": {"type": "number"}}},
+            "Customer": {"type": "object", "properties": {"email": {"type": "string"}}},
+        },
+        "type": "object",
+        "properties": {
+            "recent": {"type": "array", "items": {"$ref": "#/$defs/order-summary-object"}},
+            "buyer": {"allOf": [{"$ref": "#/$defs/Customer"}, {"description": "who bought"}]},
+            "note": {"type": "string"},
+        },
+    }
+    fields = {o.name: o.schema_name for o in outputs_from_schema(document, item="t", resolve=local_refs(document))}
+    assert fields["recent"] == "order-summary-object" and fields["buyer"] == "Customer"
+    assert fields["note"] is None and fields["recent[].total"] is None
+    listing = {"$defs": document["$defs"], "type": "array", "items": {"$ref": "#/$defs/order-summary-object"}}
+    assert output_schema_name(listing, local_refs(listing)) == "order-summary-object"
+    assert (
+        parameter_from_schema("who", {"$ref": "#/components/schemas/a~1b%20c"}, required=True, item="t").schema_name
+        == "a/b c"
+    )
+    tool = (
+        parse_mcp("m.json", {"tools": [{"name": "t", "inputSchema": {}, "outputSchema": listing}]}, None)
+        .servers[0]
+        .tools[0]
+    )
+    assert tool.output_schema_name == "order-summary-object"
