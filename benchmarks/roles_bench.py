@@ -202,7 +202,14 @@ def scores(predicted: np.ndarray, y: np.ndarray) -> dict:
     precision = tp / (tp + fp) if tp + fp else 0.0
     recall = tp / (tp + fn) if tp + fn else 0.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"tp": tp, "fp": fp, "fn": fn, "precision": round(precision, 3), "recall": round(recall, 3), "f1": round(f1, 3)}
+    return {
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "precision": round(precision, 3),
+        "recall": round(recall, 3),
+        "f1": round(f1, 3),
+    }
 
 
 def reliability(p: np.ndarray, y: np.ndarray) -> list[dict]:
@@ -259,7 +266,9 @@ def print_tables(report: dict) -> None:
             )
         print("reliability (bin of predicted P: tools, mean P, observed share)")
         for role, row in run["roles"].items():
-            cells = "  ".join(f"{r['bin']}: {r['tools']}, {r['mean_p']:.2f}, {r['observed']:.2f}" for r in row["reliability"])
+            cells = "  ".join(
+                f"{r['bin']}: {r['tools']}, {r['mean_p']:.2f}, {r['observed']:.2f}" for r in row["reliability"]
+            )
             print(f"  {role:<10}{cells}")
 
 

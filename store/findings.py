@@ -245,7 +245,9 @@ def read_findings(store: ToolStore, tool_ids: Iterable[str] | None = None) -> di
         related = row["related"].value if row.get("related") is not None else None
         parts, path = flows.get(row["f"].value, ((), ()))
         out[row["id"].value].append(
-            Finding(row["id"].value, kind, severity, row["where"].value, row["evidence"].value, score, related, parts, path)
+            Finding(
+                row["id"].value, kind, severity, row["where"].value, row["evidence"].value, score, related, parts, path
+            )
         )
     return {
         tool: sorted(found, key=lambda f: (-f.severity.rank, f.kind, f.where, f.evidence))
@@ -276,7 +278,8 @@ def _read_flows(store: ToolStore, values: str) -> dict[str, tuple[tuple[FlowPart
 def read_roles(store: ToolStore) -> dict[str, tuple[float, float, float]]:
     """``{tool id: (P untrusted, P private, P sink)}`` as the last audit stored them."""
     rows = store.select(f"""SELECT ?id ?u ?p ?s WHERE {{ GRAPH {AUDIT_GRAPH} {{
-            ?t tk:untrustedProbability ?u ; tk:privateProbability ?p ; tk:sinkProbability ?s }} ?t tk:identifier ?id }}""")
+            ?t tk:untrustedProbability ?u ; tk:privateProbability ?p ; tk:sinkProbability ?s }}
+            ?t tk:identifier ?id }}""")
     return {r["id"].value: (float(r["u"].value), float(r["p"].value), float(r["s"].value)) for r in rows}
 
 
@@ -341,10 +344,11 @@ def replace_audit_of(
         )
     added = list(triples)
     if flows is not None:
-        flow = f'GRAPH {AUDIT_GRAPH} {{ ?t tk:hasFinding ?f . ?f tk:findingKind "toxic-flow"'
+        flow = f'GRAPH {AUDIT_GRAPH} {{ ?t {TK.hasFinding} ?f . ?f {TK.findingKind} "toxic-flow"'
         parts += [  # its parts first: the finding's own triples lead to them
-            f"DELETE {{ GRAPH {AUDIT_GRAPH} {{ ?part ?q ?r }} }} WHERE {{ {flow} ; tk:flowPart ?part . ?part ?q ?r }} }}",
-            f"DELETE {{ GRAPH {AUDIT_GRAPH} {{ ?t tk:hasFinding ?f . ?f ?p ?o }} }} WHERE {{ {flow} ; ?p ?o }} }}",
+            f"DELETE {{ GRAPH {AUDIT_GRAPH} {{ ?part ?q ?r }} }} "
+            f"WHERE {{ {flow} ; {TK.flowPart} ?part . ?part ?q ?r }} }}",
+            f"DELETE {{ GRAPH {AUDIT_GRAPH} {{ ?t {TK.hasFinding} ?f . ?f ?p ?o }} }} WHERE {{ {flow} ; ?p ?o }} }}",
         ]
         added += list(flows)
     if added:

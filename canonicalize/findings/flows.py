@@ -91,7 +91,10 @@ def _strongest(toolset, members, roles, neighbours, threshold, allowed) -> Flow 
     # each connected piece's candidates (a connected example), then the toolset's (a co-present one)
     groups = [(True, piece) for piece in pieces] + [(False, inside)]
     for connected, group in groups:
-        top = {r: sorted((i for i in holders[r] if i in group), key=lambda i, r=r: (-roles[i].of(r), i))[:TOP] for r in ROLES}
+        top = {
+            r: sorted((i for i in holders[r] if i in group), key=lambda i, r=r: (-roles[i].of(r), i))[:TOP]
+            for r in ROLES
+        }
         for triple in product(*(top[r] for r in ROLES)):
             if not allowed(triple):
                 continue
@@ -156,7 +159,7 @@ def flow_findings(flows: Iterable[Flow]) -> dict[str, list[Finding]]:
     """``{sink tool id: its toxic-flow findings}``: one per flow, on the flow's sink."""
     out: dict[str, list[Finding]] = defaultdict(list)
     for flow in flows:
-        # short, to fit the evidence's line: the parts by name (a server's toolset) or by id, the full ids are in ``flow``
+        # short, to fit the evidence's line: the parts by name (a server's toolset) or by id; ``flow`` has the ids
         name = (lambda i: i.partition("::")[2]) if flow.toolset.startswith("server ") else (lambda i: i)
         said = ", ".join(f"{p.role} {name(p.tool)} {p.probability:.2f}" for p in flow.parts)
         joined = f"; joined by {len(flow.path) - 1} edges" if flow.connected else "; only present together"
