@@ -249,7 +249,27 @@ def evaluate(train: str, test: str, data: dict) -> dict:
             "ece": round(float(ece), 4),
             "reliability": reliability(p, y),
         }
+    out["servers"] = server_flows(held, held_labels, found)
     return out
+
+
+def server_flows(tools: list[ToolText], labels: dict[str, dict[str, bool]], found: dict) -> dict:
+    """The servers whose tools hold all three roles (a toxic flow by co-presence, as the audit's per-server
+    toolsets read it without edges): by the labels, and by the model at 0.5."""
+    by_label: dict[str, set[str]] = {}
+    by_model: dict[str, set[str]] = {}
+    for t in tools:
+        by_label.setdefault(t.server, set()).update(r for r in ROLES if labels[t.id][r])
+        by_model.setdefault(t.server, set()).update(found[t.id].held())
+    truth = {s for s, held in by_label.items() if len(held) == 3}
+    flagged = {s for s, held in by_model.items() if len(held) == 3}
+    return {
+        "servers": len(by_label),
+        "labelled": sorted(truth),
+        "flagged": sorted(flagged),
+        "caught": len(truth & flagged),
+        "false": sorted(flagged - truth),
+    }
 
 
 def print_tables(report: dict) -> None:
@@ -264,6 +284,14 @@ def print_tables(report: dict) -> None:
                 f"{b['precision']:>11.3f}{b['recall']:>7.3f}{b['f1']:>7.3f}  {row['brier']:>7.4f}"
                 f"{row['brier_base_rate']:>8.4f}{row['ece']:>7.3f}  {b['feature']}"
             )
+        flows = run["servers"]
+        print(
+            f"servers with all three roles (toxic flow by co-presence): labels {len(flows['labelled'])} of "
+            f"{flows['servers']}, model {len(flows['flagged'])}, caught {flows['caught']}; "
+            f"caught: {', '.join(sorted(set(flows['labelled']) & set(flows['flagged']))) or '-'}; "
+            f"missed: {', '.join(sorted(set(flows['labelled']) - set(flows['flagged']))) or '-'}; "
+            f"false: {', '.join(flows['false']) or '-'}"
+        )
         print("reliability (bin of predicted P: tools, mean P, observed share)")
         for role, row in run["roles"].items():
             cells = "  ".join(

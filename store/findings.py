@@ -150,9 +150,12 @@ def _text(term) -> str:
 class RoleScores(Protocol):
     """A tool's role probabilities (canonicalize/findings/roles.py ``Roles``: the store imports no stage)."""
 
-    untrusted: float
-    private: float
-    sink: float
+    @property
+    def untrusted(self) -> float: ...
+    @property
+    def private(self) -> float: ...
+    @property
+    def sink(self) -> float: ...
 
 
 ROLE_PREDICATES = {"untrusted": "untrustedProbability", "private": "privateProbability", "sink": "sinkProbability"}

@@ -10,9 +10,10 @@ the graph (declared, inferred, LLM-confirmed) say which tool's output feeds whic
   (what ``toolkg mcp`` serves one agent: every tool of the build, across its servers);
 - **the roles**: each tool's calibrated P(untrusted), P(private), P(sink) (roles.py); a tool holds a role at
   probability 0.5 or more, and one tool may hold several (a shell holds all three);
-- **severity by evidence**: ``high`` when dependency edges connect the three (one connected piece of the
-  toolset's dependency graph, read either way: a chain the agent is told to follow), ``medium`` when they are
-  only present together (mcp-scan's own rule);
+- **severity by evidence**: ``high`` when dependency edges connect the three (a path of at most
+  ``MAX_PATH_EDGES`` edges in the toolset's dependency graph, read either way: a chain the agent is told to
+  follow) or when one tool plays all three roles (a shell), ``medium`` when they are only present together
+  (mcp-scan's own rule);
 - **one finding per toolset**, not one per triple: the strongest example, connected first, then by the product
   of the three probabilities. It is given to the example's sink (the tool whose call lets the data out, so
   ``hide = ["toxic-flow"]`` takes that tool away), and names the three tools, their probabilities and, when
@@ -23,7 +24,7 @@ the graph (declared, inferred, LLM-confirmed) say which tool's output feeds whic
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import product
 
@@ -31,6 +32,9 @@ from toolkg.canonicalize.findings.roles import ROLE_THRESHOLD, ROLES, Roles
 from toolkg.findings import Finding, FindingKind, FlowPart, Severity, safe_evidence, safe_where
 
 TOP = 4  # candidates per role tried in each piece of a toolset: the strongest example is among them
+# Edges join a flow's tools when the path through them is this short: a chain an agent is steered along. A longer
+# one (inferred edges hop across a whole catalog) is no more evidence than being in the same toolset.
+MAX_PATH_EDGES = 4
 
 
 @dataclass(frozen=True)
@@ -74,14 +78,25 @@ def toxic_flows(
         if flow is not None:
             out.append(flow)
     if len(by_server) > 1:
-        spans = lambda ids: len({server_of[i] for i in ids}) > 1  # noqa: E731
+
+        def spans(ids: tuple[str, ...]) -> bool:
+            return len({server_of[i] for i in ids}) > 1
+
         flow = _strongest("store", sorted(server_of), roles, neighbours, threshold, spans)
         if flow is not None:
             out.append(flow)
     return out
 
 
-def _strongest(toolset, members, roles, neighbours, threshold, allowed) -> Flow | None:
+def _strongest(
+    toolset: str,
+    members: list[str],
+    roles: Mapping[str, Roles],
+    neighbours: Mapping[str, set[str]],
+    threshold: float,
+    allowed: Callable[[tuple[str, ...]], bool],
+) -> Flow | None:
+    """The strongest flow among ``members``: connected first, then by the product of its probabilities."""
     inside = set(members)
     holders = {r: [i for i in members if i in roles and roles[i].of(r) >= threshold] for r in ROLES}
     if not all(holders.values()):
@@ -91,22 +106,27 @@ def _strongest(toolset, members, roles, neighbours, threshold, allowed) -> Flow 
     # each connected piece's candidates (a connected example), then the toolset's (a co-present one)
     groups = [(True, piece) for piece in pieces] + [(False, inside)]
     for connected, group in groups:
-        top = {
-            r: sorted((i for i in holders[r] if i in group), key=lambda i, r=r: (-roles[i].of(r), i))[:TOP]
-            for r in ROLES
-        }
+        top = {r: _strongest_holders(holders[r], group, roles, r) for r in ROLES}
         for triple in product(*(top[r] for r in ROLES)):
             if not allowed(triple):
                 continue
             parts = tuple(FlowPart(r, i, roles[i].of(r)) for r, i in zip(ROLES, triple, strict=True))
             path = _path(triple, neighbours, inside) if connected else ()
+            if len(path) - 1 > MAX_PATH_EDGES:
+                path = ()
+            if len(set(triple)) == 1:  # one tool plays all three roles (a shell): nothing to join, high as joined
+                path = triple[:1]
             flow = Flow(toolset, parts, path)
             key = (flow.connected, round(flow.strength, 6))
-            if best is None or key > best[0]:  # ties: the first, candidates being in (probability, id) order
+            # a connected example beats any co-present one; ties: the first, candidates being in (p, id) order
+            if best is None or key > best[0]:
                 best = (key, flow)
-        if best is not None and best[1].connected:
-            break  # a connected example beats any co-present one
     return best[1] if best else None
+
+
+def _strongest_holders(holders: list[str], group: set[str], roles: Mapping[str, Roles], role: str) -> list[str]:
+    """The ``TOP`` tools of ``group`` most likely to hold ``role`` (ties by id)."""
+    return sorted((i for i in holders if i in group), key=lambda i: (-roles[i].of(role), i))[:TOP]
 
 
 def _pieces(inside: set[str], neighbours: Mapping[str, set[str]]) -> list[set[str]]:
@@ -160,9 +180,14 @@ def flow_findings(flows: Iterable[Flow]) -> dict[str, list[Finding]]:
     out: dict[str, list[Finding]] = defaultdict(list)
     for flow in flows:
         # short, to fit the evidence's line: the parts by name (a server's toolset) or by id; ``flow`` has the ids
-        name = (lambda i: i.partition("::")[2]) if flow.toolset.startswith("server ") else (lambda i: i)
-        said = ", ".join(f"{p.role} {name(p.tool)} {p.probability:.2f}" for p in flow.parts)
-        joined = f"; joined by {len(flow.path) - 1} edges" if flow.connected else "; only present together"
+        by_name = flow.toolset.startswith("server ")
+        said = ", ".join(
+            f"{p.role} {p.tool.partition('::')[2] if by_name else p.tool} {p.probability:.2f}" for p in flow.parts
+        )
+        if len(flow.path) == 1:
+            joined = "; one tool plays all three roles"
+        else:
+            joined = f"; joined by {len(flow.path) - 1} edges" if flow.connected else "; only present together"
         sink = flow.parts[-1].tool
         out[sink].append(
             Finding(

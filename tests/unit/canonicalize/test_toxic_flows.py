@@ -148,3 +148,21 @@ def test_renaming_tools_and_servers_keeps_the_findings(tools, edge_picks, new_na
     )
     back = {v: k for k, v in server_names.items()}
     assert seen(after, lambda t: back.get(t.replace("server ", ""), "*")) == before
+
+
+def test_a_long_chain_of_edges_is_no_more_than_co_presence():
+    chain = [f"a::hop{i}" for i in range(6)]
+    servers = {**SERVERS, **{c: "a" for c in chain}}
+    roles = {**ROLES_OF, **{c: PLAIN for c in chain}}
+    hops = ["a::fetch", *chain, "a::read_file"]  # seven edges from the fetcher to the reader
+    edges = [(hops[i + 1], hops[i]) for i in range(len(hops) - 1)] + [("a::send_email", "a::read_file")]
+    (flow,) = toxic_flows(servers, roles, edges)
+    assert not flow.connected
+
+
+def test_one_tool_playing_all_three_roles_is_high_without_edges():
+    shell = Roles(untrusted=0.9, private=0.9, sink=0.9)
+    (finding,) = flow_findings(toxic_flows({"a::run": "a", "a::add": "a"}, {"a::run": shell, "a::add": PLAIN}, []))[
+        "a::run"
+    ]
+    assert finding.severity == Severity.HIGH and "one tool plays all three roles" in finding.evidence
