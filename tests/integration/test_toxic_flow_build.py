@@ -111,3 +111,27 @@ def test_without_a_sink_no_flow_and_a_sync_follows_the_catalog(tmp_path: Path) -
         flows = [f for fs in read_findings(store).values() for f in fs if f.kind == "toxic-flow"]
     # fetch_webpage is itself a sink (an arbitrary URL requested): the flow stays, on it, without post_message
     assert all("post_message" not in p.tool for f in flows for p in f.flow), kinds
+
+
+def test_new_edges_alone_make_the_audit_due(tmp_path: Path) -> None:
+    """The flows' severity reads the dependency edges, so an edge added without a manifest change (other inference
+    options, an LLM review) changes the audit's digest: the next build audits again."""
+    from types import SimpleNamespace
+
+    from pyoxigraph import Triple
+
+    from toolkg.flows.stages.audit import Audit
+    from toolkg.ontology import TK, iris
+    from toolkg.ontology.graphs import INFERRED_GRAPH
+
+    plain = [{**t, "depends_on": []} for t in (FETCH, READ, POST, ADD)]
+    folder, store_dir = write_assistant(tmp_path / "catalog", plain), tmp_path / "store"
+    build_in_process([folder], store_dir, links=False, infer=False)
+    with ToolStore(store_dir) as store:
+        run = SimpleNamespace(store=store)
+        before = Audit().extra_options(run)  # type: ignore[arg-type]
+        post, read = iris.tool_iri_from_id("assistant::post_message"), iris.tool_iri_from_id("assistant::read_file")
+        node = iris.dependency_iri(post, "toolDirectlyDependsOn", read, None)
+        store.add_to_graph(INFERRED_GRAPH, [Triple(post, TK.qualifiedDependency, node), Triple(node, TK.onTool, read)])
+        after = Audit().extra_options(run)  # type: ignore[arg-type]
+    assert before["approvals"] == after["approvals"] and before["edges"] != after["edges"]
