@@ -1,11 +1,14 @@
-"""Audit: findings about each tool's text (injection, hidden, shadowing, changed), one audit graph.
+"""Audit: findings about each tool's text (injection, hidden, shadowing, changed) and about the toolsets its
+roles make (toxic-flow), one audit graph.
 
 The detectors are ``canonicalize/findings/``; this stage feeds them the catalog as the store holds it now,
 what the last audit stored (each tool's fingerprint and accepted fingerprint: the baseline of ``changed``), the
 previous build's text of the tools whose text changed since (its published snapshot, when there is one: the
 words a change added go into the evidence) and the approvals file (``toolkg approve``; an approved text becomes
 the accepted one). Its digest includes the approvals, so approving a tool makes the next build redo the audit
-even when no manifest changed.
+even when no manifest changed. Toxic flows span the catalog: each tool's role probabilities (roles.py) are
+stored with its fingerprint, and the flows are searched over them and the graph's dependency edges (flows.py)
+after the per-tool detectors, on every build and every sync.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from typing import Any, ClassVar
 from toolkg.approvals import Approvals
 from toolkg.canonicalize.findings import audit
 from toolkg.canonicalize.findings.confusables import skeleton
-from toolkg.findings import ToolText
+from toolkg.canonicalize.findings.flows import flow_findings, toxic_flows
+from toolkg.canonicalize.findings.roles import Roles, load_role_model
+from toolkg.findings import Finding, ToolText
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change, StageState, StageUpdate
 from toolkg.models import StageInfo
 from toolkg.ontology.graphs import AUDIT_GRAPH
@@ -26,10 +31,13 @@ from toolkg.stages import StageName
 from toolkg.store.findings import (
     audit_graph_exists,
     audit_triples,
+    read_dependency_pairs,
     read_previous,
+    read_roles,
     read_tool_names,
     read_tool_texts,
     replace_audit_of,
+    role_triples,
 )
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.snapshots import current_snapshot
@@ -66,7 +74,10 @@ class Audit(CatalogStage[AuditState]):
     def extra_options(self, run: CatalogRun) -> dict[str, Any]:
         approvals = Approvals(run.store.directory).path
         content = approvals.read_bytes() if approvals.exists() else b""
-        return {"approvals": hashlib.sha256(content).hexdigest()[:16]}
+        # the toxic flows' severity reads the dependency edges: new edges (other inference options, a review)
+        # redo the audit though no manifest changed
+        edges = "\n".join(f"{c} {p}" for c, p in read_dependency_pairs(run.store)).encode()
+        return {"approvals": hashlib.sha256(content).hexdigest()[:16], "edges": hashlib.sha256(edges).hexdigest()[:16]}
 
     def run(self, run: CatalogRun) -> AuditInfo:
         store = run.store
@@ -74,7 +85,12 @@ class Audit(CatalogStage[AuditState]):
         previous = read_previous(store)
         moved = [t.id for t in texts if t.id in previous and t.fingerprint != previous[t.id].fingerprint]
         result = audit(texts, previous, _previous_texts(store, moved), Approvals(store.directory).load())
-        store.replace_graph(AUDIT_GRAPH, audit_triples(result.findings, result.fingerprints, result.accepted))
+        model = load_role_model()
+        roles = model.classify(texts)
+        for tool_id, found in _flow_findings(store, roles).items():
+            result.findings[tool_id] = _by_severity(result.findings.get(tool_id, []) + found)
+        triples = audit_triples(result.findings, result.fingerprints, result.accepted)
+        store.replace_graph(AUDIT_GRAPH, triples + role_triples(roles, _model_tag(model.digest)))
         alarms = {t: [f for f in fs if f.severity != "low"] for t, fs in result.findings.items()}
         by_kind = Counter(k for fs in alarms.values() for k in {f.kind.value for f in fs})
         return AuditInfo(
@@ -119,8 +135,34 @@ class Audit(CatalogStage[AuditState]):
         texts = read_tool_texts(store, targets)
         previous = {i: p for i, p in read_previous(store).items() if i in targets}
         result = audit(texts, previous, before, Approvals(store.directory).load(), catalog=catalog)
-        replace_audit_of(store, targets | removed, audit_triples(result.findings, result.fingerprints, result.accepted))
+        model = load_role_model()
+        changed_roles = model.classify(texts)
+        # the flows span the catalog: searched again over every tool's roles (the stored ones, the changed tools'
+        # new ones) and written with the rest, in the same update
+        stored = {i: Roles(*p) for i, p in read_roles(store).items() if i not in targets | removed}
+        flows = _flow_findings(store, {**stored, **changed_roles})
+        replace_audit_of(
+            store,
+            targets | removed,
+            audit_triples(result.findings, result.fingerprints, result.accepted)
+            + role_triples(changed_roles, _model_tag(model.digest)),
+            flows=audit_triples(flows, {}, {}),
+        )
         return StageUpdate()
+
+
+def _flow_findings(store: ToolStore, roles: dict[str, Roles]) -> dict[str, list[Finding]]:
+    """The toxic-flow findings of the stored catalog, by sink: its servers' toolsets and the whole store's."""
+    servers = {t.id: t.server for t in read_tool_names(store)}
+    return flow_findings(toxic_flows(servers, roles, read_dependency_pairs(store)))
+
+
+def _by_severity(found: list[Finding]) -> list[Finding]:
+    return sorted(found, key=lambda f: (-f.severity.rank, f.kind, f.where))
+
+
+def _model_tag(digest: str) -> str:
+    return f"roles_model.json@{digest}"
 
 
 def _previous_texts(store: ToolStore, ids: list[str]):

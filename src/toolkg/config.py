@@ -92,7 +92,7 @@ class ToolSearchOptions(Options):
     min_score: float | None = Field(
         None, ge=0, le=1, description="answer no tool below this score (default: the calibrated threshold)"
     )
-    hide: tuple[Literal["injection", "hidden", "shadowing", "changed"], ...] = Field(
+    hide: tuple[Literal["injection", "hidden", "shadowing", "changed", "toxic-flow"], ...] = Field(
         (), description="tools with a finding of these kinds are left out of answers until approved (toolkg approve)"
     )
     hide_severity: Literal["low", "medium", "high"] = Field(

@@ -10,7 +10,9 @@ run as the ``audit`` stage) gives each tool *findings* of four kinds:
 - ``hidden``: invisible or deceptive characters (zero-width, bidi overrides, tag characters, homoglyph names,
   whitespace padding that pushes text off-screen, terminal escapes);
 - ``shadowing``: a name or text that shadows another server's tool;
-- ``changed``: the description or input schema changed since the text last accepted (a rug pull).
+- ``changed``: the description or input schema changed since the text last accepted (a rug pull);
+- ``toxic-flow``: a toolset where a tool that reads untrusted content, one that reads private data and one that
+  sends data out are present together (joined by dependency edges: high); given to the sink, naming all three.
 
 Evidence is the short span that matched. It is stored and shown to agents, so it must not carry the attack
 along: ``safe_evidence`` makes invisible characters visible (``[U+200B]``), shows runs of whitespace as a
@@ -46,6 +48,7 @@ class FindingKind(StrEnum):
     HIDDEN = "hidden"
     SHADOWING = "shadowing"
     CHANGED = "changed"
+    TOXIC_FLOW = "toxic-flow"
 
 
 class Severity(StrEnum):
@@ -63,6 +66,18 @@ SEVERITIES: tuple[str, ...] = tuple(s.value for s in Severity)
 
 
 @dataclass(frozen=True)
+class FlowPart:
+    """One tool of a toxic flow: the role it plays there (untrusted, private, sink) and its probability."""
+
+    role: str
+    tool: str
+    probability: float
+
+    def short(self) -> dict[str, Any]:
+        return {"role": self.role, "tool": self.tool, "probability": self.probability}
+
+
+@dataclass(frozen=True)
 class Finding:
     """One thing the audit found in one tool. ``evidence`` and ``where`` are already safe to show."""
 
@@ -73,9 +88,12 @@ class Finding:
     evidence: str
     score: float | None = None  # the injection model's probability, where it decided
     related: str | None = None  # the other server's tool a shadowing finding is about
+    flow: tuple[FlowPart, ...] = ()  # a toxic flow's three tools (untrusted, private, sink)
+    path: tuple[str, ...] = ()  # the tools along the dependency edges that join them (empty: only co-present)
 
     def short(self) -> dict[str, Any]:
-        """The finding as an agent's warning: kind, severity, where, evidence (and the tool it shadows)."""
+        """The finding as an agent's warning: kind, severity, where, evidence (and the tool it shadows, or the
+        tools of its flow and the path joining them)."""
         out: dict[str, Any] = {
             "kind": str(self.kind),
             "severity": str(self.severity),
@@ -84,6 +102,10 @@ class Finding:
         }
         if self.related:
             out["related"] = self.related
+        if self.flow:
+            out["flow"] = [part.short() for part in self.flow]
+        if self.path:
+            out["path"] = list(self.path)
         return out
 
 

@@ -52,7 +52,7 @@ class StageName(StrEnum):
     INFER = "infer"  # dependency edges
     CONFIRM = "confirm"  # an LLM's review of the inferred edges (part of infer)
     LINK = "link"  # structural links (embeddings)
-    AUDIT = "audit"  # findings about each tool's text: injection, hidden, shadowing, changed
+    AUDIT = "audit"  # findings about each tool's text: injection, hidden, shadowing, changed; toxic flows over toolsets
     INDEX = "index"  # the retrieval index toolkg retrieve maps (toolkg.retrieval.index_files)
     SNAPSHOT = "snapshot"  # the read-only copy the endpoint serves
 

@@ -95,7 +95,7 @@ def test_findings_are_in_the_graph_queryable_and_valid(tmp_path: Path) -> None:
 
         bad = [Triple(broken, RDF.type, TK.Finding), Triple(broken, TK.findingKind, Literal("poison"))]
         assert {v.message for v in Validator().violations(bad)} >= {
-            "a finding has exactly one kind: injection, hidden, shadowing or changed",
+            "a finding has exactly one kind: injection, hidden, shadowing, changed or toxic-flow",
             "a finding has exactly one severity: low, medium or high",
         }
 

@@ -18,10 +18,10 @@ def add_parsers(sub) -> None:
     approve = sub.add_parser(
         "approve",
         help="accept a flagged tool's current text (toolkg mcp's hide policy shows it again)",
-        description="Approve a tool whose findings (injection, hidden characters, shadowing, a changed text) hide it "
-        "from toolkg mcp under [toolsearch] hide: the approval pins the tool's current text fingerprint, in "
-        "<store>/approvals.json beside the database, so it survives rebuilds until the text changes again. "
-        "Read the findings it prints (and the tool's text) before approving.",
+        description="Approve a tool whose findings (injection, hidden characters, shadowing, a changed text, a toxic "
+        "flow) hide it from toolkg mcp under [toolsearch] hide: the approval pins the tool's current text "
+        "fingerprint, in <store>/approvals.json beside the database, so it survives rebuilds until the text changes "
+        "again. Read the findings it prints (and the tool's text) before approving.",
     )
     approve.add_argument(
         "tools", nargs="*", metavar="TOOL", help="a tool id (server::tool) or a name only one server has"

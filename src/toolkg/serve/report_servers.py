@@ -294,8 +294,9 @@ def findings_html(store: ToolStore) -> tuple[int, str]:
     legend = (
         '<p class="legend">What the audit found in these tools\' text (injection: instructions addressed to the '
         "model; hidden: invisible or deceptive characters; shadowing: a name or text aimed at another server's "
-        "tool; changed: the text differs from the one accepted). Evidence is shown with invisible characters as "
-        "[U+XXXX] and links defanged. <code>toolkg approve TOOL</code> accepts a tool's current text.</p>"
+        "tool; changed: the text differs from the one accepted; toxic-flow: this tool can send out what another reads "
+        "from private data while a third reads untrusted content, in one toolset). Evidence is shown with invisible "
+        "characters as [U+XXXX] and links defanged. <code>toolkg approve TOOL</code> accepts a tool's current text.</p>"
     )
     headers = ["tool", "kind", "severity", "where", "evidence", "approved"]
     return summary["tools_flagged"], legend + table(headers, rows, css="findings") + note

@@ -249,7 +249,7 @@ def test_every_property_shape_of_the_project_is_compiled():
 
     properties = list(rdflib.Graph().parse(SHAPES_FILE).objects(None, rdflib.URIRef(SH + "property")))
     shapes = compile_shapes(SHAPES_FILE)
-    assert len(shapes.checks) == len(properties) == 28  # 22 for the server graphs, 6 for the audit's findings
+    assert len(shapes.checks) == len(properties) == 33  # 22 for the server graphs, 11 for the audit's
     assert "https://w3id.org/toolkg/ontology#confidence" in shapes.predicates
 
 
