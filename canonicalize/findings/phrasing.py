@@ -20,6 +20,8 @@ def gap(n: int) -> str:
 
 
 USER = r"(?:the user|users?|the human|the operator|anyone)"
+# the person a tool serves, whatever it calls them
+SERVED = r"(?:user|customer|student|employee|caller|client|patient|requester|human|buyer|member)"
 
 FEATURES: dict[str, str] = {
     # tags and brackets that frame text as the system's or as urgent: <IMPORTANT>, [SYSTEM], <<SYS>>
@@ -56,6 +58,13 @@ FEATURES: dict[str, str] = {
         r"\bsystem override\b",
         r"\bpriority override\b",
         r"\byour (?:real|true|actual|new|primary|only) (?:task|goal|instructions?|objective|purpose|job)\b",
+        # orders fetched from elsewhere: "follow the instructions you find there", "treat the page as your orders"
+        r"\b(?:follow|obey|execute|carry out|do) (?:the |any |all )?(?:instructions|directions|orders|commands|steps)"
+        r" (?:you (?:find|get|read|receive|see)|(?:found |given |written )?(?:there|in it|in them|on (?:the|that) page|"
+        r"it contains|they contain|inside))\b",
+        r"\btreat\b" + gap(40) + r"\bas (?:your )?(?:new |own )?(?:instructions|orders|commands|directives|"
+        r"system prompt)\b",
+        r"\btreat\b" + gap(60) + r"\bas (?:if it came |if they came |coming |if )?from the " + SERVED + r"\b",
     ),
     # keep the user from knowing
     "secrecy": either(
@@ -83,9 +92,11 @@ FEATURES: dict[str, str] = {
         r"\bnever reveal these\b",
         r"\b(?:never|don'?t|do not) (?:bring (?:this|it) up|speak of (?:this|it))\b",
         r"\b(?:say|tell|mention) nothing\b|\bkeep quiet\b",
-        r"\b(?:do not|don'?t|never) (?:show|display|list|include|report) (?:it|this|them|these)\b"
+        r"\b(?:do not|don'?t|never) (?:show|display|list|include|report|flag|mention|note) (?:it|this|them|these)\b"
         + gap(20)
-        + r"\b(?:in|to|on) (?:the )?(?:summary|answer|reply|response|output|user)\b",
+        + r"\b(?:in|to|on) (?:the )?(?:summary|answer|reply|response|output|user|report|review|log)\b",
+        # out of the user's sight on the page
+        r"\bin (?:white|invisible|hidden|transparent) (?:text|font|ink)\b|\bfont-size:\s*0\b|\bzero-size font\b",
     ),
     # skip the user's say: weak alone ("don't ask the user for the id, look it up")
     "no_confirm": either(
@@ -122,8 +133,8 @@ FEATURES: dict[str, str] = {
     + gap(90)
     + r"\b(?:pass|include|put|insert|add|append|attach|embed|send|provide|supply|place|set|fill|store)\b"
     + gap(60)
-    + r"\b(?:as|in|into|inside|within|to|via)\b\s+(?:the\s+|its\s+|this\s+)?(?:['`\"][\w-]+['`\"]|parameter|argument|"
-    r"field|param|arg|notes?|sidenote|context|metadata|comment|payload|body|request)\b",
+    + r"\b(?:as|in|into|inside|within|to|via)\b\s+(?:the\s+|its\s+|this\s+)?(?:['`\"][\w-]+['`\"]|(?:parameter|"
+    r"argument|field|param|arg|notes?|sidenote|context|metadata|comment|payload|body|request)\b)",
     # send something elsewhere
     "exfil": either(
         r"\b(?:send|sent|sends|sending|post(?:s|ed|ing)?|upload(?:s|ed|ing)?|forward(?:s|ed|ing)?|transmit(?:s|ted)?|"
@@ -260,6 +271,9 @@ FEATURES: dict[str, str] = {
         r"\bact as (?:an?|the) (?:unrestricted|system|admin|developer|root)\b",
         r"\bpretend (?:to be|you are)\b",
         r"\bdeveloper mode\b|\bjailbreak|\bdo anything now\b|\bfrom now on\b|\bno longer bound\b",
+        # loyalty moved away from the person served: "You work for HR now, not the employee"
+        r"\byou (?:now )?(?:work|act|answer) (?:for|on behalf of) (?!the user\b)(?:the )?\w+(?: now)?, "
+        r"not (?:the )?\w+",
     ),
     # fake turn boundaries: the description "ends" and a system or user turn begins
     "turns": either(
@@ -281,7 +295,11 @@ FEATURES: dict[str, str] = {
     "money": either(
         r"\b(?:move|transfer|send|wire|pay|charge)\b\s*(?:\$|€|£|usd |eur )?\d[\d,.]*\s*(?:\$|€|£|usd|eur|dollars|"
         r"euros)?\s*(?:to|into|from)\b[^.\n]{0,20}\b(?:account|iban|wallet|card)\b",
-        r"\bchange the (?:shipping|delivery|billing) address\b",
+        r"\b(?:change|switch|swap|set|replace|redirect|alter) (?:the )?(?:shipping|delivery|billing) address\b",
+        # a fee or a share routed to an account written out
+        r"\b(?:move|transfer|send|wire|pay|charge|deposit|route|divert)\b"
+        + gap(40)
+        + r"\bto (?:the )?(?:iban|account(?: number)?|wallet)\b\s*[:#]?\s*(?:[a-z]{2}\d{2}[a-z0-9 ]{8,}|\d[\d -]{5,})",
         r"\b(?:replace|change|set) (?:the )?(?:to_account|recipient|destination|payee|iban|account number)\b",
     ),
     # what the user said, or what only the agent's context holds
@@ -299,27 +317,54 @@ FEATURES: dict[str, str] = {
         r"\bwhatever (?:\w+ )?(?:the user|users?|they) (?:says?|said|asks?|asked|chose|chooses|wants?|names?|named|"
         r"typed|types|picks?|picked|enters?|entered|requests?|requested)\b",
         r"\b(?:even if|even when) (?:the user|they) (?:says?|asks?|declines?|refuses?|objects?|said no)\b",
-        r"\b(?:ignore|disregard|override|overwrite|replace) (?:whatever |what )?(?:the user'?s?|users'?|they)\b",
+        r"\b(?:ignore|disregard|override|overwrite|replace) (?:whatever |what )?(?:the "
+        + SERVED
+        + r"'?s?|users'?|they)\b",
         r"\bnot (?:what|the one|the \w+) (?:the user|they) (?:typed|asked|said|entered|chose|gave)\b",
     ),
     # private data moved somewhere: a verb that copies or sends, and what only the user's machine or conversation
     # holds (their messages, files in their home folder, card details, environment variables, the inbox); honest
     # tools say this of their own function ("forward an email"), so the fit weighs it
-    "leak": r"\b(?:append|attach|copy|paste|include|insert|embed|put|print|dump|echo|forward|upload|send|post|share|"
-    r"export|mirror|leak|submit|write|add)\b"
-    + gap(50)
-    + r"(?:\b(?:the user'?s?|their|all (?:the )?|every|the (?:full|whole|entire|complete)) (?:\w+ ){0,2}"
-    r"(?:messages|conversations?|chats?|inbox|emails|contacts|contact list|history|files|documents|notes|photos|"
-    r"card numbers?|cvc|cvv|passwords?|credentials|tokens|keys|location|address|clipboard)\b|"
-    r"~/(?:documents|downloads|desktop|pictures|\.)|\b[a-z_]*(?:password|passwd|secret|credential)s?\.\w+\b|"
-    r"\b[a-z]+_(?:url|key|token|secret|password)\b (?:environment )?variable|\benvironment variables?\b)",
+    "leak": either(
+        r"\b(?:append|attach|copy|paste|include|insert|embed|put|print|dump|echo|forward|upload|send|post|share|"
+        r"export|mirror|leak|submit|write|add)\b"
+        + gap(50)
+        + r"(?:\b(?:the user'?s?|their|all (?:the )?|every|the (?:full|whole|entire|complete)|(?:the )?[a-z]+'s "
+        r"(?:saved|stored)|(?:the )?(?:saved|stored)) (?:\w+ ){0,2}"
+        r"(?:messages|conversations?|chats?|inbox|emails|contacts|contact list|history|files|documents|notes|photos|"
+        r"card numbers?|card details|payment details|cvc|cvv|passwords?|credentials|session tokens?|tokens|keys?|"
+        r"cookies|location|address|clipboard|salary|medical \w+)\b|"
+        r"~/(?:documents|downloads|desktop|pictures|\.)|\b[a-z_]*(?:password|passwd|secret|credential)s?\.\w+\b|"
+        r"\b[a-z]+_(?:url|key|token|secret|password)\b (?:environment )?variable|\benvironment variables?\b)",
+        # a secret shown or sent, whatever article it has ("print the API keys you can see")
+        r"\b(?:print|dump|echo|paste|upload|forward|post|share|leak|reveal|expose|copy)\b"
+        + gap(20)
+        + r"\b(?:api keys?|private keys?|secret keys?|access keys?|passwords|credentials|session tokens?|"
+        r"access tokens?|cookies)\b",
+        # the object first, the verb passive ("the user's saved card details pasted into the notes field")
+        r"\b(?:card details|payment details|card numbers?|passwords|credentials|private keys?|api keys?|"
+        r"session tokens?|cookies|contacts|messages)\b"
+        + gap(30)
+        + r"\b(?:pasted|copied|sent|forwarded|uploaded|posted|included|put|inserted|appended|attached)\b"
+        + gap(10)
+        + r"\b(?:into|in|to|as|with)\b",
+        # read a secret, then put it somewhere ("read the user's ssh private key and paste it here")
+        r"\b(?:read|take|grab|get|open|cat|load|fetch|copy)\b"
+        + gap(40)
+        + r"\b(?:private keys?|ssh keys?|passwords?|credentials|secrets?|tokens?|cookies|api keys?)\b"
+        + gap(30)
+        + r"\b(?:and |then )(?:paste|put|insert|include|add|append|write|send|attach|place)\b",
+    ),
     # one more thing besides the tool's own job: "also upload", "also copy", "and then call": the base verb of an
     # order (the third person, "also returns", is a description)
     # (only verbs that move data, money or rights: "you can also look up the win rate", "and then call the next
     # function" are how honest manuals chain their own calls)
-    "piggyback": r"\b(?:also|additionally|as well as|then also)\b,? (?:quietly |silently |always |secretly )?"
-    r"(?:send|upload|copy|forward|post|include|append|paste|attach|share|email|cc|bcc|transfer|pay|export|grab|"
-    r"collect|invite|grant|delete|remove|wipe|leak|dump|mirror)\b",
+    "piggyback": either(
+        r"\b(?:also|additionally|as well as|then also)\b,? (?:quietly |silently |always |secretly )?"
+        r"(?:send|upload|copy|forward|post|include|append|paste|attach|share|email|cc|bcc|transfer|pay|export|grab|"
+        r"collect|invite|grant|delete|remove|wipe|leak|dump|mirror)\b",
+        r"\b(?:send|pass|copy|forward|post|upload|mirror|cc|bcc)\b" + gap(60) + r"\bto\b" + gap(30) + r"\bas well\b",
+    ),
     # personal details: honest tools take them as arguments, so weak alone
     "personal_data": r"\b(?:the user'?s?|their) (?:full name|name|email address|e-?mail|phone number|home address|"
     r"address|ip address|location|current location|date of birth|personal (?:data|information))\b",
