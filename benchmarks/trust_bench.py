@@ -13,11 +13,13 @@ changed/v1.json into a store, then changed/v2.json over it (the build's own diff
 back from the graph.
 
 Every tool is in the tuning half when the sha256 of its id is even (the rule of benchmarks/splits.py). ``--fit``
-reads the tuning halves alone: the injection model's weights (non-negative logistic regression, classes
-balanced) and its threshold (the lowest that leaves at most ALARM_RATE, 2, false alarms per 1,000 tuning-half real
-tools). The tables report both halves; the reporting half is the figure to quote. The holdouts
-(poisoned/holdout-1.json, holdout-2.json) were each written after the detectors were frozen and measured blind
-once (the first then became tuning data): the figure for attacks phrased without the detectors in view.
+reads the tuning halves alone (and holdout-4, tuning data since it was measured blind once): the injection model's
+weights (non-negative logistic regression, classes balanced, one row per window of two adjacent sentences) and its
+threshold (the lowest that leaves at most ALARM_RATE, 2, false alarms per 1,000 tuning-half real tools, pooled and
+on each catalog, rounded down). The tables report both halves; the reporting half is the figure to quote. The
+holdouts (poisoned/holdout-1.json, holdout-2.json) were each written after the detectors were frozen and measured
+blind once (the first then became tuning data); holdout-3 was written by another hand and is never tuned on;
+holdout-5 was committed before the detector changes of 2026-12-02 and is never tuned on (its own column).
 
 Latency: ``--latency`` calls ``measure`` from benchmarks/endpoint_bench.py when that module offers one
 (``measure(store, clients, queries) -> dict``: the endpoint under concurrent clients), on a store holding the

@@ -178,7 +178,8 @@ FEATURES: dict[str, str] = {
         r"\bif you are an? (?:ai|llm|assistant|agent|language model)\b",
         # a vocative opening a sentence: "Assistant, when you summarize ...", "Model: whatever the user says ..."
         # ("Claude:" and "Assistant:" open the turns of example dialogues in honest manuals: those only with a comma)
-        r"(?:^|[\n.;:(\[]\s*)(?:dear )?(?:(?:assistant|model|agent|ai|llm|language model|claude)s?,|"
+        # (texts are read a sentence at a time, so a sentence's start is the text's: ^ anchors it cheaply)
+        r"(?:^\s*|[:(\[]\s*)(?:dear )?(?:(?:assistant|model|agent|ai|llm|language model|claude)s?,|"
         r"(?:model|agent|ai|llm|language model)s?:)\s",
         r"\b(?:ai |llm )?(?:agents?|assistants?|models?|llms?|clients?) (?:working with|using|reading|driving|calling|"
         r"connected to|that use|that call) (?:this|these|our)\b",
@@ -377,6 +378,10 @@ FEATURES: dict[str, str] = {
 
 # Literal pieces one of which a family's text must hold: a fast test that skips its expression on most texts.
 PREFILTER: dict[str, tuple[str, ...]] = {
+    "addressed": (
+        "assistant", "ai", "model", "agent", "llm", "claude", "chatgpt", "gpt", "gemini", "copilot", "psst", "client",
+        "whoever",
+    ),
     "secret_path": (
         "~/", "$home/", "%userprofile%", "id_", "/etc/", ".aws", ".npmrc", ".pypirc", ".netrc", ".git-credentials",
         ".docker/", ".kube/", "kubeconfig", "mcp.json", "claude_desktop_config", ".cursor/", ".env", "_history",
