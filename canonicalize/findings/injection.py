@@ -143,21 +143,26 @@ class Model:
         return Score(1.0 / (1.0 + math.exp(-self.logit(fired))), fired, plain)
 
     def evidence(self, score: Score) -> str:
-        """The match of the family that weighs most among those that fired."""
+        """The match of a family that weighs most among those that fired (the first in the text of those within
+        a nat of the heaviest: where the order begins, not whichever the fit happened to weigh a little more)."""
         if not score.features:
             return ""
-        name = max(score.features, key=lambda n: self.weights.get(n, 0.0))
-        match = score.features[name]
-        # the match is in one sentence, lower-cased: quote the sentence where it sits in the text as written
-        offset = max(score.text.lower().find(match.string), 0)
-        start, end = offset + match.start(), offset + match.end()
-        fits = score.text[offset : offset + len(match.string)].lower() == match.string
-        text = score.text if fits else match.string
-        start, end = (start, end) if fits else (match.start(), match.end())
+        heaviest = max(self.weights.get(n, 0.0) for n in score.features)
+        close = [m for n, m in score.features.items() if self.weights.get(n, 0.0) >= heaviest - 1.0]
+        text, start, end = min((self._locate(score.text, m) for m in close), key=lambda located: located[1])
         quoted = _words_around(text, start, end)
         # an order read from an encoded blob: say so, or the evidence quotes words the field does not show
         decoded = [m.group(1) for m in _DECODED.finditer(text, 0, end) if m.start() <= start]
         return f"(decoded {decoded[-1]}) {quoted}" if decoded and not quoted.startswith("[decoded") else quoted
+
+    @staticmethod
+    def _locate(text: str, match: re.Match) -> tuple[str, int, int]:
+        """Where a match (in one lower-cased sentence) sits in the text as written: the text and its span there
+        (else the sentence and its span in it, where lower-casing changed a length)."""
+        offset = max(text.lower().find(match.string), 0)
+        if text[offset : offset + len(match.string)].lower() == match.string:
+            return text, offset + match.start(), offset + match.end()
+        return match.string, match.start(), match.end()
 
 
 def _words_around(text: str, start: int, end: int, before: int = 24, after: int = 40) -> str:

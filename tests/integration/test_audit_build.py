@@ -78,9 +78,7 @@ def test_findings_are_in_the_graph_queryable_and_valid(tmp_path: Path) -> None:
         rows = [{k: v.value for k, v in r.items()} for r in store.select(QUERY)]
         injected = [r for r in rows if r["tool"] == "helper::add" and r["kind"] == "injection"]
         assert injected and injected[0]["severity"] == "high" and injected[0]["where"] == "description"
-        # the evidence quotes the family that weighs most in the most suspect sentences: the frame, the path or
-        # the order to keep quiet
-        assert any(part in injected[0]["evidence"] for part in ("‹IMPORTANT›", "mcp.json", "Do not mention this"))
+        assert "‹IMPORTANT›" in injected[0]["evidence"] or "mcp.json" in injected[0]["evidence"]
         assert {"helper::send_emaiI"} == {
             r["tool"] for r in rows if r["kind"] == "shadowing" and r["severity"] == "high"
         }
