@@ -7,8 +7,12 @@ user.</IMPORTANT>". No single phrase decides it (real descriptions say "you must
 of phrasing in phrasing.py (``FEATURES``), fitted by ``benchmarks/trust_bench.py --fit`` on the tuning half of the
 poisoned manifests (benchmarks/poisoned/) against the tuning half of five public catalogs' tools, its
 weights kept non-negative (adding words never lowers a score, so an attacker cannot dilute one), and its
-threshold set where those real tools raise at most one false alarm per thousand. The weights and the
-threshold are ``injection_model.json``; the benchmark reports both halves.
+threshold set where those real tools raise at most two false alarms per thousand, pooled and on each catalog.
+The weights and the threshold are ``injection_model.json``; the benchmark reports both halves.
+
+A field is scored by its most suspect window of two adjacent sentences (``windows``): an order and its cover
+are neighbours, while the phrases an honest manual scatters over its paragraphs do not add up. A sentence that
+moves private data is read against the tool's name (``purpose_of``): a location is what ``share_location`` moves.
 
 The text is read as the model reads it: tag characters spelled out, invisible characters dropped,
 NFKC-folded, lookalike letters as Latin, whitespace collapsed; so hiding an instruction does not hide it
