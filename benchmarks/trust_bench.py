@@ -13,11 +13,13 @@ changed/v1.json into a store, then changed/v2.json over it (the build's own diff
 back from the graph.
 
 Every tool is in the tuning half when the sha256 of its id is even (the rule of benchmarks/splits.py). ``--fit``
-reads the tuning halves alone: the injection model's weights (non-negative logistic regression, classes
-balanced) and its threshold (the lowest that leaves at most ALARM_RATE, 2, false alarms per 1,000 tuning-half real
-tools). The tables report both halves; the reporting half is the figure to quote. The holdouts
-(poisoned/holdout-1.json, holdout-2.json) were each written after the detectors were frozen and measured blind
-once (the first then became tuning data): the figure for attacks phrased without the detectors in view.
+reads the tuning halves alone (and holdout-4, tuning data since it was measured blind once): the injection model's
+weights (non-negative logistic regression, classes balanced, one row per window of two adjacent sentences) and its
+threshold (the lowest that leaves at most ALARM_RATE, 2, false alarms per 1,000 tuning-half real tools, pooled and
+on each catalog, rounded down). The tables report both halves; the reporting half is the figure to quote. The
+holdouts (poisoned/holdout-1.json, holdout-2.json) were each written after the detectors were frozen and measured
+blind once (the first then became tuning data); holdout-3 was written by another hand and is never tuned on;
+holdout-5 was committed before the detector changes of 2026-12-02 and is never tuned on (its own column).
 
 Latency: ``--latency`` calls ``measure`` from benchmarks/endpoint_bench.py when that module offers one
 (``measure(store, clients, queries) -> dict``: the endpoint under concurrent clients), on a store holding the
@@ -83,7 +85,11 @@ BLIND_SETS = ("holdout-3",)
 SURFACE_SETS = ("surfaces", "surfaces-deps")
 # Written for the audit of every surface before any score on it was seen, measured once: its part is "fresh".
 FRESH_SETS = ("holdout-4", "holdout-4-deps")
-PARTS = ("tune", "report", "holdout", "blind", "fresh")
+# Written on 2026-12-02 before that session changed any detector, and committed first (git log shows the order):
+# measured, never tuned on, its part "holdout-5". Unlike holdout-3 its writer had seen the detectors.
+HOLDOUT5_SETS = ("holdout-5", "holdout-5-deps")
+PARTS = ("tune", "report", "holdout", "blind", "fresh", "holdout-5")
+TUNED_HOLDOUTS = ("holdout-4",)  # holdouts that became tuning data once measured blind (their "set" label)
 
 
 def poisoned_catalog(fresh: bool = True):
@@ -99,6 +105,10 @@ def poisoned_catalog(fresh: bool = True):
     labels.update({tool_id: {**label, "half": half(tool_id)} for tool_id, label in surfaces.items()})
     if fresh:
         labels.update(json.loads((POISONED / "holdout-4-labels.json").read_text(encoding="utf-8")))
+    if (POISONED / "holdout-5-labels.json").exists():
+        for name in HOLDOUT5_SETS:
+            tools += load_tools(POISONED / f"{name}.json")
+        labels.update(json.loads((POISONED / "holdout-5-labels.json").read_text(encoding="utf-8")))
     for name in BLIND_SETS:
         if (POISONED / f"{name}.json").exists():
             tools += load_tools(POISONED / f"{name}.json")
@@ -110,20 +120,25 @@ def poisoned_catalog(fresh: bool = True):
 # --- fitting --------------------------------------------------------------------------------------
 
 
-def _instances(tools, positive: bool):
-    """Feature rows of ``tools``: every scored field (negatives), or each tool's field with the most families
-    firing (positives: the field that carries the attack; a tool with none is left out)."""
-    from toolkg.canonicalize.findings.injection import feature_vector, scored_fields
+def _windows(tool) -> np.ndarray:
+    """The feature rows of every window of sentences of every field of ``tool`` (read against its name)."""
+    from toolkg.canonicalize.findings.injection import NAMES, purpose_of, scored_fields, window_vectors
 
+    purpose = purpose_of(tool.name)
+    rows = [vector for _, text in scored_fields(tool) for vector in window_vectors(text, purpose)]
+    return np.array(rows, dtype=float).reshape(-1, len(NAMES))
+
+
+def _instances(windows_by_tool, positive: bool):
+    """Feature rows: every window of every tool (negatives), or each tool's window with the most families firing
+    (positives: the sentences that carry the attack; a tool with none is left out)."""
     rows = []
-    for tool in tools:
-        vectors = [feature_vector(text) for _, text in scored_fields(tool)]
+    for x in windows_by_tool:
         if positive:
-            best = max(vectors, key=sum, default=None)
-            if best is not None and sum(best):
-                rows.append(best)
+            if len(x) and x.sum(1).max() > 0:
+                rows.append(x[int(x.sum(1).argmax())])
         else:
-            rows += vectors
+            rows += list(x)
     return rows
 
 
@@ -156,27 +171,32 @@ def likelihood_ratios(x: np.ndarray, y: np.ndarray, alpha: float = 0.5) -> np.nd
     return np.maximum(np.log(rate_pos) - np.log(rate_neg), 0.0)
 
 
-def _tool_score(model, tool) -> float:
-    from toolkg.canonicalize.findings.injection import scored_fields
+def _scores(windows_by_tool, bias: float, beta: np.ndarray) -> np.ndarray:
+    """Each tool's score: its most suspect window's (the model's rule, on the precomputed rows)."""
+    return np.array(
+        [1 / (1 + np.exp(-(bias + x @ beta).max())) if len(x) else 0.0 for x in windows_by_tool], dtype=float
+    )
 
-    return max((model.score(text).probability for _, text in scored_fields(tool)), default=0.0)
 
-
-def _threshold(model, real_tune, least: int = 0) -> float:
-    """The lowest threshold leaving at most ALARM_RATE false alarms per 1,000 tuning-half real tools (at least
-    ``least``): just over the score of the real tool ranked ``allowed`` (scores crowd near 1: no rounding)."""
-    scores = sorted((_tool_score(model, t) for t in real_tune), reverse=True)
-    allowed = max(least, int(len(real_tune) * ALARM_RATE / 1000))
-    return max(0.5, (scores[allowed] + (1 - scores[allowed]) * 0.01) if allowed < len(scores) else 0.5)
+def _threshold(scores: np.ndarray) -> float:
+    """The lowest threshold leaving at most ALARM_RATE false alarms per 1,000 of these tools (rounded down): just
+    over the score of the tool ranked ``allowed`` (scores crowd near 1: no rounding)."""
+    ranked = np.sort(scores)[::-1]
+    allowed = int(len(ranked) * ALARM_RATE / 1000)
+    return max(0.5, (ranked[allowed] + (1 - ranked[allowed]) * 0.01) if allowed < len(ranked) else 0.5)
 
 
 def fit(real_by_catalog, poisoned, labels) -> dict:
-    from toolkg.canonicalize.findings.injection import MODEL_PATH, NAMES, Model
+    from toolkg.canonicalize.findings.injection import MODEL_PATH, NAMES
 
-    real_tune = [t for tools in real_by_catalog.values() for t in tools if half(t.id) == "tune"]
-    tune = [t for t in poisoned if labels[t.id]["half"] == "tune"]  # never the reporting half, nor the holdout
-    attack_tune = [t for t in tune if labels[t.id]["kind"] in ("injection", "shadowing", "hidden")]
-    benign_tune = [t for t in tune if labels[t.id]["kind"] == "benign"]
+    by_catalog = [[_windows(t) for t in tools if half(t.id) == "tune"] for tools in real_by_catalog.values()]
+    real_tune = [x for rows in by_catalog for x in rows]
+    # never the reporting half, nor a holdout still blind (holdout-4, measured once as it was written, is tuning data
+    # since the session after: its column is no longer blind)
+    tune = [t for t in poisoned if labels[t.id]["half"] == "tune" or labels[t.id].get("set") in TUNED_HOLDOUTS]
+    attack_tune = [_windows(t) for t in tune if labels[t.id]["kind"] in ("injection", "shadowing", "hidden")]
+    injection_tune = [_windows(t) for t in tune if labels[t.id]["kind"] == "injection"]
+    benign_tune = [_windows(t) for t in tune if labels[t.id]["kind"] == "benign"]
     negatives = _instances(real_tune + benign_tune, positive=False)
     positives = _instances(attack_tune, positive=True)
     x = np.array(negatives + positives, dtype=float)
@@ -188,15 +208,16 @@ def fit(real_by_catalog, poisoned, labels) -> dict:
     # The alarm budget bites at the tail, where honest servers that order the model about ("IMPORTANT: ALWAYS use
     # this tool first") sit, which the log loss hardly weighs: the no-payload weight is chosen for the tail, the
     # value (0 to -8) that catches the most tuning-half attacks within the budget. The budget holds on each catalog
-    # too (its tuning half: at most 2 per 1,000, rounded up to one alarm), or alarms pooled over 4,000 tools
-    # gather on the one catalog whose servers order the model about.
-    by_catalog = [[t for t in tools if half(t.id) == "tune"] for tools in real_by_catalog.values()]
+    # too (its tuning half: at most 2 per 1,000, rounded down: none on a catalog of fewer than 500 tuning-half
+    # tools), or alarms pooled over 4,000 tools gather on the one catalog whose servers order the model about.
     best = None
     for penalty in np.arange(0.0, -8.01, -0.5):
         beta[NAMES.index("no_payload")] = penalty
-        model = Model(bias, dict(zip(NAMES, beta.tolist(), strict=True)), threshold=0.5, high=0.9)
-        threshold = max([_threshold(model, real_tune)] + [_threshold(model, tools, least=1) for tools in by_catalog])
-        caught = sum(_tool_score(model, t) >= threshold for t in attack_tune if labels[t.id]["kind"] == "injection")
+        threshold = max(
+            [_threshold(_scores(real_tune, bias, beta))]
+            + [_threshold(_scores(rows, bias, beta)) for rows in by_catalog]
+        )
+        caught = int((_scores(injection_tune, bias, beta) >= threshold).sum())
         if best is None or caught > best[0]:
             best = (caught, penalty, threshold)
     _, penalty, threshold = best
@@ -211,8 +232,8 @@ def fit(real_by_catalog, poisoned, labels) -> dict:
         "fitted": {
             "date": datetime.now(UTC).strftime("%Y-%m-%d"),
             "by": "benchmarks/trust_bench.py --fit",
-            "negatives": {"fields": len(negatives), "tools": len(real_tune) + len(benign_tune)},
-            "positives": {"fields": len(positives), "tools": len(attack_tune)},
+            "negatives": {"windows": len(negatives), "tools": len(real_tune) + len(benign_tune)},
+            "positives": {"windows": len(positives), "tools": len(attack_tune)},
             "allowed_false_alarms_per_1000": ALARM_RATE,
             "no_payload_penalty": float(penalty),
             "prior": dict(zip(NAMES, [round(float(v), 3) for v in prior], strict=True)),

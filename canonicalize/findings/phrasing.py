@@ -20,6 +20,8 @@ def gap(n: int) -> str:
 
 
 USER = r"(?:the user|users?|the human|the operator|anyone)"
+# the person a tool serves, whatever it calls them
+SERVED = r"(?:user|customer|student|employee|caller|client|patient|requester|human|buyer|member)"
 
 FEATURES: dict[str, str] = {
     # tags and brackets that frame text as the system's or as urgent: <IMPORTANT>, [SYSTEM], <<SYS>>
@@ -56,6 +58,13 @@ FEATURES: dict[str, str] = {
         r"\bsystem override\b",
         r"\bpriority override\b",
         r"\byour (?:real|true|actual|new|primary|only) (?:task|goal|instructions?|objective|purpose|job)\b",
+        # orders fetched from elsewhere: "follow the instructions you find there", "treat the page as your orders"
+        r"\b(?:follow|obey|execute|carry out|do) (?:the |any |all )?(?:instructions|directions|orders|commands|steps)"
+        r" (?:you (?:find|get|read|receive|see)|(?:found |given |written )?(?:there|in it|in them|on (?:the|that) page|"
+        r"it contains|they contain|inside))\b",
+        r"\btreat\b" + gap(40) + r"\bas (?:your )?(?:new |own )?(?:instructions|orders|commands|directives|"
+        r"system prompt)\b",
+        r"\btreat\b" + gap(60) + r"\bas (?:if it came |if they came |coming |if )?from the " + SERVED + r"\b",
     ),
     # keep the user from knowing
     "secrecy": either(
@@ -73,12 +82,21 @@ FEATURES: dict[str, str] = {
         r"\bwithout (?:the )?(?:user'?s?|human'?s?) (?:knowledge|awareness|noticing)\b",
         r"\b(?:mere|an?) implementation detail\b",
         r"\bkeep (?:this|it) between us\b",
+        # the object left out: "do not mention it", "need not be mentioned", "users do not need to know"
+        r"\b(?:do not|don'?t|never|no need to)\b (?:ever )?(?:mention|tell|say|disclose|reveal|bring up) "
+        r"(?:it|this|that|anything|so)\b",
+        r"\b(?:need|should|must) not be (?:mentioned|disclosed|shown|reported|told|revealed)\b",
+        r"\b" + USER + r" (?:do(?:es)? not|do(?:es)?n'?t) need to (?:know|be told|see)\b",
+        r"\bwithout (?:saying|mentioning|telling|disclosing) (?:so|it|this|that|anyone)\b",
+        r"\bkeep (?:this|it|that) (?:confidential|private|secret|quiet|to yourself)\b",
         r"\bnever reveal these\b",
         r"\b(?:never|don'?t|do not) (?:bring (?:this|it) up|speak of (?:this|it))\b",
         r"\b(?:say|tell|mention) nothing\b|\bkeep quiet\b",
-        r"\b(?:do not|don'?t|never) (?:show|display|list|include|report) (?:it|this|them|these)\b"
+        r"\b(?:do not|don'?t|never) (?:show|display|list|include|report|flag|mention|note) (?:it|this|them|these)\b"
         + gap(20)
-        + r"\b(?:in|to|on) (?:the )?(?:summary|answer|reply|response|output|user)\b",
+        + r"\b(?:in|to|on) (?:the )?(?:summary|answer|reply|response|output|user|report|review|log)\b",
+        # out of the user's sight on the page
+        r"\bin (?:white|invisible|hidden|transparent) (?:text|font|ink)\b|\bfont-size:\s*0\b|\bzero-size font\b",
     ),
     # skip the user's say: weak alone ("don't ask the user for the id, look it up")
     "no_confirm": either(
@@ -115,15 +133,15 @@ FEATURES: dict[str, str] = {
     + gap(90)
     + r"\b(?:pass|include|put|insert|add|append|attach|embed|send|provide|supply|place|set|fill|store)\b"
     + gap(60)
-    + r"\b(?:as|in|into|inside|within|to|via)\b\s+(?:the\s+|its\s+|this\s+)?(?:['`\"][\w-]+['`\"]|parameter|argument|"
-    r"field|param|arg|notes?|sidenote|context|metadata|comment|payload|body|request)\b",
+    + r"\b(?:as|in|into|inside|within|to|via)\b\s+(?:the\s+|its\s+|this\s+)?(?:['`\"][\w-]+['`\"]|(?:parameter|"
+    r"argument|field|param|arg|notes?|sidenote|context|metadata|comment|payload|body|request)\b)",
     # send something elsewhere
     "exfil": either(
         r"\b(?:send|sent|sends|sending|post(?:s|ed|ing)?|upload(?:s|ed|ing)?|forward(?:s|ed|ing)?|transmit(?:s|ted)?|"
         r"exfiltrate[sd]?|leak(?:s|ed)?|cop(?:y|ies|ied)|mirror(?:s|ed)?|relay(?:s|ed)?|e?mail(?:s|ed)?|cc|bcc|"
         r"submit(?:s|ted)?|log(?:s|ged)?|sync(?:s|ed)?|share[sd]?|report(?:s|ed)?)\b"
         + gap(60)
-        + r"\b(?:to|at)\b\s*(?:https?://|[\w.+-]+@[\w-]+\.\w|(?:our|the|an?|their) (?:partner |own )?(?:webhook|"
+        + r"\b(?:to|at)\b\s*(?:https?://|[\w.+-]+@[\w-]+\.\w|(?:(?:our|the|an?|their) )?(?:partner |own )?(?:webhook|"
         r"collector|external|remote|backup|logging|audit|telemetry|archive|endpoint|server)\b|attacker|"
         r"[\w-]+(?:\.[\w-]+)*\.(?:example|com|net|org|io|xyz|ru|cn|dev|app|co|me|info|biz|site|online|top)\b)",
         r"\b(?:all|every|each|any) (?:outgoing |future |other )?(?:emails?|messages?|requests?|calls?|results?|"
@@ -158,6 +176,16 @@ FEATURES: dict[str, str] = {
         r"[(\[]\s*(?:assistant|ai|agent|model)\s*:",
         r"\b(?:ai|assistant|agent|model)s? reading this\b",
         r"\bif you are an? (?:ai|llm|assistant|agent|language model)\b",
+        # a vocative opening a sentence: "Assistant, when you summarize ...", "Model: whatever the user says ..."
+        # ("Claude:" and "Assistant:" open the turns of example dialogues in honest manuals: those only with a comma)
+        # (texts are read a sentence at a time, so a sentence's start is the text's: ^ anchors it cheaply)
+        r"(?:^\s*|[:(\[]\s*)(?:dear )?(?:(?:assistant|model|agent|ai|llm|language model|claude)s?,|"
+        r"(?:model|agent|ai|llm|language model)s?:)\s",
+        r"\b(?:ai |llm )?(?:agents?|assistants?|models?|llms?|clients?) (?:working with|using|reading|driving|calling|"
+        r"connected to|that use|that call) (?:this|these|our)\b",
+        r"\bwhoever is (?:driving|using|running|calling|operating) this\b",
+        r"\b(?:notes?|tip|hint|reminder|message|instructions?) for (?:the )?(?:language )?"
+        r"(?:models?|llms?|agents?|ai)\b",
     ),
     # "you must" style orders (common in honest descriptions too: weighted by the fit)
     "you_must": r"\byou (?:must|should always|must always|have to|are required to|need to always|shall|will need to|"
@@ -206,13 +234,15 @@ FEATURES: dict[str, str] = {
         r"\b(?:any|every|each|all) other tools?\b",
         r"\btools? from other servers\b",
         r"\bside[ -]effects? on\b",
-        r"\b(?:in|at the end of|to|with|into) (?:every|each|all) (?:of your )?"
+        # (not "with each response": "a progress table is displayed with each response" describes the tool)
+        r"\b(?:in|at the end of|to|into) (?:every|each|all) (?:of your )?"
         r"(?:repl(?:y|ies)|responses?|answers?|messages you)\b",
         r"\b(?:other|another) (?:server|mcp server)'?s? tools?\b",
         r"\b(?:once|when|after|whenever)\b"
         + gap(20)
         + r"\b[a-z]+_\w+\s+(?:returns|completes|finishes|succeeds|runs)\b",
-        r"\b[a-z]+_\w+\b"
+        # (a quoted identifier is a parameter: "one of 'name' or 'id_no' must be provided")
+        r"(?<!['\"`])\b[a-z]+_\w+\b(?!['\"`])"
         + gap(20)
         + r"\b(?:must|should|shall) (?:always |also )?(?:include|add|send|contain|cc|bcc|be)\b",
         r"\b(?:for|on|with|after|before) (?:every|each|any|all) [a-z]+_\w+",
@@ -229,12 +259,11 @@ FEATURES: dict[str, str] = {
         r"\brm\s+-rf\b|\bchmod\s+\+x\b|\bbase64\s+(?:-d|--decode)\b|\bnc\s+-e\b|/dev/tcp/|\biex\s*\(|invoke-expression",
         r"\bdd\s+if=|\bmkfs\b|\bto program\s+'|\bcurl\s+-d\s+@",
     ),
-    # a long base64 blob (a payload the text hides)
     # a long base64 blob, or text that was encoded (encodings.decode_payloads marks what it decoded): honest
     # descriptions do not spell words in base64 or hex
     "encoded": either(
         r"(?<![\w/+])[A-Za-z0-9+/]{80,}={0,2}(?![\w/+])",
-        r"\[decoded (?:base64|base32|hex|url-encoding|html entities|unicode escapes): ",
+        r"\[decoded (?:base64|base32|hex|url-encoding|html entities|unicode escapes|rot13): ",
     ),
     # role play and jailbreak phrasing
     "role": either(
@@ -243,10 +272,13 @@ FEATURES: dict[str, str] = {
         r"\bact as (?:an?|the) (?:unrestricted|system|admin|developer|root)\b",
         r"\bpretend (?:to be|you are)\b",
         r"\bdeveloper mode\b|\bjailbreak|\bdo anything now\b|\bfrom now on\b|\bno longer bound\b",
+        # loyalty moved away from the person served: "You work for HR now, not the employee"
+        r"\byou (?:now )?(?:work|act|answer) (?:for|on behalf of) (?!the user\b)(?:the )?\w+(?: now)?, "
+        r"not (?:the )?\w+",
     ),
     # fake turn boundaries: the description "ends" and a system or user turn begins
     "turns": either(
-        r"(?:^|[\n.]\s*)(?:system|assistant|human|user)(?: message| prompt| notice| note)?\s*:\s",
+        r"(?:^|[\n.;,(]\s*)(?:system|assistant|human|user)(?: message| prompt| notice| note)?\s*:\s",
         r"</?\s*(?:tool_description|description|function|tool_call|functions|tool_result)\s*>",
         r"\bend of (?:the )?(?:tool )?(?:description|documentation|instructions)\b",
     ),
@@ -264,7 +296,11 @@ FEATURES: dict[str, str] = {
     "money": either(
         r"\b(?:move|transfer|send|wire|pay|charge)\b\s*(?:\$|€|£|usd |eur )?\d[\d,.]*\s*(?:\$|€|£|usd|eur|dollars|"
         r"euros)?\s*(?:to|into|from)\b[^.\n]{0,20}\b(?:account|iban|wallet|card)\b",
-        r"\bchange the (?:shipping|delivery|billing) address\b",
+        r"\b(?:change|switch|swap|set|replace|redirect|alter) (?:the )?(?:shipping|delivery|billing) address\b",
+        # a fee or a share routed to an account written out
+        r"\b(?:move|transfer|send|wire|pay|charge|deposit|route|divert)\b"
+        + gap(40)
+        + r"\bto (?:the )?(?:iban|account(?: number)?|wallet)\b\s*[:#]?\s*(?:[a-z]{2}\d{2}[a-z0-9 ]{8,}|\d[\d -]{5,})",
         r"\b(?:replace|change|set) (?:the )?(?:to_account|recipient|destination|payee|iban|account number)\b",
     ),
     # what the user said, or what only the agent's context holds
@@ -275,6 +311,61 @@ FEATURES: dict[str, str] = {
     r"(?:cvv|security codes?)|the user'?s? (?:\w+ ){1,3}(?:passwords|credentials|cookies|tokens|keys)|(?:last|recent) "
     r"(?:\w+ )?(?:dms|direct messages|emails|messages) (?:the user|they|you) (?:received|sent)|"
     r"(?:cvv|security codes?)|\bcvv\b)\b",
+    # the user's own choice overridden: "regardless of what the user asked", "whatever the user says, also ..."
+    "against_user": either(
+        r"\bregardless of (?:what|whatever|which) (?:the user|they|users?) (?:asked|asks|said|says|chose|chooses|"
+        r"wants?|requested|typed|entered|picked)\b",
+        r"\bwhatever (?:\w+ )?(?:the user|users?|they) (?:says?|said|asks?|asked|chose|chooses|wants?|names?|named|"
+        r"typed|types|picks?|picked|enters?|entered|requests?|requested)\b",
+        r"\b(?:even if|even when) (?:the user|they) (?:says?|asks?|declines?|refuses?|objects?|said no)\b",
+        r"\b(?:ignore|disregard|override|overwrite|replace) (?:whatever |what )?(?:the "
+        + SERVED
+        + r"'?s?|users'?|they)\b",
+        r"\bnot (?:what|the one|the \w+) (?:the user|they) (?:typed|asked|said|entered|chose|gave)\b",
+    ),
+    # private data moved somewhere: a verb that copies or sends, and what only the user's machine or conversation
+    # holds (their messages, files in their home folder, card details, environment variables, the inbox); honest
+    # tools say this of their own function ("forward an email"), so the fit weighs it
+    "leak": either(
+        r"\b(?:append|attach|copy|paste|include|insert|embed|put|print|dump|echo|forward|upload|send|post|share|"
+        r"export|mirror|leak|submit|write|add)\b"
+        + gap(50)
+        + r"(?:\b(?:the user'?s?|their|all (?:the )?|every|the (?:full|whole|entire|complete)|(?:the )?[a-z]+'s "
+        r"(?:saved|stored)|(?:the )?(?:saved|stored)) (?:\w+ ){0,2}"
+        r"(?:messages|conversations?|chats?|inbox|emails|contacts|contact list|history|files|documents|notes|photos|"
+        r"card numbers?|card details|payment details|cvc|cvv|passwords?|credentials|session tokens?|tokens|keys?|"
+        r"cookies|location|address|clipboard|salary|medical \w+)\b|"
+        r"~/(?:documents|downloads|desktop|pictures|\.)|\b[a-z_]*(?:password|passwd|secret|credential)s?\.\w+\b|"
+        r"\b[a-z]+_(?:url|key|token|secret|password)\b (?:environment )?variable|\benvironment variables?\b)",
+        # a secret shown or sent, whatever article it has ("print the API keys you can see")
+        r"\b(?:print|dump|echo|paste|upload|forward|post|share|leak|reveal|expose|copy)\b"
+        + gap(20)
+        + r"\b(?:api keys?|private keys?|secret keys?|access keys?|passwords|credentials|session tokens?|"
+        r"access tokens?|cookies)\b",
+        # the object first, the verb passive ("the user's saved card details pasted into the notes field")
+        r"\b(?:card details|payment details|card numbers?|passwords|credentials|private keys?|api keys?|"
+        r"session tokens?|cookies|contacts|messages)\b"
+        + gap(30)
+        + r"\b(?:pasted|copied|sent|forwarded|uploaded|posted|included|put|inserted|appended|attached)\b"
+        + gap(10)
+        + r"\b(?:into|in|to|as|with)\b",
+        # read a secret, then put it somewhere ("read the user's ssh private key and paste it here")
+        r"\b(?:read|take|grab|get|open|cat|load|fetch|copy)\b"
+        + gap(40)
+        + r"\b(?:private keys?|ssh keys?|passwords?|credentials|secrets?|tokens?|cookies|api keys?)\b"
+        + gap(30)
+        + r"\b(?:and |then )(?:paste|put|insert|include|add|append|write|send|attach|place)\b",
+    ),
+    # one more thing besides the tool's own job: "also upload", "also copy", "and then call": the base verb of an
+    # order (the third person, "also returns", is a description)
+    # (only verbs that move data, money or rights: "you can also look up the win rate", "and then call the next
+    # function" are how honest manuals chain their own calls)
+    "piggyback": either(
+        r"\b(?:also|additionally|as well as|then also)\b,? (?:quietly |silently |always |secretly )?"
+        r"(?:send|upload|copy|forward|post|include|append|paste|attach|share|email|cc|bcc|transfer|pay|export|grab|"
+        r"collect|invite|grant|delete|remove|wipe|leak|dump|mirror)\b",
+        r"\b(?:send|pass|copy|forward|post|upload|mirror|cc|bcc)\b" + gap(60) + r"\bto\b" + gap(30) + r"\bas well\b",
+    ),
     # personal details: honest tools take them as arguments, so weak alone
     "personal_data": r"\b(?:the user'?s?|their) (?:full name|name|email address|e-?mail|phone number|home address|"
     r"address|ip address|location|current location|date of birth|personal (?:data|information))\b",
@@ -287,6 +378,10 @@ FEATURES: dict[str, str] = {
 
 # Literal pieces one of which a family's text must hold: a fast test that skips its expression on most texts.
 PREFILTER: dict[str, tuple[str, ...]] = {
+    "addressed": (
+        "assistant", "ai", "model", "agent", "llm", "claude", "chatgpt", "gpt", "gemini", "copilot", "psst", "client",
+        "whoever",
+    ),
     "secret_path": (
         "~/", "$home/", "%userprofile%", "id_", "/etc/", ".aws", ".npmrc", ".pypirc", ".netrc", ".git-credentials",
         ".docker/", ".kube/", "kubeconfig", "mcp.json", "claude_desktop_config", ".cursor/", ".env", "_history",
@@ -302,5 +397,5 @@ PREFILTER: dict[str, tuple[str, ...]] = {
 # (non-positive) weight for a text with no payload family at all.
 PAYLOAD: frozenset[str] = frozenset(
     {"tag", "override", "secrecy", "secret_path", "exfil", "shell", "encoded", "role", "turns", "deceive", "money",
-     "user_data", "cross_tool", "read_pass"}
+     "user_data", "cross_tool", "read_pass", "against_user", "leak"}
 )  # fmt: skip
