@@ -10,9 +10,10 @@ confidences, so what a naive join finds is in the default output unless the judg
 - A tool yields an entity when its name lists it after a listing verb (list, search, find, get, browse,
   create: ``getOpenInvoices`` -> invoice, open invoice), or when its declared output carries it (an array
   field of that name, or a field that identifies it, two levels deep); it yields every declared field name.
-- Each slot takes every producer of its server of the strongest evidence found (the name lists it > the
-  output carries it > a declared field of the parameter's own, non-generic name), at most
-  ``MAX_PRODUCERS``: several producers compete, none claims the slot.
+- Each kind of evidence (the name lists it, the output carries it, a declared field of the parameter's own,
+  non-generic name) proposes its producers of the slot's server, at most ``MAX_PRODUCERS`` each, a producer
+  under its strongest kind, with that kind's calibrated confidence; the slot keeps the most confident of
+  every rule's proposals (competition.py): none claims the slot.
 
 English and general API conventions only; no catalog's names.
 """
@@ -119,29 +120,35 @@ class _Server:
         limit = max(1.0, GENERIC_SHARE * with_outputs)
         self.generic = {name for name, found in self.declaring.items() if len(found) > limit}
 
-    def producers(self, consumer: Profile, entity: tuple[str, ...], parameter: str) -> tuple[tuple, list[Profile]]:
-        """The strongest evidence any producer has for the slot, and the producers that have it."""
-        if entity:
-            found = [p for p in self.listing.get(entity, ()) if p is not consumer]
-            if found:
-                return NAME_LISTS, found
+    def producers(
+        self, consumer: Profile, entity: tuple[str, ...], parameter: str
+    ) -> list[tuple[tuple, list[Profile]]]:
+        """Each kind of evidence producers have for the slot, strongest first, with the producers that have it
+        (a producer under its strongest kind only): every kind competes, none claims the slot."""
 
         # a tool that is given the value and hands it back echoes it: a peer, not a source
         def source(p: Profile) -> bool:
             taken = self.takes[p.id]
             return p is not consumer and parameter not in taken and not (entity and entity in taken)
 
+        found: list[tuple[tuple, list[Profile]]] = []
         if entity:
-            found = [p for p in self.carrying.get(entity, ()) if source(p)]
-            if found:
-                return OUTPUT_CARRIES, found
+            found.append((NAME_LISTS, [p for p in self.listing.get(entity, ()) if p is not consumer]))
+            found.append((OUTPUT_CARRIES, [p for p in self.carrying.get(entity, ()) if source(p)]))
         if parameter not in self.generic and is_informative(_entity(split_identifier(parameter))):
-            return SAME_FIELD, [p for p in self.declaring.get(parameter, ()) if source(p)]
-        return SAME_FIELD, []
+            found.append((SAME_FIELD, [p for p in self.declaring.get(parameter, ()) if source(p)]))
+        seen: set[str] = set()
+        out = []
+        for kind, producers in found:
+            fresh = [p for p in producers if p.id not in seen]
+            seen.update(p.id for p in fresh)
+            if fresh:
+                out.append((kind, fresh))
+        return out
 
 
 def typed_join_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Profile]) -> list[InferredEdge]:
-    """Each identifying slot's producers of its own server, by the strongest evidence (``by_server``: server
+    """Each identifying slot's producers of its own server, by each kind of evidence (``by_server``: server
     id -> its tools in catalog order, ``CatalogIndex.by_server``)."""
     asked: dict[str, list[Profile]] = defaultdict(list)
     for consumer in consumers:
@@ -154,23 +161,20 @@ def typed_join_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable
                 if is_destination(consumer.tool.name, param.name):
                     continue
                 entity = slot_entity(param.name, consumer.tool.name)  # a 'user' or an 'order' is one here
-                strongest, found = server.producers(consumer, entity, param.name)
-                if not found:
-                    continue
-                chosen = sorted(found, key=lambda p: p.id)[:MAX_PRODUCERS]
-                rank, key, how = strongest
                 what = " ".join(entity) if entity else param.name
-                edges += [
-                    InferredEdge(
-                        consumer=consumer.id,
-                        producer=producer.id,
-                        kind=PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT,
-                        parameter=param.name,
-                        confidence=CONFIDENCE[key],
-                        rule=RULE,
-                        evidence=f"{param.name} identifies {what}; "
-                        + how.format(producer=producer.tool.name, entity=what),
-                    )
-                    for producer in chosen
-                ]
+                for (_, key, how), found in server.producers(consumer, entity, param.name):
+                    chosen = sorted(found, key=lambda p: p.id)[:MAX_PRODUCERS]
+                    edges += [
+                        InferredEdge(
+                            consumer=consumer.id,
+                            producer=producer.id,
+                            kind=PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT,
+                            parameter=param.name,
+                            confidence=CONFIDENCE[key],
+                            rule=RULE,
+                            evidence=f"{param.name} identifies {what}; "
+                            + how.format(producer=producer.tool.name, entity=what),
+                        )
+                        for producer in chosen
+                    ]
     return edges

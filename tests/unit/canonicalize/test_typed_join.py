@@ -99,3 +99,22 @@ def test_renaming_the_entity_consistently_keeps_the_edges(thing, owner):
     pairs = {(c.split("::")[1], p.split("::")[1]) for c, p, _ in _pairs(tools)}
     assert (f"get_{thing}", f"list_{thing}s") in pairs
     assert (f"archive_{thing}", f"list_{thing}s") in pairs
+
+
+def test_every_kind_of_evidence_proposes_its_producers_and_none_claims_the_slot():
+    """A listing by name used to take the slot from a tool whose output carries the thing: now both propose,
+    each with its kind's confidence, and the slot's competition (competition.py) picks among every rule's."""
+    from toolkg.canonicalize.inference.profiles import profile_of
+    from toolkg.canonicalize.inference.typed_join import typed_join_edges
+
+    tools = [
+        _tool("list_pets", "owner"),
+        _tool("book_visit", "clinic", outputs=("pets[].name", "time")),
+        _tool("get_pet_record", "pet_id"),
+    ]
+    profiles = [profile_of(t) for t in tools]
+    edges = typed_join_edges({"svc": profiles}, [profiles[2]])
+    by_producer = {e.producer: e for e in edges}
+    assert set(by_producer) == {"svc::list_pets", "svc::book_visit"}
+    assert "name lists" in by_producer["svc::list_pets"].evidence
+    assert "output carries" in by_producer["svc::book_visit"].evidence
