@@ -8,8 +8,9 @@ advises the write before the read (``set_wifi`` before ``get_wifi``: unsafe advi
 first when their producer opens (a session, a repository: ``git_init``), then lists or searches, then
 creates (what comes first in any session: the loop's other direction is the mistake, whatever a rule or the
 model was sure of), then by confidence, then by kind (a parameter's value before a tool-level ordering), and
-a pair is kept unless its producer already reaches its consumer through the pairs kept. A cycle the catalog declares stays; an
-inferred pair that would close one, or close one with declared pairs, goes. A tool never depends on itself.
+a pair is kept unless its producer already reaches its consumer through the pairs kept. A cycle the catalog
+declares stays; an inferred pair that would close one, or close one with declared pairs, goes. A tool never
+depends on itself.
 
 The result is a function of the whole edge set, so a sync session applies it to the whole catalog's edges
 after each change, as a rebuild does (flows/stages/infer.py).

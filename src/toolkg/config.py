@@ -40,7 +40,7 @@ class InferenceOptions(Options):
 
     max_producers_per_parameter: int = Field(1, ge=1, description="producers each consumer parameter keeps")
     max_producers_per_slot: int = Field(
-        3, ge=1, description="producers a parameter keeps over every rule, the most confident first"
+        4, ge=1, description="producers a parameter keeps over every rule, the most confident first"
     )
     weak_fanout_cap: int = Field(40, ge=1, description="a weak rule reaching more consumers keeps only its strongest")
     rare_token_share: float = Field(
