@@ -14,11 +14,18 @@ overall and per kind (a per-kind hit needs the same kind), and the share of each
 declared transitive dependencies reachable through inferred edges. Prints a table and writes
 benchmarks/results/inference.json. Targets (offline, no LLM): precision >= 0.80, recall >= 0.60.
 
+Then (unless ``--no-calibration``) rule_calibration.py: the rules' confidences and the per-slot cap fitted
+leave-one-catalog-out on tuning halves, each dev catalog scored left out beside the plain join (and, with
+``--before``, another checkout's predictions), the calibration table (confidence bin against observed
+precision per rule) and what the judge vetoed from the typed join.
+
     python benchmarks/inference_bench.py
+    python benchmarks/inference_bench.py --before before.json   # rule_calibration.py --predict, other checkout
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -260,6 +267,10 @@ def print_comparison(title: str, rows: dict) -> None:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-calibration", action="store_true", help="skip rule_calibration.py's LOCO tables")
+    parser.add_argument("--before", type=Path, help="predictions of another checkout (rule_calibration.py --predict)")
+    args = parser.parse_args()
     tools = [t for path in FILES for t in _load(path)]
     by_name = {t.name: t.id for t in tools}
     gold = {
@@ -310,10 +321,18 @@ def main() -> None:
     print(f"declared transitive dependencies reachable through inferred edges (mean per tool): {reach:.3f}")
     print("most-missed producers:", ", ".join(f"{n.split('::')[1]} {c}" for n, c in missed.most_common(8)))
     RESULTS.mkdir(parents=True, exist_ok=True)
+    calibration = {}
+    if not args.no_calibration:
+        from rule_calibration import print_report, run
+
+        before = json.loads(args.before.read_text(encoding="utf-8")) if args.before else None
+        calibration = {"calibration": run(before)}
+        print_report(calibration["calibration"])
     out = RESULTS / "inference.json"
     out.write_text(
         json.dumps(
             {
+                **calibration,
                 "overall": overall,
                 "versus_plain_join": versus,
                 "per_kind": per_kind,

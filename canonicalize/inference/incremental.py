@@ -35,6 +35,7 @@ from toolkg.canonicalize.inference.catalog_rules import (
     precondition_edges,
     read_before_write_edges,
 )
+from toolkg.canonicalize.inference.competition import compete
 from toolkg.canonicalize.inference.files import file_edges
 from toolkg.canonicalize.inference.identifiers import identifier_edges, opener_edges
 from toolkg.canonicalize.inference.index import CatalogIndex
@@ -51,7 +52,7 @@ from toolkg.canonicalize.inference.pairs import (
 )
 from toolkg.canonicalize.inference.profiles import Profile
 from toolkg.canonicalize.inference.reach import Reach
-from toolkg.canonicalize.inference.rest import collection_slots, rest_edges, within_collections
+from toolkg.canonicalize.inference.rest import rest_edges
 from toolkg.canonicalize.inference.typed_join import typed_join_edges
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Tool
@@ -303,7 +304,7 @@ class IncrementalInference:
         kept = sparsify_edges(self.post[i], self.options, self.declared, self.hubs, self.fanout)
         kept = [e for e in kept if not doubted(e, judgement)]
         final = with_learned(kept, judgement.edges, self.declared, self.options)
-        self.final[i] = within_collections(final, collection_slots(self.post[i]))
+        self.final[i] = compete(final, self.options.max_producers_per_slot)
 
     # --- the learned model --------------------------------------------------------------------------
 

@@ -38,12 +38,13 @@ the index and each consumer's edges, and asks the rules again for the consumers 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Container, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from functools import lru_cache
 
-from toolkg.canonicalize.inference.acyclic import acyclic
+from toolkg.canonicalize.inference.acyclic import Changing, acyclic
 from toolkg.canonicalize.inference.candidates import Candidate, other_server_producers, own_server_producers
 from toolkg.canonicalize.inference.catalog_rules import catalog_rule_edges
+from toolkg.canonicalize.inference.competition import compete
 from toolkg.canonicalize.inference.files import file_edges
 from toolkg.canonicalize.inference.identifiers import MAX_SERVER_TOOLS, identifier_edges, opener_edges
 from toolkg.canonicalize.inference.index import CatalogIndex
@@ -60,7 +61,7 @@ from toolkg.canonicalize.inference.profiles import (
     is_informative,
     profile_of,
 )
-from toolkg.canonicalize.inference.rest import collection_slots, rest_edges, within_collections
+from toolkg.canonicalize.inference.rest import rest_edges
 from toolkg.canonicalize.inference.typed_join import typed_join_edges
 from toolkg.config import InferenceOptions
 from toolkg.models import InferredEdge, Parameter, Tool
@@ -112,9 +113,10 @@ def infer_dependencies(
         return found if consumers is None else [e for e in found if e.consumer in consumers]
     hubs = {p.id for p in everyone if not p.needs_input}
     kept = [e for e in sparsify_edges(edges, options, declared, hubs) if not doubted(e, judgement)]
-    # no loop the catalog does not declare: the whole catalog's edges decide which pair closes one
-    final = within_collections(with_learned(kept, learned, declared, options), collection_slots(edges))
-    final = acyclic(final, declared)
+    # producers compete for each slot by confidence; no loop the catalog does not declare (the whole
+    # catalog's edges decide which pair closes one)
+    final = compete(with_learned(kept, learned, declared, options), options.max_producers_per_slot)
+    final = acyclic(final, declared, Changing(_tool_of(index)))
     return final if consumers is None else [e for e in final if e.consumer in consumers]
 
 
@@ -280,6 +282,14 @@ def sparsify_edges(
         (e for e in kept.values() if _same_server(e) or e.confidence > served.get((e.consumer, e.parameter), -1.0)),
         key=lambda e: (e.consumer, e.producer, e.parameter or ""),
     )
+
+
+def _tool_of(index: CatalogIndex) -> Callable[[str], Tool | None]:
+    def tool(tool_id: str) -> Tool | None:
+        found = index.profiles.get(tool_id)
+        return None if found is None else found.tool
+
+    return tool
 
 
 def _same_catalog(e: InferredEdge, catalogs: Mapping[str, str]) -> bool:

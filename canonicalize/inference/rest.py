@@ -6,7 +6,9 @@ number of one issue, and ``GET /repos/{owner}/{repo}/issues`` (the listing) and 
 each path parameter that follows a literal segment is fed by the operations of the same server whose route
 is that collection: the same path up to the segment, path parameters matched by position whatever their
 names, read with GET or created with POST. It reads only routes (``tk:httpRoute``, what an OpenAPI
-description gives), never a catalog's own words.
+description gives), never a catalog's own words. It claims no slot: a member is also fed by searches, other
+collections and related items whose responses carry it, which other rules find; the producers compete by
+confidence (competition.py).
 """
 
 from __future__ import annotations
@@ -86,22 +88,3 @@ def rest_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Profi
                     )
                 )
     return edges
-
-
-def collection_slots(edges: Iterable[InferredEdge]) -> dict[tuple[str, str | None], set[str]]:
-    """(consumer, path parameter) -> the producers its collection gives (this rule's edges among ``edges``)."""
-    slots: dict[tuple[str, str | None], set[str]] = defaultdict(set)
-    for e in edges:
-        if e.rule == RULE:
-            slots[e.consumer, e.parameter].add(e.producer)
-    return slots
-
-
-Slots = Mapping[tuple[str, str | None], set[str]]
-
-
-def within_collections(edges: list[InferredEdge], slots: Slots) -> list[InferredEdge]:
-    """A path parameter its collection feeds takes nothing else: the route is the API's own word for what the
-    parameter is, a matching output name elsewhere is weaker (on GitHub's API such extra edges were right
-    about half the time)."""
-    return [e for e in edges if (e.consumer, e.parameter) not in slots or e.producer in slots[e.consumer, e.parameter]]

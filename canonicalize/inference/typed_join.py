@@ -10,9 +10,10 @@ confidences, so what a naive join finds is in the default output unless the judg
 - A tool yields an entity when its name lists it after a listing verb (list, search, find, get, browse,
   create: ``getOpenInvoices`` -> invoice, open invoice), or when its declared output carries it (an array
   field of that name, or a field that identifies it, two levels deep); it yields every declared field name.
-- Each slot takes every producer of its server of the strongest evidence found (the name lists it > the
-  output carries it > a declared field of the parameter's own, non-generic name), at most
-  ``MAX_PRODUCERS``: several producers compete, none claims the slot.
+- Each kind of evidence (the name lists it, the output carries it, a declared field of the parameter's own,
+  non-generic name) proposes its producers of the slot's server, at most ``MAX_PRODUCERS`` each, a producer
+  under its strongest kind, with that kind's calibrated confidence; the slot keeps the most confident of
+  every rule's proposals (competition.py): none claims the slot.
 
 English and general API conventions only; no catalog's names.
 """
@@ -147,22 +148,24 @@ class _Server:
 
     def producers(
         self, consumer: Profile, entity: tuple[str, ...], parameter: str
-    ) -> tuple[tuple, list[Profile], dict[str, object]]:
-        """The strongest evidence any producer has for the slot, the producers that have it, and what the
-        evidence says beyond the slot (the similar label and its score)."""
-        kind, found = self._exact(consumer, entity, parameter)
+    ) -> list[tuple[tuple, list[Profile], dict[str, object]]]:
+        """Each kind of evidence producers have for the slot, strongest first, with the producers that have it
+        (a producer under its strongest kind only) and what the evidence says beyond the slot (the similar label
+        and its score): every kind competes, none claims the slot. A label merely similar to the slot's
+        (entities.py) is asked only when no exact kind has a producer."""
+        found = self._exact(consumer, entity, parameter)
         if found or not entity:
-            return kind, found, {}
+            return found
         near = self.entities.similar(entity, [*self.listing, *self.carrying])
         if near is None:
-            return kind, found, {}
+            return []
         other, score = near
-        found = [
+        similar = [
             p
             for p in self.listing.get(other) or self.carrying.get(other) or ()
             if self._source(p, consumer, entity, parameter)
         ]
-        return SIMILAR_ENTITY, found, {"other": " ".join(other), "score": score}
+        return [(SIMILAR_ENTITY, similar, {"other": " ".join(other), "score": score})] if similar else []
 
     def slot(self, consumer: Profile, parameter: str) -> tuple[str, ...]:
         """The entity a consumer's parameter names, in this server's spelling."""
@@ -176,26 +179,30 @@ class _Server:
         taken = self.takes[p.id]
         return p is not consumer and parameter not in taken and not (entity and entity in taken)
 
-    def _exact(self, consumer: Profile, entity: tuple[str, ...], parameter: str) -> tuple[tuple, list[Profile]]:
-        if entity:
-            found = [p for p in self.listing.get(entity, ()) if p is not consumer]
-            if found:
-                return NAME_LISTS, found
-
+    def _exact(
+        self, consumer: Profile, entity: tuple[str, ...], parameter: str
+    ) -> list[tuple[tuple, list[Profile], dict[str, object]]]:
         def source(p: Profile) -> bool:
             return self._source(p, consumer, entity, parameter)
 
+        found: list[tuple[tuple, list[Profile]]] = []
         if entity:
-            found = [p for p in self.carrying.get(entity, ()) if source(p)]
-            if found:
-                return OUTPUT_CARRIES, found
+            found.append((NAME_LISTS, [p for p in self.listing.get(entity, ()) if p is not consumer]))
+            found.append((OUTPUT_CARRIES, [p for p in self.carrying.get(entity, ()) if source(p)]))
         if parameter not in self.generic and is_informative(_entity(split_identifier(parameter))):
-            return SAME_FIELD, [p for p in self.declaring.get(parameter, ()) if source(p)]
-        return SAME_FIELD, []
+            found.append((SAME_FIELD, [p for p in self.declaring.get(parameter, ()) if source(p)]))
+        seen: set[str] = set()
+        out: list[tuple[tuple, list[Profile], dict[str, object]]] = []
+        for kind, producers in found:
+            fresh = [p for p in producers if p.id not in seen]
+            seen.update(p.id for p in fresh)
+            if fresh:
+                out.append((kind, fresh, {}))
+        return out
 
 
 def typed_join_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Profile]) -> list[InferredEdge]:
-    """Each identifying slot's producers of its own server, by the strongest evidence (``by_server``: server
+    """Each identifying slot's producers of its own server, by each kind of evidence (``by_server``: server
     id -> its tools in catalog order, ``CatalogIndex.by_server``)."""
     asked: dict[str, list[Profile]] = defaultdict(list)
     for consumer in consumers:
@@ -208,25 +215,23 @@ def typed_join_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable
                 if is_destination(consumer.tool.name, param.name):
                     continue
                 entity = server.slot(consumer, param.name)  # a 'user' or an 'order' is one here
-                strongest, found, said = server.producers(consumer, entity, param.name)
-                if not found:
-                    continue
-                chosen = sorted(found, key=lambda p: p.id)[:MAX_PRODUCERS]
-                rank, key, how = strongest
                 what = (" ".join(entity) if entity else param.name) + server.entities.how(
                     slot_entity(param.name, consumer.tool.name, consumer.tool.route)
                 )
-                edges += [
-                    InferredEdge(
-                        consumer=consumer.id,
-                        producer=producer.id,
-                        kind=PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT,
-                        parameter=param.name,
-                        confidence=CONFIDENCE[key],
-                        rule=RULE,
-                        evidence=f"{param.name} identifies {what}; "
-                        + how.format(producer=producer.tool.name, entity=" ".join(entity) or param.name, **said),
-                    )
-                    for producer in chosen
-                ]
+                named = " ".join(entity) or param.name
+                for (_, key, how), found, said in server.producers(consumer, entity, param.name):
+                    chosen = sorted(found, key=lambda p: p.id)[:MAX_PRODUCERS]
+                    edges += [
+                        InferredEdge(
+                            consumer=consumer.id,
+                            producer=producer.id,
+                            kind=PARAMETER_DIRECT if param.required else PARAMETER_INDIRECT,
+                            parameter=param.name,
+                            confidence=CONFIDENCE[key],
+                            rule=RULE,
+                            evidence=f"{param.name} identifies {what}; "
+                            + how.format(producer=producer.tool.name, entity=named, **said),
+                        )
+                        for producer in chosen
+                    ]
     return edges

@@ -9,13 +9,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from toolkg.canonicalize.inference.acyclic import dropped_pairs
+from toolkg.canonicalize.inference.acyclic import Changing, dropped_pairs
 from toolkg.canonicalize.inference.entities import keep_label_vectors_in
 from toolkg.canonicalize.inference.incremental import IncrementalInference
 from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.config import InferenceOptions
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change, StageState, StageUpdate
-from toolkg.models import InferredEdge, OutputField, Parameter, QuarantinedItem, StageInfo, Tool
+from toolkg.models import Annotations, InferredEdge, OutputField, Parameter, QuarantinedItem, StageInfo, Tool
 from toolkg.ontology import TK
 from toolkg.ontology.graphs import INFERRED_GRAPH
 from toolkg.ontology.vocabulary import Basis
@@ -170,7 +170,7 @@ class Infer(CatalogStage[InferState]):
         }
         catalogs = server_catalogs(store)
         engine = IncrementalInference(run.tools(), run.config.inference, declared_pairs(store), catalogs)
-        looped = dropped_pairs(_all_edges(engine), engine.declared)
+        looped = dropped_pairs(_all_edges(engine), engine.declared, _changing(engine))
         return InferState(edges, catalogs, engine, looped, redo=not self._inferred_alike(run))
 
     def _inferred_alike(self, run: CatalogRun) -> bool:
@@ -201,7 +201,7 @@ class Infer(CatalogStage[InferState]):
                 found.setdefault(consumer, engine.final.get(consumer, []))
             state.redo = False
         # a loop is the whole catalog's: a pair the change adds may close one elsewhere (or open one again)
-        looped = dropped_pairs(_all_edges(engine), engine.declared)
+        looped = dropped_pairs(_all_edges(engine), engine.declared, _changing(engine))
         for consumer, _ in looped ^ state.looped:
             found.setdefault(consumer, engine.final.get(consumer, []))
         state.looped = looped
@@ -221,6 +221,16 @@ class Infer(CatalogStage[InferState]):
             edges_added=sum(old.get(k) != e for k, e in new.items()),
             edges_removed=sum(new.get(k) != e for k, e in old.items()),
         )
+
+
+def _changing(engine: IncrementalInference) -> Changing:
+    """The engine's tools that change state, as ``acyclic`` orders a loop's pairs by them."""
+
+    def tool(tool_id: str) -> Tool | None:
+        found = engine.index.profiles.get(tool_id)
+        return None if found is None else found.tool
+
+    return Changing(tool)
 
 
 def _all_edges(engine: IncrementalInference) -> list[InferredEdge]:
@@ -250,6 +260,10 @@ def as_read(tool: Tool) -> Tool:
         outputs=tuple(OutputField(name=o.name, schema_name=o.schema_name) for o in tool.outputs),
         route=tool.route,
         output_schema_name=tool.output_schema_name,
+        # the hints a store keeps: which tools change state orders a loop's pairs (acyclic.py)
+        annotations=None
+        if tool.annotations is None
+        else Annotations(read_only=tool.annotations.read_only, destructive=tool.annotations.destructive),
     )
 
 

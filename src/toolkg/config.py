@@ -14,8 +14,8 @@ abstention threshold, which findings hide a tool and which tools are approved).
 Traceback (most recent call last):
 ...
 toolkg.errors.ConfigError: unknown setting 'inference.confidence'; inference takes: \
-max_producers_per_parameter, weak_fanout_cap, rare_token_share, min_confidence, learned, learned_threshold, \
-learned_veto
+max_producers_per_parameter, max_producers_per_slot, weak_fanout_cap, rare_token_share, min_confidence, learned, \
+learned_threshold, learned_veto
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ class InferenceOptions(Options):
     """Dependency inference (canonicalize/inference/)."""
 
     max_producers_per_parameter: int = Field(1, ge=1, description="producers each consumer parameter keeps")
+    max_producers_per_slot: int = Field(
+        4, ge=1, description="producers a parameter keeps over every rule, the most confident first"
+    )
     weak_fanout_cap: int = Field(40, ge=1, description="a weak rule reaching more consumers keeps only its strongest")
     rare_token_share: float = Field(
         0.05, gt=0, le=1, description="a namespace token names at most this share of the catalog"

@@ -56,3 +56,43 @@ def test_the_canonical_shapes_and_an_arazzo_workflow_through_build_and_deps(cli,
     assert declared["basis"] == "declared"
     assert "$steps.findPets.outputs.petId" in declared["evidence"]
     assert "adopt.arazzo.yaml#/workflows/0/steps/2/requestBody/payload/petId" in declared["evidence"]
+
+
+def _petstore(path):
+    def operation(op_id: str, *path_params: str) -> dict:
+        return {
+            "operationId": op_id,
+            "summary": op_id,
+            "parameters": [
+                {"name": p, "in": "path", "required": True, "schema": {"type": "string"}} for p in path_params
+            ],
+            "responses": {"200": {"description": "OK"}},
+        }
+
+    spec = {
+        "openapi": "3.0.3",
+        "info": {"title": "Petstore", "version": "1.0.0"},
+        "paths": {
+            "/pets": {"get": operation("listPets")},
+            "/search/pets": {"get": operation("searchPets")},
+            "/pets/{petId}": {"get": operation("showPetById", "petId")},
+        },
+    }
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    return path
+
+
+def test_cli_deps_shows_every_rule_that_feeds_a_slot_with_its_evidence(cli, tmp_path):
+    """Issue 51: the REST rule claims no slot. The member route's path parameter is fed by its collection and
+    by the search route (which the REST rule does not see), and `toolkg deps --json` names each edge's rule and
+    evidence."""
+    store = tmp_path / "store"
+    assert cli("build", str(_petstore(tmp_path / "petstore.json")), "--store", str(store), "-q").returncode == 0
+    out = cli("deps", "--store", str(store), "--json")
+    assert out.returncode == 0, out.stderr
+    into = [e for e in json.loads(out.stdout)["edges"] if e["consumer"].endswith("::showPetById")]
+    producers = {e["producer"].split("::")[1]: e for e in into if e["parameter"] == "petId"}
+    assert {"listPets", "searchPets"} <= producers.keys()
+    # each edge says which rule found it (the most confident of those that did) and why
+    assert all(e["rule"] and e["evidence"] and e["basis"] == "inferred" for e in producers.values())
+    assert "searchPets" in producers["searchPets"]["evidence"]

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import CASES
 from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.extractors.manifests.ingest import ingest_manifest
@@ -49,11 +47,6 @@ def test_rest_items_fed_by_more_than_one_collection():
     assert {"searchArticles", "recentArticles"} <= producers
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the typed join keeps only the strongest evidence kind a slot: a tool whose response lists articles "
-    "through a $ref (frontPage) loses to the ones whose names list them (issue 51 item 2, producers competing)",
-)
 def test_a_response_listing_the_items_by_ref_feeds_them_beside_the_named_collections():
     producers = {p for c, p, q in _pairs("rest_collections.yaml") if c == "readArticle" and q == "article_id"}
     assert "frontPage" in producers

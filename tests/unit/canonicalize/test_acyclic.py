@@ -107,3 +107,38 @@ def test_no_catalog_of_the_suite_gets_a_loop_it_did_not_declare(source):
     edges = infer_dependencies(tools, declared=declared)
     assert edges, source
     assert not cycles_outside({(e.consumer, e.producer) for e in edges}, declared)
+
+
+STATE = ["wifi", "brightness", "alarm"]
+getters = st.sampled_from([f"s::get_{x}" for x in STATE] + [f"s::list_{x}s" for x in STATE])
+setters = st.sampled_from([f"s::{v}_{x}" for v in ("set", "enable", "delete") for x in STATE])
+
+
+@settings(max_examples=300, deadline=None)
+@pytest.mark.slow
+@given(
+    st.lists(st.tuples(getters, setters, st.floats(0, 1), st.floats(0, 1), st.booleans()), min_size=1, max_size=12),
+    st.lists(st.tuples(st.tuples(getters | setters, getters | setters), st.floats(0, 1)), max_size=8),
+)
+def test_a_state_changing_tool_is_never_the_prerequisite_of_a_read_in_a_loop(loops, others):
+    """Item 6 of issue 51: whatever the rules' confidences, a get/set loop keeps the read before the write.
+    An edge whose producer sets, enables or deletes is taken after every read inside a loop."""
+    edges = []
+    for getter, setter, read_first, write_first, parameter in loops:
+        kind = PARAMETER_DIRECT if parameter else TOOL_DIRECT
+        edges += [edge(setter, getter, round(read_first, 2), kind), edge(getter, setter, round(write_first, 2), kind)]
+    edges += [edge(c, p, round(conf, 2)) for (c, p), conf in others]
+    kept = {(e.consumer, e.producer) for e in acyclic(edges)}
+    for getter, setter, *_ in loops:
+        assert (setter, getter) in kept  # the write reads its state first
+        assert (getter, setter) not in kept  # never: call the write before the read
+
+
+def test_annotations_say_which_tool_changes_state_before_its_name():
+    from toolkg.canonicalize.inference.acyclic import changes_state
+    from toolkg.models import Annotations, Tool
+
+    assert changes_state(Tool(server_id="s", name="set_volume"))
+    assert not changes_state(Tool(server_id="s", name="set_volume", annotations=Annotations(read_only=True)))
+    assert changes_state(Tool(server_id="s", name="wipe", annotations=Annotations(destructive=True)))
+    assert not changes_state(Tool(server_id="s", name="get_volume"))

@@ -45,7 +45,13 @@ def test_an_echo_feeds_nothing_and_a_record_field_counts_less():
         _tool("place_order", ("symbol", "amount", "price"), ("order_id",)),
     ]
     assert "api::get_stock_info" not in _producers(tools, "api::place_order", "symbol")
+    # place_order returns the order_id get_order_details takes, and that record's fields are place_order's
+    # parameters: a loop, which keeps the id's edge (the order is placed first) and drops the record's
+    assert _producers(tools, "api::get_order_details", "order_id") == {"api::place_order"}
+    assert not _producers(tools, "api::place_order", "amount")
+    # without the loop (place_order declares no output) the record's field feeds it, at less than full trust
+    unlooped = [*tools[:3], _tool("place_order", ("symbol", "amount", "price"), ())]
     record = [
-        e for e in infer_dependencies(tools) if e.producer == "api::get_order_details" and e.parameter == "amount"
+        e for e in infer_dependencies(unlooped) if e.producer == "api::get_order_details" and e.parameter == "amount"
     ]
     assert record and all(e.confidence < 1.0 and "a field of the record" in e.evidence for e in record)

@@ -50,9 +50,9 @@ def test_a_member_route_takes_what_its_collection_lists_or_creates():
     # and what a build keeps (by this rule or another that found the same pair)
     kept = {(e.consumer.split("::")[1], e.producer.split("::")[1]) for e in infer_dependencies(TOOLS)}
     assert {("showPetById", "listPets"), ("deletePet", "listPets"), ("getOwnerPet", "listOwnerPets")} <= kept
-    # a path parameter its collection feeds takes nothing else (other rules matched 'petId' to every pet source)
+    # a path parameter its collection feeds claims nothing: other rules' producers compete with it
     pet = {e.producer.split("::")[1] for e in infer_dependencies(TOOLS) if e.consumer.endswith("getOwnerPet")}
-    assert pet == {"listOwnerPets", "listOwners"}
+    assert {"listOwnerPets", "listOwners"} <= pet
 
 
 def test_sync_adds_a_routed_server_as_a_rebuild_infers_it():
@@ -63,3 +63,16 @@ def test_sync_adds_a_routed_server_as_a_rebuild_infers_it():
     engine = IncrementalInference(others)
     engine.apply({t.id: t for t in TOOLS})
     assert {e for e in acyclic(edges_of(engine.final), engine.declared) if e.consumer.startswith("petstore")} == whole
+
+
+def test_a_member_route_is_also_fed_by_producers_outside_its_collection():
+    """The REST rule claims no slot: a search route and a related collection whose response lists the thing
+    feed a path parameter too, beside the collection before it (issue 51: GitHub's run_id is fed by two
+    listings of workflow runs, not only the one its path is under)."""
+    tools = [
+        _op("listPets", "GET /pets"),
+        _op("searchPets", "GET /search/pets"),
+        _op("showPetById", "GET /pets/{petId}", "petId"),
+    ]
+    producers = {e.producer.split("::")[1] for e in infer_dependencies(tools) if e.consumer.endswith("showPetById")}
+    assert {"listPets", "searchPets"} <= producers

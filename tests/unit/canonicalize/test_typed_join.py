@@ -159,3 +159,22 @@ def test_every_tool_and_parameter_renamed_into_another_vocabulary_keeps_the_edge
     assert ("svc::get_{b}_details", "svc::search_{b}s", "{b}Id") in found[0]
     assert ("svc::book_{c}", "svc::plan_{c}", "{c}_{a}") in found[0]
     assert ("api::showOne", "api::everything", "id") in found[0]
+
+
+def test_every_kind_of_evidence_proposes_its_producers_and_none_claims_the_slot():
+    """A listing by name used to take the slot from a tool whose output carries the thing: now both propose,
+    each with its kind's confidence, and the slot's competition (competition.py) picks among every rule's."""
+    from toolkg.canonicalize.inference.profiles import profile_of
+    from toolkg.canonicalize.inference.typed_join import typed_join_edges
+
+    tools = [
+        _tool("list_pets", "owner"),
+        _tool("book_visit", "clinic", outputs=("pets[].name", "time")),
+        _tool("get_pet_record", "pet_id"),
+    ]
+    profiles = [profile_of(t) for t in tools]
+    edges = typed_join_edges({"svc": profiles}, [profiles[2]])
+    by_producer = {e.producer: e for e in edges}
+    assert set(by_producer) == {"svc::list_pets", "svc::book_visit"}
+    assert "name lists" in by_producer["svc::list_pets"].evidence
+    assert "output carries" in by_producer["svc::book_visit"].evidence
