@@ -27,6 +27,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 import numpy as np
@@ -137,10 +138,13 @@ SCALARS = ("best_cosine", "best_bm25", "words")
 def pack(made: list[tuple]) -> bytes:
     """Probe candidates as one NumPy archive (no pickle: a store folder may come from anyone)."""
     sizes = [len(found.positions) for found, _ in made]
-    arrays = {name: np.concatenate([getattr(found, name) for found, _ in made]) for name in ARRAYS}
-    scalars = {name: np.array([getattr(found, name) for found, _ in made], dtype=np.float64) for name in SCALARS}
+    arrays: dict[str, Any] = {name: np.concatenate([getattr(found, name) for found, _ in made]) for name in ARRAYS}
+    scalars: dict[str, Any] = {
+        name: np.array([getattr(found, name) for found, _ in made], dtype=np.float64) for name in SCALARS
+    }
+    payload: dict[str, Any] = {"sizes": np.array(sizes, dtype=np.int64), "tools": np.array([t for _, t in made])}
     out = io.BytesIO()
-    np.savez(out, sizes=np.array(sizes, dtype=np.int64), tools=np.array([t for _, t in made]), **arrays, **scalars)
+    np.savez(out, **payload, **arrays, **scalars)
     return out.getvalue()
 
 
