@@ -40,16 +40,19 @@ from references import REFERENCES  # noqa: E402
 from splits import half as half_of  # noqa: E402
 from train import collect, fit_calibration, reliability  # noqa: E402
 
-from toolkg.retrieval import Index  # noqa: E402
-from toolkg.retrieval.auto import AutoRetriever  # noqa: E402
+from toolkg.retrieval import Index, as_query  # noqa: E402
+from toolkg.retrieval.auto import AutoRetriever, merge  # noqa: E402
 from toolkg.retrieval.evaluate import evaluate  # noqa: E402
+from toolkg.retrieval.metrics import gold_tools, hit_ranks  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 TOOLKG = Path(sys.executable).with_name("toolkg")
 METHODS = ["auto", "dense", "bm25", "hybrid", "grtf", "ego", "agent"]
-KS = [5, 10]
+KS = [1, 5, 10]  # 1: the first server (server R@1)
+ADDITIONS_K = 10  # the cut the additions' hits are counted at
 MARGIN = 0.05  # the default over the better of plain MiniLM and BM25, on R@10 and CR@10
-TOLERANCE = 0.005  # never below either reference by more than this
+TOLERANCE = 0.005  # never below plain MiniLM, plain BM25, toolkg's dense or toolkg's bm25 by more than this
+FLOOR = ("plain-dense", "plain-bm25", "dense", "bm25")  # what the default is never below
 
 
 @dataclass(frozen=True)
@@ -151,22 +154,59 @@ def score(store: Path, setting: Setting, methods: list[str], half: str, extra: d
         index.close()
 
 
+def additions(store: Path, setting: Setting, half: str, calibration=None) -> dict:
+    """What the default's additions (graph dependencies, implied needs) do to its top ``ADDITIONS_K``: gold
+    tools they bring in that the first stage's top k lacked (gained), gold tools of the first stage's top k
+    they push out (displaced); and the first stage's blend on this catalog (``choice``)."""
+    index = Index(store)
+    try:
+        retriever = AutoRetriever(index, calibration=calibration)
+        gained = displaced = 0
+        for row in rows_of(setting, half):
+            query, gold = as_query(row), gold_tools(row)
+            first, added = retriever.evidence(query)
+            merged = merge(first, added, ADDITIONS_K, retriever.places(query, first, added, ADDITIONS_K))
+            before = {i for i in hit_ranks([index.catalog.tools[t].id for t, _ in first[:ADDITIONS_K]], gold)}
+            after = {i for i in hit_ranks([index.catalog.tools[t].id for t, _ in merged], gold)}
+            gained, displaced = gained + len(after - before), displaced + len(before - after)
+        choice = retriever.choice
+        figures = choice.figures
+        return {
+            "gained": gained,
+            "displaced": displaced,
+            "choice": choice.describe(),
+            "probe_mrr": None if figures is None else [round(float(v), 3) for v in figures.mrr],
+            "probe_hits": None if figures is None else [round(float(v), 3) for v in figures.hits],
+        }
+    finally:
+        index.close()
+
+
 def table(name: str, report: dict) -> str:
-    lines = [f"\n{name} ({report['queries']} queries)", f"{'method':14} R@10   CR@10  mAP@10 S@5    p50ms  p95ms"]
+    lines = [
+        f"\n{name} ({report['queries']} queries)",
+        f"{'method':14} R@10   CR@10  mAP@10 S@1    S@5    p50ms  p95ms",
+    ]
     for method, result in report["methods"].items():
         m = result["metrics"]
-        server = m.get("server_recall", {}).get(5)
+        servers = [m.get("server_recall", {}).get(k) for k in (1, 5)]
         lines.append(
             f"{method:14} {m['recall'][10]:.3f}  {m['complete_recall'][10]:.3f}  {m['map'][10]:.3f}  "
-            f"{f'{server:.3f}' if server is not None else '  -  '}  "
-            f"{result['latency_ms']['p50']:6.1f} {result['latency_ms']['p95']:6.1f}"
+            + "  ".join(f"{v:.3f}" if v is not None else "  -  " for v in servers)
+            + f"  {result['latency_ms']['p50']:6.1f} {result['latency_ms']['p95']:6.1f}"
+        )
+    for label, effect in report.get("additions", {}).items():
+        lines.append(
+            f"{label}: additions gained {effect['gained']} / displaced {effect['displaced']} gold hits in the top "
+            f"{ADDITIONS_K}; first stage {effect['choice']} (probe MRR@10 fused/dense/bm25 {effect['probe_mrr']})"
         )
     return "\n".join(lines)
 
 
 def targets(reports: dict) -> list[dict]:
-    """The default (its leave-one-catalog-out row) against the better of plain MiniLM and BM25 on every
-    setting: never below it by more than ``TOLERANCE``, above it by ``MARGIN``."""
+    """The default (its leave-one-catalog-out row) on every setting: above the better of plain MiniLM and
+    BM25 by ``MARGIN``, never below any of ``FLOOR`` (the references, toolkg's dense and bm25) by more than
+    ``TOLERANCE``; and its first server right as often as plain MiniLM's (server R@1)."""
     out = []
     for name, report in reports.items():
         methods = report["methods"]
@@ -175,6 +215,7 @@ def targets(reports: dict) -> list[dict]:
             ours = default["metrics"][metric][10]
             dense = methods["plain-dense"]["metrics"][metric][10]
             bm25 = methods["plain-bm25"]["metrics"][metric][10]
+            floor = {m: methods[m]["metrics"][metric][10] for m in FLOOR if m in methods}
             best = max(dense, bm25)
             out.append(
                 {
@@ -183,9 +224,25 @@ def targets(reports: dict) -> list[dict]:
                     "default": ours,
                     "plain_dense": dense,
                     "plain_bm25": bm25,
+                    "floor": floor,
                     "margin": round(ours - best, 4),
                     "meets_margin": ours - best >= MARGIN,
-                    "never_below": ours >= best - TOLERANCE,
+                    "never_below": ours >= max(floor.values()) - TOLERANCE,
+                }
+            )
+        if "server_recall" in default["metrics"] and "server_recall" in methods["plain-dense"]["metrics"]:
+            ours, plain = default["metrics"]["server_recall"][1], methods["plain-dense"]["metrics"]["server_recall"][1]
+            out.append(
+                {
+                    "setting": name,
+                    "metric": "server_recall@1",
+                    "default": ours,
+                    "plain_dense": plain,
+                    "plain_bm25": methods["plain-bm25"]["metrics"]["server_recall"][1],
+                    "floor": {"plain-dense": plain},
+                    "margin": round(ours - plain, 4),
+                    "meets_margin": ours >= plain,
+                    "never_below": ours >= plain,
                 }
             )
     return out
@@ -232,14 +289,20 @@ def main() -> None:
             extra["auto (LOCO)"] = lambda index, c=calibration: AutoRetriever(index, calibration=c)
         methods = [m.strip() for m in args.methods.split(",") if m.strip()]
         reports[name] = score(stores[name], setting, [*methods, *extra], args.half, extra)
+        reports[name]["additions"] = {}
+        if "auto" in methods:
+            reports[name]["additions"]["auto"] = additions(stores[name], setting, args.half)
+        if samples:
+            reports[name]["additions"]["auto (LOCO)"] = additions(stores[name], setting, args.half, calibration)
         print(table(name, reports[name]), flush=True)
     checked = targets(reports)
-    print("\ntargets: the default (leave-one-catalog-out) vs the better of plain MiniLM and BM25: never below it")
-    print(f"by more than {TOLERANCE}, above it by {MARGIN}")
+    print("\ntargets: the default (leave-one-catalog-out) above the better of plain MiniLM and BM25 by")
+    print(f"{MARGIN}, never below any of {', '.join(FLOOR)} by more than {TOLERANCE}; server R@1 >= plain MiniLM's")
     for t in checked:
+        floor = max(t["floor"].values())
         print(
             f"  {t['setting']:20} {t['metric']:18} default {t['default']:.3f}  plain-dense {t['plain_dense']:.3f}  "
-            f"plain-bm25 {t['plain_bm25']:.3f}  margin {t['margin']:+.3f} "
+            f"plain-bm25 {t['plain_bm25']:.3f}  floor {floor:.3f}  margin {t['margin']:+.3f} "
             f"({'met' if t['meets_margin'] else 'SHORT'}, {'not below' if t['never_below'] else 'BELOW'})"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)

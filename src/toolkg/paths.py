@@ -21,8 +21,9 @@ def cache_dir() -> Path:
 
 
 # The caches a store keeps in <store>/cache/ (they go with it: copied, moved and removed with the store):
-# text vectors, LLM replies, the offline extractor's results, SHACL validation results.
-STORE_CACHES = ("embeddings", "llm", "offline", "validation")
+# text vectors, LLM replies, the offline extractor's results, SHACL validation results, the catalog's probe
+# queries (toolkg.retrieval.probes).
+STORE_CACHES = ("embeddings", "llm", "offline", "validation", "probes")
 
 
 def store_cache(store_dir: str | Path, name: str) -> Path:

@@ -109,6 +109,21 @@ def test_readme_example_keeps_the_flight_tool_and_todays_date_and_orders_by_scor
         assert scores == sorted(scores, reverse=True)
 
 
+@pytest.mark.slow  # the demo's two catalogs, as above (built once per session)
+def test_first_server_is_the_one_the_request_text_finds_not_the_implied_dates(cli, built_store):
+    """Issue 52, item 3: "for tomorrow" brings today's date tool, which outscores every text hit and comes
+    first in the tools; the first server is still the flights' (the text's best), the date's after it."""
+    store = built_store([DATA / "livemcpbench" / "tools.json", DATA / "toollinkos"])
+    result = cli(
+        "retrieve", "--store", str(store), "-k", "5", "--json", "Book me a Delta flight to Boston for tomorrow"
+    )
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["tools"][0]["tool"] == "get_current_date", answer["tools"]
+    servers = [s["server"] for s in answer["servers"]]
+    assert servers[0] == "regular_tools" and "core_tools" in servers[1:], servers
+
+
 def test_retrieve_abstains_on_a_request_no_tool_serves(cli, store):
     """auto's calibrated threshold (the one toolkg mcp's search_tools applies) holds on the command line too."""
     request = "water the tomato plants on the balcony"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -227,3 +228,31 @@ def test_fused_ranking_is_a_ranking_of_every_candidate_for_any_text_and_weights(
     assert len(positions) == len(set(positions)) == len(found.positions)
     assert all(math.isfinite(s) for s in scores) and scores == sorted(scores, reverse=True)
     assert set(top(index.tool_vectors @ index.embed(text), 100)) <= set(positions)
+
+
+@pytest.mark.slow  # embeds the catalog's probes (a few seconds)
+def test_probes_are_made_once_and_read_back_from_the_store_cache(store, monkeypatch):
+    """Issue 52: the catalog's probe queries are made at the first query and kept in ``<store>/cache``; a
+    later process reads them back (nothing embedded) with the same figures, so the blend is the same."""
+    from toolkg.paths import store_cache
+    from toolkg.retrieval.auto import AutoRetriever
+    from toolkg.retrieval.probes import catalog_probes
+
+    first = Index(store)
+    try:
+        retriever = AutoRetriever(first)
+        retriever.search("reserve a table for dinner", 3)
+        made = catalog_probes(first, store)
+        choice = retriever.choice.describe()
+    finally:
+        first.close()
+    assert made and store_cache(store, "probes").exists()
+    again = Index(store)
+    try:
+        monkeypatch.setattr(again, "encode_texts", lambda texts: pytest.fail("probes embedded again"))
+        read = catalog_probes(again, store)
+        assert [t for _, t in read] == [t for _, t in made]
+        assert all(np.array_equal(a.positions, b.positions) for (a, _), (b, _) in zip(read, made, strict=True))
+        assert AutoRetriever(again).choice.describe() == choice
+    finally:
+        again.close()

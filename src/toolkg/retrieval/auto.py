@@ -22,7 +22,9 @@ floor; the graph and the needs a request implies add only where their evidence i
    weak text hit's prerequisites cannot crowd out the rest; additions never take all of k. The result is
    ordered by probability, which is the score shown; ties keep a dependency right after the tool that
    needs it. The evidence behind each tool is its ``why``.
-5. Servers are ranked by their best tool (ownership), so the server list follows the tools.
+5. Servers are ranked by their best tool (ownership) in the first stage's order, the additions' servers after
+   (``by_text_first``): the server a request is about is the one its text finds first, not the one of the
+   date tool an implied need brought.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from pathlib import Path
 from toolkg.ontology.vocabulary import DEPENDENCY_KINDS, Basis
 from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, interleave, servers_of
 from toolkg.retrieval.calibration import Calibration, load_calibration
+from toolkg.retrieval.choice import Choice, blended_ranking, choose, probe_figures
 from toolkg.retrieval.fusion import DEPTH as TEXT_DEPTH
-from toolkg.retrieval.fusion import candidates, ranking
+from toolkg.retrieval.fusion import candidates
 from toolkg.retrieval.graph import dependency_edges
+from toolkg.retrieval.probes import catalog_probes
 from toolkg.retrieval.requests import clauses, facets
 from toolkg.store.advice import Effects, read_effects
 
@@ -157,6 +161,20 @@ def _hang(top: list[tuple[int, Evidence]], added: set[int]) -> list[tuple[int, E
     return out
 
 
+def by_text_first(hits: list[Hit], ranked: list[tuple[int, Evidence]], first: list[tuple[int, Evidence]]) -> list[Hit]:
+    """The hits in the order the servers are ranked by: the first stage's (what the request says) in its
+    order, then the additions. An implied need's tool (today's date) or a prerequisite may outscore every
+    text hit, but the server the request is about is the one its text finds first: ranked by score, the
+    first server of LiveMCPBench's requests was the date tool's more often than the gold one."""
+    text_order = {tool: evidence.order for tool, evidence in first}  # an addition deeper in it: after the top k
+
+    def place(n: int) -> tuple[int, int]:
+        tool = ranked[n][0]
+        return (0, text_order[tool]) if tool in text_order else (1, n)
+
+    return [hits[n] for n in sorted(range(len(ranked)), key=place)]
+
+
 class AutoRetriever(Retriever):
     """Fused text ranking per part, calibrated, plus the dependencies whose evidence wins a place."""
 
@@ -183,6 +201,20 @@ class AutoRetriever(Retriever):
         self.calibration = load_calibration(calibration)
         self._edges = lru_cache(maxsize=None)(self._edges_of)
         self._effects: Effects | None = None
+        self._choice: Choice | None = None
+
+    @property
+    def choice(self) -> Choice:
+        """The catalog's blend of fused, dense and BM25 evidence (``toolkg.retrieval.choice``), from its probe
+        queries (made at the first query and kept in the store's ``probes`` cache)."""
+        if self._choice is None:
+            mapping = self.calibration.evidence
+            if mapping is None:  # weights without a map: the fused ranking, no probes needed
+                self._choice = choose(None, None)
+            else:
+                made = catalog_probes(self.index, self.index.store_dir)
+                self._choice = choose(probe_figures(made, self.calibration.fusion), mapping)
+        return self._choice
 
     @property
     def effects(self) -> Effects:
@@ -208,7 +240,7 @@ class AutoRetriever(Retriever):
     def ranked(self, text: str) -> tuple[list[tuple[int, float]], float]:
         """One part's fused text ranking (tool position, score), best first, and its best dense cosine."""
         found = candidates(self.index, text, TEXT_DEPTH)
-        return ranking(found, self.calibration.fusion), found.best_cosine
+        return blended_ranking(found, self.calibration.fusion, self.choice.weights), found.best_cosine
 
     def text_evidence(
         self, parts: list[tuple[str, str]]
@@ -311,7 +343,7 @@ class AutoRetriever(Retriever):
         ranked = merge(first, additions, k, self.places(query, first, additions, k))
         catalog = self.catalog
         hits = [Hit(catalog.tools[i], evidence.probability, evidence.why, evidence.condition) for i, evidence in ranked]
-        return Ranking(hits, servers_of(catalog, hits, k))
+        return Ranking(hits, servers_of(catalog, by_text_first(hits, ranked, first), k))
 
     def search(self, text: str, k: int) -> Ranking:
         return self.retrieve(Query(id="", text=text), k)

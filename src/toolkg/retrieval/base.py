@@ -98,6 +98,7 @@ class Index:
         ``store_dir`` still holds the embedding cache and the retrieval index. ``use_index=False`` reads
         the store even when an index matches it."""
         self.store = store or ToolStore(store_dir, read_only=True)
+        self.store_dir = Path(store_dir)  # its caches: vectors, the probes (toolkg.retrieval.probes)
         self.saved: SavedIndex | None = _saved_index(self.store, store_dir) if use_index else None
         self.catalog = self.saved.catalog(self.store) if self.saved else Catalog.load(self.store)
         if not self.catalog.tools:
@@ -145,6 +146,15 @@ class Index:
     @cached_property
     def node_vectors(self) -> np.ndarray:
         return self._embedder.encode([n.label for n in self.catalog.nodes], label="embed nodes")
+
+    @property
+    def embedding_model(self) -> str:
+        """The model the query vectors come from (the offline one's id, or the endpoint's model)."""
+        return model_id() if isinstance(self._embedder, Embedder) else f"endpoint:{self._embedder.model}"
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """Texts embedded through the store's vector cache (the catalog's probes: the same texts each time)."""
+        return self._embedder.encode(list(texts), label="embed probes")
 
     def begin_query(self, texts: Sequence[str]) -> None:
         """Embed a query's texts (the query and its steps) in batches of similar length (``length_groups``);

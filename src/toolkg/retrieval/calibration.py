@@ -13,6 +13,10 @@ to the request's answer, so that graph evidence displaces a text hit exactly whe
   figure (only one catalog of the suite declares edges, so no weight for them could be checked on a
   catalog left out); what keeps a weak seed's declared chain from taking the top k is ``chain_share``. An
   inferred edge's probability is learned from its calibrated confidence and depth.
+- ``evidence``: how the first stage weighs the fused, dense and BM25 rankings on a catalog, from what the
+  catalog's own probe queries show of each (``toolkg.retrieval.choice``; a catalog of short texts with
+  little shared vocabulary leans on dense, one of long generated texts on BM25), with a floor: never below
+  the better single signal on those probes.
 - ``chain_share``: how many of the top k places the dependencies of one seed may take, as a share of k per
   unit of the seed's probability (a seed needed with probability 0.1 and a share of 3: 30% of k). A weak
   text hit's chain cannot crowd out the rest of the text ranking however many prerequisites it declares.
@@ -35,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from toolkg.retrieval.choice import EvidenceMap
 from toolkg.retrieval.fusion import FUSION_FEATURES
 
 DEFAULT_PATH = Path(__file__).with_name("calibration.json")
@@ -85,6 +90,7 @@ class Calibration:
     fusion: tuple[float, ...]  # toolkg.retrieval.fusion's weights, the bias last
     chain_share: float | None = None  # places of one seed's dependencies: share x p(seed) x k; None: no limit
     source: str = ""  # what the weights were learned on
+    evidence: EvidenceMap | None = None  # probe figures -> the first stage's blend (None: the fused ranking)
 
     def text_probability(
         self, rank: int, top_cosine: float, kind: str = "whole", parts: int = 1, margin: float = 0.0
@@ -117,6 +123,7 @@ class Calibration:
             "edge": dict(zip((*EDGE_FEATURES, "bias"), self.edge, strict=True)),
             "fusion": dict(zip((*FUSION_FEATURES, "bias"), self.fusion, strict=True)),
             "chain_share": self.chain_share,
+            "evidence": self.evidence.as_json() if self.evidence else None,
             "source": self.source,
         }
 
@@ -131,9 +138,10 @@ class Calibration:
             # without fusion weights the first stage is hybrid's RRF ranking
             fusion_weights = data.get("fusion") or {"rrf": 1.0}
             fusion = tuple(float(fusion_weights.get(name, 0.0)) for name in (*FUSION_FEATURES, "bias"))
+            evidence = EvidenceMap.from_json(data["evidence"]) if data.get("evidence") else None
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"calibration weights: missing or malformed {exc}") from None
-        return cls(text, edge, fusion, chain_share, str(data.get("source", "")))
+        return cls(text, edge, fusion, chain_share, str(data.get("source", "")), evidence)
 
 
 @cache

@@ -79,7 +79,12 @@ class Candidates:
 
 def candidates(index: Index, text: str, depth: int = DEPTH) -> Candidates:
     """The candidates of one text (the index has embedded it: ``begin_query``)."""
-    dense = index.tool_vectors @ index.embed(text)
+    return candidates_of(index, text, index.embed(text), depth)
+
+
+def candidates_of(index: Index, text: str, vector: np.ndarray, depth: int = DEPTH) -> Candidates:
+    """The candidates of one text whose query vector is ``vector``."""
+    dense = index.tool_vectors @ vector
     lexical = index.tool_bm25.scores(text)
     dense_top = top(dense, depth)
     lexical_top = [i for i in top(lexical, depth) if lexical[i] > 0]
