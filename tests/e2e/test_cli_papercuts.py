@@ -34,7 +34,8 @@ def store(built_store) -> Path:
 
 
 def toolkg(*args: str, columns: int | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, **({"COLUMNS": str(columns)} if columns else {})}
+    # no width asked unless ``columns`` asks one ($COLUMNS cuts even a pipe; a test runner may have set it)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | ({"COLUMNS": str(columns)} if columns else {})
     return subprocess.run([str(TOOLKG), *args], capture_output=True, text=True, env=env, timeout=300)
 
 
