@@ -181,8 +181,8 @@ class ProbeCache:
             with sqlite3.connect(f"file:{self.path}?mode=ro", uri=True) as db:
                 row = db.execute("SELECT value FROM probes WHERE key = ?", (key,)).fetchone()
             return unpack(row[0]) if row else None
-        except (sqlite3.Error, ValueError, KeyError, OSError):
-            return None  # unreadable: made again
+        except Exception:  # noqa: BLE001 - any archive that does not read back (a store may come from anyone): made again
+            return None
 
     def put(self, key: str, value: list[tuple]) -> None:
         if not value:

@@ -187,3 +187,30 @@ def test_probe_candidates_survive_the_cache_archive_exactly():
     for name in ("positions", "cosine", "dense_rank", "bm25", "bm25_rank"):
         assert np.array_equal(getattr(again[0][0], name), getattr(found, name))
     assert (again[1][0].best_cosine, again[1][0].best_bm25, again[1][0].words) == (0.3, 2.5, 7)
+
+
+@pytest.mark.parametrize(
+    "archive",
+    [
+        b"not an archive",
+        b"PK\x03\x04" + b"\x00" * 40,  # a zip header and nothing behind it
+        "sizes-tools-mismatch",
+    ],
+)
+def test_a_cache_that_does_not_read_back_is_made_again(tmp_path, archive) -> None:
+    """A store may come from anyone: its probes cache is data, and one that does not unpack is a miss."""
+    import io
+    import sqlite3
+
+    from toolkg.retrieval.probes import ProbeCache
+
+    if archive == "sizes-tools-mismatch":  # arrays that parse but do not fit together
+        out = io.BytesIO()
+        np.savez(out, sizes=np.array([5, 5]), tools=np.array([1, 2, 3]), positions=np.array([1]))
+        archive = out.getvalue()
+    cache = ProbeCache(tmp_path)
+    cache.path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(cache.path) as db:
+        db.execute("CREATE TABLE probes (key TEXT PRIMARY KEY, value BLOB)")
+        db.execute("INSERT INTO probes VALUES (?, ?)", ("k", archive))
+    assert cache.get("k") is None
