@@ -145,8 +145,8 @@ lap("open the store and its index")
 from toolkg.embeddings import encoder
 encoder._numpy_model()
 lap("load the query model")
-from toolkg.text.words import _lemma_table
-_lemma_table()
+from toolkg.text.words import lemma_table
+lemma_table()
 lap("load the lemma table")
 ranking = make_retriever("auto", index).retrieve(Query("q", sys.argv[2]), 10)
 lap("rank (embed the query, BM25, dense, graph)")

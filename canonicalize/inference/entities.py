@@ -36,7 +36,7 @@ import numpy as np
 
 from toolkg.canonicalize.inference.profiles import canonical_key
 from toolkg.text.lexicon import GENERIC_NOUNS, STOP_WORDS
-from toolkg.text.words import _lemma_table, lemma, split_identifier
+from toolkg.text.words import lemma, lemma_table, split_identifier
 
 # Words of a schema component's name that say what shape or part of the API it is, not what it is about
 # (general API-description conventions: openapi-generator's, Swagger's and GitHub's naming).
@@ -110,7 +110,7 @@ def route_lists(route: str | None) -> set[tuple[str, ...]]:
 @lru_cache(maxsize=1)
 def _english() -> frozenset[str]:
     """Words English has: the lemma table's forms and lemmas (a short form is none of them: repo, msg, pkg)."""
-    table = _lemma_table()
+    table = lemma_table()
     return frozenset(table) | frozenset(table.values()) | STOP_WORDS | GENERIC_NOUNS
 
 

@@ -87,7 +87,7 @@ def _split_identifier(name: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1)
-def _lemma_table() -> dict[str, str]:
+def lemma_table() -> dict[str, str]:
     """spaCy's English lookup-lemmatizer table, read straight from spacy-lookups-data (the file the
     lookup lemmatizer loads): the same lemmas in 0.05 s instead of importing spaCy (~3 s)."""
     data = resources.files("spacy_lookups_data") / "data" / "en_lemma_lookup.json.gz"
@@ -102,7 +102,7 @@ def lemma(word: str) -> str:
     its word had, since an entity named '1' means nothing (and the ontology refuses it)."""
     if word in KEEP_AS_IS:
         return word
-    found = _lemma_table().get(word, word)
+    found = lemma_table().get(word, word)
     if found == word and len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is", "ics", "as")):
         return word[:-1]
     if not _LETTER.search(found) and _LETTER.search(word):
