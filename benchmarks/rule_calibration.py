@@ -49,6 +49,12 @@ from splits import half as split_half  # noqa: E402
 
 from toolkg.canonicalize.inference.calibration import CONFIDENCE  # noqa: E402
 from toolkg.canonicalize.inference.infer import infer_dependencies  # noqa: E402
+from toolkg.canonicalize.inference.typed_join import (  # noqa: E402
+    NAME_LISTS,
+    OUTPUT_CARRIES,
+    SAME_FIELD,
+    SIMILAR_ENTITY,
+)
 from toolkg.config import InferenceOptions  # noqa: E402
 from toolkg.models import InferredEdge  # noqa: E402
 
@@ -117,10 +123,11 @@ def evidence_kind(e: InferredEdge) -> str:
     """The calibration key an edge's evidence reads as (typed_join.py's and rest.py's evidence texts), else its
     rule."""
     if e.rule == "typed-join":
-        for text, key in (("'s name lists", "join name lists"), ("'s output carries", "join output carries")):
-            if text in e.evidence:
+        kinds = (NAME_LISTS, OUTPUT_CARRIES, SIMILAR_ENTITY)  # how each kind's evidence reads, up to its fields
+        for _, key, how in kinds:
+            if how.split("{entity}")[0].rsplit("}", 1)[1] in e.evidence:
                 return key
-        return "join same field"
+        return SAME_FIELD[1]
     if e.rule == "rest-collection":
         return "rest creates" if "(creates the" in e.evidence else "rest lists"
     return e.rule

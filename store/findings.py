@@ -198,7 +198,7 @@ def audit_triples(
                 Triple(node, TK.evidence, Literal(f.evidence)),
             ]
             if f.score is not None:
-                out.append(Triple(node, TK.findingScore, Literal(str(Decimal(str(f.score))), datatype=XSD.decimal)))
+                out.append(Triple(node, TK.findingScore, _decimal(f.score)))
             if f.related:
                 out.append(Triple(node, TK.relatedTool, iris.tool_iri_from_id(f.related)))
             for part in f.flow:

@@ -15,7 +15,7 @@ in its graph (store/findings.py), where ``toolkg stats``, ``toolkg report`` and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from toolkg.approvals import Approval
@@ -39,6 +39,11 @@ def tool_findings(tool: ToolText, names: CatalogNames, model: Model | None = Non
     """The findings about one tool's own text (every kind but ``changed``), most severe first."""
     model = model or load_model()
     found = injection_findings(tool, model) + hidden_findings(tool) + shadowing_findings(tool, names, model)
+    return by_severity(found)
+
+
+def by_severity(found: Iterable[Finding]) -> list[Finding]:
+    """Findings most severe first, then by kind and field: the order every list of a tool's findings has."""
     return sorted(found, key=lambda f: (-f.severity.rank, f.kind, f.where))
 
 

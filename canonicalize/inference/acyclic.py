@@ -19,7 +19,8 @@ after each change, as a rebuild does (flows/stages/infer.py).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Collection, Container, Iterable, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
+from typing import Any
 
 from toolkg.canonicalize.inference.profiles import PARAMETER_DIRECT, PARAMETER_INDIRECT, TOOL_DIRECT
 from toolkg.models import InferredEdge, Tool
@@ -55,6 +56,16 @@ class Changing(Container[str]):
 
     def __init__(self, tool: Callable[[str], Tool | None]) -> None:
         self._tool = tool
+
+    @classmethod
+    def of_profiles(cls, profiles: Mapping[str, Any]) -> Changing:
+        """Of a catalog index's profiles (tool id -> a ``Profile``, which holds its ``tool``)."""
+
+        def tool(tool_id: str) -> Tool | None:
+            found = profiles.get(tool_id)
+            return None if found is None else found.tool
+
+        return cls(tool)
 
     def __contains__(self, tool_id: object) -> bool:
         found = self._tool(tool_id) if isinstance(tool_id, str) else None

@@ -38,7 +38,7 @@ the index and each consumer's edges, and asks the rules again for the consumers 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 from functools import lru_cache
 
 from toolkg.canonicalize.inference.acyclic import Changing, acyclic
@@ -116,7 +116,7 @@ def infer_dependencies(
     # producers compete for each slot by confidence; no loop the catalog does not declare (the whole
     # catalog's edges decide which pair closes one)
     final = compete(with_learned(kept, learned, declared, options), options.max_producers_per_slot)
-    final = acyclic(final, declared, Changing(_tool_of(index)))
+    final = acyclic(final, declared, Changing.of_profiles(index.profiles))
     return final if consumers is None else [e for e in final if e.consumer in consumers]
 
 
@@ -282,14 +282,6 @@ def sparsify_edges(
         (e for e in kept.values() if _same_server(e) or e.confidence > served.get((e.consumer, e.parameter), -1.0)),
         key=lambda e: (e.consumer, e.producer, e.parameter or ""),
     )
-
-
-def _tool_of(index: CatalogIndex) -> Callable[[str], Tool | None]:
-    def tool(tool_id: str) -> Tool | None:
-        found = index.profiles.get(tool_id)
-        return None if found is None else found.tool
-
-    return tool
 
 
 def _same_catalog(e: InferredEdge, catalogs: Mapping[str, str]) -> bool:

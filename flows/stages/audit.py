@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from toolkg.approvals import Approvals
-from toolkg.canonicalize.findings import audit
+from toolkg.canonicalize.findings import audit, by_severity
 from toolkg.canonicalize.findings.confusables import skeleton
 from toolkg.canonicalize.findings.flows import flow_findings, toxic_flows
 from toolkg.canonicalize.findings.roles import Roles, load_role_model
@@ -88,7 +88,7 @@ class Audit(CatalogStage[AuditState]):
         model = load_role_model()
         roles = model.classify(texts)
         for tool_id, found in _flow_findings(store, roles).items():
-            result.findings[tool_id] = _by_severity(result.findings.get(tool_id, []) + found)
+            result.findings[tool_id] = by_severity(result.findings.get(tool_id, []) + found)
         triples = audit_triples(result.findings, result.fingerprints, result.accepted)
         store.replace_graph(AUDIT_GRAPH, triples + role_triples(roles, _model_tag(model.digest)))
         alarms = {t: [f for f in fs if f.severity != "low"] for t, fs in result.findings.items()}
@@ -140,7 +140,7 @@ class Audit(CatalogStage[AuditState]):
         # the flows span the catalog: searched again over every tool's roles (the stored ones, the changed tools'
         # new ones) and written with the rest, in the same update
         stored = {i: Roles(*p) for i, p in read_roles(store).items() if i not in targets | removed}
-        flows = _flow_findings(store, {**stored, **changed_roles})
+        flows = _flow_findings(store, {**stored, **changed_roles}, catalog)
         replace_audit_of(
             store,
             targets | removed,
@@ -151,14 +151,11 @@ class Audit(CatalogStage[AuditState]):
         return StageUpdate()
 
 
-def _flow_findings(store: ToolStore, roles: dict[str, Roles]) -> dict[str, list[Finding]]:
-    """The toxic-flow findings of the stored catalog, by sink: its servers' toolsets and the whole store's."""
-    servers = {t.id: t.server for t in read_tool_names(store)}
+def _flow_findings(store: ToolStore, roles: dict[str, Roles], catalog=None) -> dict[str, list[Finding]]:
+    """The toxic-flow findings of the stored catalog, by sink: its servers' toolsets and the whole store's
+    (``catalog``: its ``read_tool_names``, when the caller has read it already)."""
+    servers = {t.id: t.server for t in (catalog if catalog is not None else read_tool_names(store))}
     return flow_findings(toxic_flows(servers, roles, read_dependency_pairs(store)))
-
-
-def _by_severity(found: list[Finding]) -> list[Finding]:
-    return sorted(found, key=lambda f: (-f.severity.rank, f.kind, f.where))
 
 
 def _model_tag(digest: str) -> str:

@@ -225,12 +225,7 @@ class Infer(CatalogStage[InferState]):
 
 def _changing(engine: IncrementalInference) -> Changing:
     """The engine's tools that change state, as ``acyclic`` orders a loop's pairs by them."""
-
-    def tool(tool_id: str) -> Tool | None:
-        found = engine.index.profiles.get(tool_id)
-        return None if found is None else found.tool
-
-    return Changing(tool)
+    return Changing.of_profiles(engine.index.profiles)
 
 
 def _all_edges(engine: IncrementalInference) -> list[InferredEdge]:

@@ -210,8 +210,3 @@ def catalog_probes(index, store_dir: str | Path | None) -> list[tuple]:
         cache.put(key, made)
     return made
 
-
-def reciprocal_ranks(ranks: np.ndarray, cut: int = 10) -> np.ndarray:
-    """1/rank where the rank is within ``cut``, else 0 (MRR@cut's terms)."""
-    ranks = np.asarray(ranks, dtype=np.float64)
-    return np.where(ranks <= cut, 1.0 / np.maximum(ranks, 1.0), 0.0)
