@@ -32,6 +32,16 @@ class BuildOptions(BaseModel):
     limits: Limits = Limits()  # how much of a manifest is read, and what is trimmed (toolkg.limits)
 
 
+def live_listing_wins(path: str, server_id: str, listing: str) -> QuarantinedItem:
+    """A static manifest's definition of a live server's id, refused: the live listing wins (builds and syncs
+    alike, flows/live_precedence.py). ``listing``: which listing owns the id, as the reason shows it."""
+    reason = (
+        f"server id {server_id!r} is a live server's, {listing}: the live listing wins over this static "
+        "definition (rename the server here to keep both)"
+    )
+    return QuarantinedItem(source=path, item=server_id, stage="load", reason=reason)
+
+
 def fingerprint(file: ManifestFile, options: BuildOptions) -> str:
     """Equal fingerprints mean an identical result: same bytes, pipeline, ontology and options."""
     key = {"sha256": file.sha256, "pipeline": PIPELINE_VERSION, "ontology": ontology_version(), **options.model_dump()}
@@ -98,11 +108,7 @@ def load_manifest(
         live = reserved.get(g.server_id, file.path)
         if live != file.path and g.server_id not in refused:
             refused.add(g.server_id)
-            reason = (
-                f"server id {g.server_id!r} is a live server's, listed this run ({live}): the live listing wins "
-                "over this static definition (rename the server here to keep both)"
-            )
-            quarantined.append(QuarantinedItem(source=file.path, item=g.server_id, stage="load", reason=reason))
+            quarantined.append(live_listing_wins(file.path, g.server_id, f"listed this run ({live})"))
             continue
         owner = graph_owners.get(g.graph.value)
         if owner is not None and owner != file.path and g.server_id not in refused:

@@ -29,7 +29,7 @@ from toolkg.ontology import TK, iris
 from toolkg.ontology.graphs import MANIFESTS_GRAPH, server_graph
 from toolkg.store.build_state import clear_pending, mark_pending
 from toolkg.store.catalog_reads import stored_server_ids
-from toolkg.store.loading import BuildOptions, record_run
+from toolkg.store.loading import BuildOptions, live_listing_wins, record_run
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.snapshots import publish_snapshot
 from toolkg.store.stats import totals
@@ -90,18 +90,10 @@ def read_servers(
             snapshot = live.get(server.id, manifest.path)
             if snapshot != manifest.path:
                 if refused is not None:
-                    refused.append(_static_refused(manifest.path, server.id, snapshot))
+                    refused.append(live_listing_wins(manifest.path, server.id, f"listed by {snapshot}"))
                 continue
             found[server.id] = (server, manifest)
     return found, read
-
-
-def _static_refused(path: str, server_id: str, snapshot: str) -> QuarantinedItem:
-    reason = (
-        f"server id {server_id!r} is a live server's ({snapshot}): the live listing wins over this static "
-        "definition (rename the server here to keep both)"
-    )
-    return QuarantinedItem(source=path, item=server_id, stage="load", reason=reason)
 
 
 def live_owners(store: ToolStore, listed: Iterable[str]) -> dict[str, str]:
