@@ -28,6 +28,7 @@ from typing import Any
 from toolkg.errors import ManifestError
 from toolkg.extractors.manifests.formats import ParsedServers
 from toolkg.extractors.manifests.openapi import parse_openapi
+from toolkg.extractors.manifests.openapi_links import json_pointer, referenced_operation, with_dependencies
 from toolkg.extractors.manifests.reading import fingerprint_file, load_document, local_sources
 from toolkg.limits import Limits
 from toolkg.models import DeclaredDependency, Notice, Server, Tool
@@ -62,20 +63,10 @@ def parse_arazzo(path: str, document: Any, server: str | None, limits: Limits | 
         out.quarantined += result.quarantined
         out.notices += result.notices
         for s in result.servers:
-            out.servers.append(
-                Server(**{**dict(s), "tools": tuple(_with(t, found.get((name, t.name), [])) for t in s.tools)})
-            )
+            tools = tuple(with_dependencies(t, found.get((name, t.name), [])) for t in s.tools)
+            out.servers.append(Server(**{**dict(s), "tools": tools}))
     out.notices += notices
     return out
-
-
-def _with(tool: Tool, added: list[DeclaredDependency]) -> Tool:
-    extra = [d for d in dict.fromkeys(added) if d not in tool.depends_on]
-    return tool.model_copy(update={"depends_on": (*tool.depends_on, *extra)}) if extra else tool
-
-
-def _pointer(*parts: object) -> str:
-    return "#/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
 
 def _operation_of(step: Mapping[str, Any], parsed: Mapping[str, ParsedServers]) -> tuple[str, Tool] | None:
@@ -93,12 +84,12 @@ def _operation_of(step: Mapping[str, Any], parsed: Mapping[str, ParsedServers]) 
                         return source, tool
         return None
     if isinstance(operation_path, str) and (m := _OPERATION_PATH.match(operation_path)):
-        route, _, method = m.group(2)[len("/paths/") :].rpartition("/")
-        route = route.replace("~1", "/").replace("~0", "~")
-        servers = parsed[m.group(1)].servers if m.group(1) in parsed else []
-        for s in servers:
+        target = referenced_operation("#" + m.group(2))
+        if target is None or m.group(1) not in parsed:
+            return None
+        for s in parsed[m.group(1)].servers:
             for tool in s.tools:
-                if tool.route == f"{method.upper()} {route}":
+                if tool.route == f"{target[0]} {target[1]}":
                     return m.group(1), tool
     return None
 
@@ -157,7 +148,7 @@ def _workflow_dependencies(
                         (
                             name if isinstance(name, str) else None,
                             parameter.get("value"),
-                            _pointer("workflows", w, "steps", s, "parameters", i),
+                            json_pointer("workflows", w, "steps", s, "parameters", i),
                         )
                     )
             body = step.get("requestBody")
@@ -166,10 +157,10 @@ def _workflow_dependencies(
                 if isinstance(payload, Mapping):
                     for key, value in payload.items():
                         inputs.append(
-                            (str(key), value, _pointer("workflows", w, "steps", s, "requestBody", "payload", key))
+                            (str(key), value, json_pointer("workflows", w, "steps", s, "requestBody", "payload", key))
                         )
                 elif payload is not None:
-                    inputs.append((None, payload, _pointer("workflows", w, "steps", s, "requestBody", "payload")))
+                    inputs.append((None, payload, json_pointer("workflows", w, "steps", s, "requestBody", "payload")))
                 for r, replacement in enumerate(_listed(body.get("replacements"))):
                     if isinstance(replacement, Mapping):
                         target = str(replacement.get("target", "")).lstrip("/").split("/")[0] or None
@@ -177,7 +168,7 @@ def _workflow_dependencies(
                             (
                                 target,
                                 replacement.get("value"),
-                                _pointer("workflows", w, "steps", s, "requestBody", "replacements", r),
+                                json_pointer("workflows", w, "steps", s, "requestBody", "replacements", r),
                             )
                         )
             for parameter, value, pointer in inputs:

@@ -13,7 +13,7 @@ out with a notice, never the tools.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolkg.extractors.manifests.laxities import Notes, Refs, shown
@@ -23,7 +23,7 @@ _LOCATIONS = ("path.", "query.", "header.", "cookie.")
 MAX_LINKS = 10_000  # a description's links are read up to this many (each costs a lookup, no recursion)
 
 
-def _referenced_operation(ref: str) -> tuple[str, str] | None:
+def referenced_operation(ref: str) -> tuple[str, str] | None:
     """(METHOD, route) of a local ``operationRef`` such as ``#/paths/~1users~1{userId}/get``."""
     if not ref.startswith("#/paths/"):
         return None
@@ -85,7 +85,7 @@ def _dependencies(
     consumer: Tool | None = None
     if isinstance(link.get("operationId"), str):
         consumer = by_key.get(link["operationId"])
-    elif isinstance(link.get("operationRef"), str) and (target := _referenced_operation(link["operationRef"])):
+    elif isinstance(link.get("operationRef"), str) and (target := referenced_operation(link["operationRef"])):
         consumer = by_route.get(f"{target[0]} {target[1]}")
     if consumer is None or consumer.id == producer.id:
         return f"{where} names no other operation of this description: ignored"
@@ -117,20 +117,22 @@ def _dependencies(
     return consumer, deps
 
 
+def json_pointer(*parts: object) -> str:
+    """``#/a/b``: a JSON pointer (RFC 6901: ``~`` and ``/`` in a part escaped) to the parts, in document order."""
+    return "#/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
 def _pointer(route: str | None, code: str, name: str) -> str:
-    """The JSON pointer of a response link (RFC 6901: ``~`` and ``/`` escaped), from the operation's route."""
+    """The JSON pointer of a response link, from the operation's route."""
     method, _, path = (route or "").partition(" ")
+    return json_pointer("paths", path, method.lower(), "responses", code, "links", name)
 
-    def escaped(part: str) -> str:
-        return part.replace("~", "~0").replace("/", "~1")
 
-    return f"#/paths/{escaped(path)}/{method.lower()}/responses/{escaped(code)}/links/{escaped(name)}"
+def with_dependencies(tool: Tool, added: Iterable[DeclaredDependency]) -> Tool:
+    """``tool`` with the ``added`` dependencies it does not declare yet (each once, in order)."""
+    extra = [d for d in dict.fromkeys(added) if d not in tool.depends_on]
+    return tool.model_copy(update={"depends_on": (*tool.depends_on, *extra)}) if extra else tool
 
 
 def _with(tools: list[Tool], added: Mapping[str, list[DeclaredDependency]]) -> list[Tool]:
-    out = []
-    for tool in tools:
-        extra = [d for d in added.get(tool.name, ()) if d not in tool.depends_on]
-        unique = list(dict.fromkeys(extra))
-        out.append(tool.model_copy(update={"depends_on": (*tool.depends_on, *unique)}) if unique else tool)
-    return out
+    return [with_dependencies(tool, added.get(tool.name, ())) for tool in tools]
