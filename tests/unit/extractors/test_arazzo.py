@@ -90,6 +90,22 @@ def test_a_document_with_nothing_to_read_is_one_line_refused(tmp_path, text, why
     assert why in entry.reason and "\n" not in entry.reason and "Traceback" not in entry.reason
 
 
+def test_a_source_linked_from_outside_the_documents_folder_is_not_read(tmp_path):
+    """A found document names the files it reads: a link inside its folder to a file elsewhere (a private
+    file, say) is refused like a path that climbs out, and nothing of that file is read."""
+    (tmp_path / "outside.yaml").write_text((ARAZZO / "petstore.yaml").read_text())
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    (inner / "api.yaml").symlink_to(tmp_path / "outside.yaml")
+    path = inner / "flow.arazzo.yaml"
+    path.write_text("arazzo: 1.0.1\nsourceDescriptions: [{name: x, url: api.yaml}]\n")
+    file, data = fingerprint_file(path)
+    result = ingest_manifest(file, data)
+    assert result.manifest is None
+    (entry,) = result.quarantined
+    assert "no local OpenAPI" in entry.reason and "petstore" not in entry.reason.lower()
+
+
 def test_local_sources_refuses_a_document_without_sources():
     from toolkg.extractors.manifests.reading import local_sources
 
