@@ -49,12 +49,8 @@ from splits import half as split_half  # noqa: E402
 
 from toolkg.canonicalize.inference.calibration import CONFIDENCE  # noqa: E402
 from toolkg.canonicalize.inference.infer import infer_dependencies  # noqa: E402
-from toolkg.canonicalize.inference.typed_join import (  # noqa: E402
-    NAME_LISTS,
-    OUTPUT_CARRIES,
-    SAME_FIELD,
-    SIMILAR_ENTITY,
-)
+from toolkg.canonicalize.inference.typed_join import SAME_FIELD  # noqa: E402
+from toolkg.canonicalize.inference.typed_join import evidence_kind as join_evidence_kind  # noqa: E402
 from toolkg.config import InferenceOptions  # noqa: E402
 from toolkg.models import InferredEdge  # noqa: E402
 
@@ -67,6 +63,10 @@ PRIOR = {
     "join same field": 0.6,
     "rest lists": 0.8,
     "rest creates": 0.75,
+    "join similar entity": 0.55,
+    "join names entity": 0.6,
+    "join described entity": 0.6,
+    "server login": 0.75,
 }
 FITTED = tuple(PRIOR)
 CAPS = (1, 2, 3, 4, 6, 100)  # 100: no cap in practice
@@ -123,14 +123,10 @@ def evidence_kind(e: InferredEdge) -> str:
     """The calibration key an edge's evidence reads as (typed_join.py's and rest.py's evidence texts), else its
     rule."""
     if e.rule == "typed-join":
-        kinds = (NAME_LISTS, OUTPUT_CARRIES, SIMILAR_ENTITY)  # how each kind's evidence reads, up to its fields
-        for _, key, how in kinds:
-            if how.split("{entity}")[0].rsplit("}", 1)[1] in e.evidence:
-                return key
-        return SAME_FIELD[1]
+        return join_evidence_kind(e.evidence) or SAME_FIELD[1]
     if e.rule == "rest-collection":
         return "rest creates" if "(creates the" in e.evidence else "rest lists"
-    return e.rule
+    return e.rule.replace("-", " ")  # a rule of one kind: its calibration key (server-login -> server login)
 
 
 def _in_half(consumer: str, half: str) -> bool:

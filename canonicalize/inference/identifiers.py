@@ -22,6 +22,7 @@ from toolkg.canonicalize.inference.profiles import (
     IDENTIFIER_SUFFIXES,
     PARAMETER_DIRECT,
     PARAMETER_INDIRECT,
+    SESSION_WORDS,
     TOOL_DIRECT,
     Profile,
     canonical_key,
@@ -212,6 +213,45 @@ def opener_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Pro
                     confidence=CONFIDENCE["session opener"],
                     rule="session-opener",
                     evidence=f"{consumer.tool.name} acts on what {opener.tool.name} opens ({opener.action})",
+                )
+            )
+    return edges
+
+
+LOGINS = frozenset("login signin sign authenticate authorize".split())  # authenticate's actions that open a session
+# what a tool does to the account it acts for: a write of any kind, the state it leaves for the next call
+ACCOUNT_WRITES = frozenset("create update delete send schedule purchase".split())
+
+
+def login_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Profile]) -> list[InferredEdge]:
+    """A server whose one login opens the session its writes act for: the login precedes each tool of the server
+    that creates, changes, deletes, sends, books or buys (and its logout). The login a tool's name carries the
+    service of is namespace_auth_edges' (catalog_rules.py); this one reads no name token, only the server."""
+    edges = []
+    for members, asked in _servers_asked(by_server, consumers):
+        if len(members) > MAX_SERVER_TOOLS:
+            continue
+        logins = [p for p in members if p.capability == "authenticate" and p.action in LOGINS]
+        if len(logins) != 1:  # none, or several with nothing to choose between them
+            continue
+        (login,) = logins
+        for consumer in asked:
+            ends = consumer.action == "logout"
+            if consumer is login or not (consumer.capability in ACCOUNT_WRITES or ends):
+                continue
+            session = next(
+                (q.name for q in consumer.tool.parameters if set(split_identifier(q.name)) & SESSION_WORDS), None
+            )
+            edges.append(
+                InferredEdge(
+                    consumer=consumer.id,
+                    producer=login.id,
+                    kind=PARAMETER_DIRECT if session else TOOL_DIRECT,
+                    parameter=session,
+                    confidence=CONFIDENCE["server login"],
+                    rule="server-login",
+                    evidence=f"{login.tool.name} is its server's one login; {consumer.tool.name} "
+                    f"{'ends the session' if ends else 'writes for the account'} ({consumer.action})",
                 )
             )
     return edges

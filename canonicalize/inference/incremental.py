@@ -37,7 +37,7 @@ from toolkg.canonicalize.inference.catalog_rules import (
 )
 from toolkg.canonicalize.inference.competition import compete
 from toolkg.canonicalize.inference.files import file_edges
-from toolkg.canonicalize.inference.identifiers import identifier_edges, opener_edges
+from toolkg.canonicalize.inference.identifiers import identifier_edges, login_edges, opener_edges
 from toolkg.canonicalize.inference.index import CatalogIndex
 from toolkg.canonicalize.inference.infer import doubted, kept_across, parameter_edges, sparsify_edges, with_learned
 from toolkg.canonicalize.inference.mentions import mention_edges
@@ -64,6 +64,7 @@ RULES: dict[str, Callable[[CatalogIndex, list[Profile], dict | None], list[Infer
     "mention": lambda ix, consumers, _: mention_edges(ix, consumers),
     "identifier": lambda ix, consumers, _: identifier_edges(ix.by_server, consumers),
     "opener": lambda ix, consumers, _: opener_edges(ix.by_server, consumers),
+    "server login": lambda ix, consumers, _: login_edges(ix.by_server, consumers),
     "rest": lambda ix, consumers, _: rest_edges(ix.by_server, consumers),
     "join": lambda ix, consumers, _: typed_join_edges(ix.by_server, consumers),
     "file": lambda ix, consumers, _: file_edges(ix.writers, consumers),

@@ -46,7 +46,7 @@ from toolkg.canonicalize.inference.candidates import Candidate, other_server_pro
 from toolkg.canonicalize.inference.catalog_rules import catalog_rule_edges
 from toolkg.canonicalize.inference.competition import compete
 from toolkg.canonicalize.inference.files import file_edges
-from toolkg.canonicalize.inference.identifiers import MAX_SERVER_TOOLS, identifier_edges, opener_edges
+from toolkg.canonicalize.inference.identifiers import MAX_SERVER_TOOLS, identifier_edges, login_edges, opener_edges
 from toolkg.canonicalize.inference.index import CatalogIndex
 from toolkg.canonicalize.inference.mentions import mention_edges
 from toolkg.canonicalize.inference.pairs import Judgement, judge
@@ -128,6 +128,7 @@ def rule_edges(index: CatalogIndex, consumers: list[Profile]) -> list[InferredEd
         *mention_edges(index, consumers),
         *identifier_edges(index.by_server, consumers),
         *opener_edges(index.by_server, consumers),
+        *login_edges(index.by_server, consumers),
         *rest_edges(index.by_server, consumers),
         *typed_join_edges(index.by_server, consumers),
         *file_edges(index.writers, consumers),

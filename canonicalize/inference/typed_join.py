@@ -20,6 +20,7 @@ English and general API conventions only; no catalog's names.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
@@ -31,6 +32,7 @@ from toolkg.canonicalize.inference.entities import (
     route_lists,
     schema_entity,
 )
+from toolkg.canonicalize.inference.identifiers import MAX_SERVER_TOOLS
 from toolkg.canonicalize.inference.profiles import (
     PARAMETER_DIRECT,
     PARAMETER_INDIRECT,
@@ -50,8 +52,24 @@ NAME_LISTS = (3, "join name lists", "{producer}'s name lists {entity}")
 OUTPUT_CARRIES = (2, "join output carries", "{producer}'s output carries {entity}")
 SAME_FIELD = (1, "join same field", "{producer} declares an output field {entity}")
 SIMILAR_ENTITY = (0, "join similar entity", "{producer} yields {other}, a label close to {entity} (cosine {score:.2f})")
+KINDS = (NAME_LISTS, OUTPUT_CARRIES, SAME_FIELD, SIMILAR_ENTITY)
 MAX_PRODUCERS = 4
+AGENT_LISTS = frozenset("list search find browse".split())
+ATTRIBUTE_WORDS = frozenset("info information detail details data metadata".split())
 GENERIC_SHARE = 0.25  # a field name more than this share of a server's declaring tools have names no entity
+
+
+def _template(how: str) -> re.Pattern[str]:
+    parts = re.split(r"\{[a-z]+(?::[^}]*)?\}", how)
+    return re.compile("; " + ".+?".join(re.escape(part) for part in parts) + "$")
+
+
+_TEMPLATES = [(kind[1], _template(kind[2])) for kind in KINDS]
+
+
+def evidence_kind(evidence: str) -> str | None:
+    """The calibration key of a typed-join edge's evidence text (``KINDS``); None for another rule's text."""
+    return next((key for key, template in _TEMPLATES if template.search(evidence)), None)
 
 
 def _entity(words: Iterable[str]) -> tuple[str, ...]:
@@ -63,10 +81,37 @@ def _before_preposition(words: list[str]) -> list[str]:
     return words[:cut]
 
 
+def agent_verb(word: str) -> str | None:
+    """The listing verb an agent noun is made of (``getter`` -> get, ``searcher`` -> search), else None."""
+    if len(word) < 5 or not word.endswith("er"):
+        return None
+    return next((stem for stem in (word[:-2], word[:-3], word[:-1]) if stem in LISTING_VERBS), None)
+
+
+def _nouns(tool_name: str) -> list[str]:
+    """The nouns of a tool's name before any preposition, without its verbs, agent nouns and the trailing
+    attribute words that say which part of the object is returned (``get_ticker_info`` -> ticker)."""
+    words = _before_preposition(split_identifier(tool_name))
+    nouns = [w for w in words if w not in LISTING_VERBS and not agent_verb(w)]
+    while len(nouns) > 1 and nouns[-1] in ATTRIBUTE_WORDS:
+        nouns.pop()
+    return nouns
+
+
+def _own_phrases(tool_name: str, slot: tuple[str, ...], canon) -> list[tuple[str, ...]]:
+    """The noun phrases of a tool's name a slot may mean, in this server's spelling: those that hold a word of the
+    slot, longest first (``pull_number`` of ``get_pull_request_files`` -> pull request), then each noun, last
+    first (``nct_id`` of ``trial_protocol_getter`` -> protocol, trial)."""
+    nouns = _nouns(tool_name)
+    spans = [tuple(nouns[i : i + n]) for n in range(len(nouns), 1, -1) for i in range(len(nouns) - n + 1)]
+    holding = [canon(_entity(span)) for span in spans if set(span) & set(slot)]
+    return [*holding, *(canon(_entity([w])) for w in reversed(nouns))]
+
+
 def own_object(tool_name: str) -> tuple[str, ...]:
-    """The last noun of a tool's name before any preposition: ``get_invoice_by_number`` -> invoice."""
-    nouns = [w for w in _before_preposition(split_identifier(tool_name)) if w not in LISTING_VERBS]
-    return _entity(nouns[-1:])
+    """The last noun of a tool's name before any preposition: ``get_invoice_by_number`` -> invoice,
+    ``trial_getter`` -> trial."""
+    return _entity(_nouns(tool_name)[-1:])
 
 
 def slot_entity(parameter: str, tool_name: str, route: str | None = None) -> tuple[str, ...]:
@@ -86,6 +131,10 @@ def listed(tool_name: str, route: str | None = None) -> set[tuple[str, ...]]:
     found = route_lists(route)
     words = split_identifier(tool_name)
     at = next((i for i, w in enumerate(words) if w in LISTING_VERBS), None)
+    agent = next((i for i, w in enumerate(words) if agent_verb(w) in AGENT_LISTS), None)
+    if at is None and agent:  # trial_searcher: what the agent noun lists comes before it (a getter gets one)
+        phrase = [w for w in words[:agent] if not w.isdigit()]
+        found |= {_entity(phrase[i:]) for i in range(len(phrase))}
     if at is not None:
         after = words[at + 1 :]
         cut = next((i for i, w in enumerate(after) if w in PREPOSITIONS), len(after))
@@ -142,6 +191,19 @@ class _Server:
             required = [q.name for q in p.tool.parameters if q.required]
             self.takes[p.id] = {*required, *(canon(slots[p.id][q]) for q in required)}
         self.slots = {pid: {q: canon(k) for q, k in named.items()} for pid, named in slots.items()}
+        # nct_id of trial_getter: on a server of tools written together, a reader's identifier of a thing no tool
+        # here yields names one of the reader's own nouns that a tool here does yield (the trial), last noun first
+        yielded = {*self.listing, *self.carrying}
+        self.own: set[tuple[str, str]] = set()  # (tool id, parameter) whose slot is the tool's own noun
+        for p in members if len(members) <= MAX_SERVER_TOOLS else ():
+            if p.capability != "read" and "get" not in map(agent_verb, split_identifier(p.tool.name)):
+                continue  # a reader (study_getter reads though its text has no verb)
+            for q, k in self.slots[p.id].items():
+                if k and k not in yielded and len(split_identifier(q)) > 1:
+                    mine = next((n for n in _own_phrases(p.tool.name, k, canon) if n in yielded), None)
+                    if mine:
+                        self.slots[p.id][q] = mine
+                        self.own.add((p.id, q))
         with_outputs = sum(1 for p in members if p.tool.outputs)
         limit = max(1.0, GENERIC_SHARE * with_outputs)
         self.generic = {name for name, found in self.declaring.items() if len(found) > limit}

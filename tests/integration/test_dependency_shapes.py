@@ -80,3 +80,26 @@ def test_labels_that_mean_the_same_meet_by_their_embeddings():
     edges = [e for e in _edges("similar_labels.json") if e.parameter == "movie_id"]
     assert [e.producer for e in edges] == ["similar_labels::list_films"]
     assert "close to movie" in edges[0].evidence
+
+
+def test_an_agent_noun_searcher_feeds_the_getters_of_its_object_whatever_the_id_is_called():
+    """``reg_id`` names nothing a tool of the server yields: it identifies the getter's own object, the study the
+    searcher finds (``study_sites_getter``: its last noun, sites, is yielded by none, so the study)."""
+    pairs = _pairs("searcher_getters.json")
+    assert ("study_getter", "study_searcher", "reg_id") in pairs
+    assert ("study_sites_getter", "study_searcher", "reg_id") in pairs
+
+
+def test_an_id_of_a_word_of_the_tool_s_name_means_the_phrase_it_is_part_of():
+    """``pull_number`` of ``get_pull_request_files``: the pull request, not the files the tool returns."""
+    producers = {p for c, p, q in _pairs("searcher_getters.json") if c == "get_pull_request_files"}
+    assert "list_pull_requests" in producers
+    assert "create_or_update_file" not in producers
+
+
+def test_a_server_s_one_login_precedes_its_writes_and_its_logout_not_its_public_reads():
+    edges = {(e.consumer.split("::")[1], e.producer.split("::")[1]): e for e in _edges("server_login.json")}
+    for consumer in ("place_order", "cancel_order", "shop_logout"):
+        assert edges[consumer, "shop_login"].rule in ("server-login", "namespace-authentication")
+    assert ("get_product_price", "shop_login") not in edges
+    assert ("shop_login", "shop_logout") not in edges

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import CASES, DATA
-from toolkg.canonicalize.inference.incremental import IncrementalInference
+from toolkg.canonicalize.inference.incremental import RULES, IncrementalInference
 from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.canonicalize.inference.reach import RULE_NAMES
 from toolkg.config import InferenceOptions
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import fingerprint_file
@@ -255,3 +256,9 @@ def test_changes_reach_consumers_on_other_servers_rule_by_rule():
     run.step([], {login.id})
     assert run.state.edges[edge].rule == "output-to-parameter"
     run.check_state()
+
+
+def test_every_rule_sync_asks_again_is_a_rule_inference_runs():
+    """A rule missing from reach.py's list is never asked again for the tools a change reaches (the server login
+    was, until a sync test found a rebuild with an edge the sync lacked)."""
+    assert list(RULE_NAMES) == list(RULES)

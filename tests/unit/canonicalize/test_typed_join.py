@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolkg.canonicalize.inference.infer import infer_dependencies
-from toolkg.canonicalize.inference.typed_join import listed, slot_entity
+from toolkg.canonicalize.inference.typed_join import KINDS, evidence_kind, listed, slot_entity
 from toolkg.models import OutputField, Parameter, Tool
 
 
@@ -178,3 +178,18 @@ def test_every_kind_of_evidence_proposes_its_producers_and_none_claims_the_slot(
     assert set(by_producer) == {"svc::list_pets", "svc::book_visit"}
     assert "name lists" in by_producer["svc::list_pets"].evidence
     assert "output carries" in by_producer["svc::book_visit"].evidence
+
+
+@given(
+    producer=st.from_regex(r"[a-z][a-z_]{0,20}", fullmatch=True),
+    entity=st.from_regex(r"[a-z][a-z ]{0,20}", fullmatch=True),
+)
+def test_each_kind_of_join_evidence_reads_back_as_its_calibration_key(producer: str, entity: str):
+    """rule_calibration.py fits a confidence per kind from the evidence texts: every kind's text must read back as
+    that kind and no other, whatever the names in it."""
+    for _, key, how in KINDS:
+        text = f"{entity}_id identifies {entity}; " + how.format(
+            producer=producer, entity=entity, other=entity, score=0.8
+        )
+        assert evidence_kind(text) == key
+    assert evidence_kind("session_id <- login returns a session (same name)") is None
