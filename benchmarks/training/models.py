@@ -19,7 +19,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from records import FITTED, ROOT, FittedFile, data_inputs, make_record, now, record_problems, write_record
+from records import (
+    FITTED,
+    ROOT,
+    FittedFile,
+    data_inputs,
+    make_record,
+    now,
+    record_problems,
+    uncommitted,
+    write_record,
+)
 
 TRACE = Path(__file__).resolve().parent / "trace"
 
@@ -45,10 +55,11 @@ def traced_run(command: list[str], cwd: Path = ROOT) -> tuple[set[Path], set[Pat
 
 
 def refit(fitted: FittedFile) -> None:
-    started, clock = now(), time.perf_counter()
+    started, clock, differing = now(), time.perf_counter(), uncommitted()
     print(f"== {fitted.path}: python {' '.join(fitted.command)}", flush=True)
     read, written = traced_run([sys.executable, *fitted.command])
-    record = make_record(fitted, data_inputs(read, written, fitted.path), started, time.perf_counter() - clock)
+    inputs = data_inputs(read, written, fitted.path)
+    record = make_record(fitted, inputs, started, time.perf_counter() - clock, differing)
     path = write_record(fitted, record)
     print(f"wrote {path.relative_to(ROOT)}: {len(record['inputs'])} data files, {record['seconds']}s", flush=True)
 

@@ -102,16 +102,22 @@ def data_inputs(read: set[Path], written: set[Path], weights: str) -> list[str]:
     return sorted(out)
 
 
-def make_record(fitted: FittedFile, inputs: list[str], started: datetime, seconds: float) -> dict:
-    uncommitted = [
-        line[3:] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines() if line[3:] != fitted.path
-    ]
+def uncommitted() -> list[str]:
+    """The tracked files that differ from the commit, less the shipped weight files (a record lists those it
+    read with their digests: one fit of ``make models`` reads what an earlier one wrote)."""
+    shipped = {f.path for f in FITTED}
+    changed = (line[3:] for line in _git("status", "--porcelain", "--untracked-files=no").splitlines())
+    return sorted(path for path in changed if path not in shipped)
+
+
+def make_record(fitted: FittedFile, inputs: list[str], started: datetime, seconds: float, differing: list[str]) -> dict:
+    """``differing``: ``uncommitted()`` when the fit started."""
     return {
         "weights": fitted.path,
         "sha256": sha256(ROOT / fitted.path),
         "command": " ".join(("python", *fitted.command)),
         "commit": _git("rev-parse", "HEAD").strip(),
-        "uncommitted": uncommitted,  # tracked files that differed from the commit when the fit ran
+        "uncommitted": differing,  # tracked files that differed from the commit when the fit started
         "date": started.isoformat(timespec="seconds"),
         "seconds": round(seconds, 1),
         "inputs": {path: sha256(ROOT / path) for path in inputs},

@@ -73,7 +73,9 @@ def test_an_edited_label_or_other_weights_fail_the_record(records, tmp_path, mon
     records.record_path(tmp_path / "model.json").write_text(json.dumps(record))
     assert records.record_problems(fitted) == []
     (tmp_path / "data" / "labels.jsonl").write_text('{"id": 1, "label": false}\n')
-    assert records.record_problems(fitted) == ["model.json was fit on another data/labels.jsonl: refit it (make models)"]
+    assert records.record_problems(fitted) == [
+        "model.json was fit on another data/labels.jsonl: refit it (make models)"
+    ]
     (tmp_path / "model.json").write_text('{"weights": [2.0]}\n')
     assert "model.json is not the file its record describes" in records.record_problems(fitted)[0]
 
