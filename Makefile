@@ -108,7 +108,7 @@ bench-suite: $(STAMP)  ## the retrieval suite: every method and the plain refere
 # command, commit, date, versions, the sha256 of every data file the fit read); tests/unit/test_model_records.py
 # fails when a record no longer matches its weights or its data. benchmarks/MODELS.md says what each file is.
 models: $(STAMP)  ## re-fit every shipped weight file and write its record (the calibration builds the suite's stores)
-	$(BIN)/python benchmarks/training/models.py
+	$(BIN)/python -m benchmarks.training.models
 
 clean:
 	rm -rf .toolkg benchmarks/results $(SERVERS)

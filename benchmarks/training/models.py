@@ -1,8 +1,9 @@
 """Re-fit every weight file the package ships and write its record (``make models``).
 
-    python benchmarks/training/models.py                  # every file of records.FITTED, in order
-    python benchmarks/training/models.py roles_model      # the files whose name contains a word
-    python benchmarks/training/models.py --check          # only check the records (what the test checks)
+    python -m benchmarks.training.models                  # every file of records.FITTED, in order
+    python -m benchmarks.training.models roles_model      # the files whose path contains a word
+    python -m benchmarks.training.models --check          # only check the records (what the test checks)
+    python -m benchmarks.training.models --record-only calibration  # record the weights as they are, no fit
 
 Each fit is its script's own command (``records.FITTED``), run from the checkout with this interpreter and
 ``trace/`` first on PYTHONPATH, so every Python process it starts logs the files it opens; the record then
@@ -19,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from records import (
+from benchmarks.training.records import (
     FITTED,
     ROOT,
     FittedFile,
@@ -27,6 +28,7 @@ from records import (
     make_record,
     now,
     record_problems,
+    record_without_refit,
     uncommitted,
     write_record,
 )
@@ -68,6 +70,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("only", nargs="*", help="fit only the files whose path contains one of these")
     parser.add_argument("--check", action="store_true", help="check the records instead of fitting")
+    parser.add_argument(
+        "--record-only",
+        action="store_true",
+        help="write the records of the weights as they are, without re-fitting (the inputs each fit declares)",
+    )
     args = parser.parse_args()
     chosen = [f for f in FITTED if not args.only or any(word in f.path for word in args.only)]
     if not chosen:
@@ -77,6 +84,14 @@ def main() -> None:
         print("\n".join(problems) or f"{len(chosen)} records match their weights and data")
         sys.exit(1 if problems else 0)
     for fitted in chosen:
+        if args.record_only:
+            try:
+                record = record_without_refit(fitted)
+            except ValueError as error:
+                sys.exit(str(error))
+            path = write_record(fitted, record)
+            print(f"wrote {path.relative_to(ROOT)} (not re-fit): {len(record['inputs'])} data files")
+            continue
         try:
             refit(fitted)
         except subprocess.CalledProcessError as error:

@@ -28,36 +28,69 @@ class FittedFile:
     path: str  # the weight file, relative to the checkout
     command: tuple[str, ...]  # what fits it, run from the checkout with the venv's python
     loader: str  # "module:function" that reads the shipped file (the test calls it)
+    # The data the fit reads, as globs: the inputs of a record written without re-fitting (``models.py
+    # --record-only``, when a fit is too slow for the machine at hand). A re-fit traces its reads instead, and
+    # the test checks the trace found these files and no others (the shipped weight files aside).
+    declared: tuple[str, ...] = ()
 
 
-# In the order ``make models`` fits them: a file another fit reads comes before it (the calibration's stores
-# are built with the pair model and the audit's models; the abstention threshold reads the calibration and
-# the stores its fit built).
+# In the order ``make models`` fits them: a file another fit reads comes before it (the injection bench audits
+# with the roles model; the calibration's stores are built with the pair model and the audit's models; the
+# abstention threshold reads the calibration and the stores its fit built).
 FITTED = (
     FittedFile(
         "canonicalize/inference/pair_model.json",
         ("benchmarks/labels/train_pairs.py",),
         "toolkg.canonicalize.inference.pairs:load_weights",
-    ),
-    FittedFile(
-        "canonicalize/findings/injection_model.json",
-        ("benchmarks/trust_bench.py", "--fit"),
-        "toolkg.canonicalize.findings.injection:load_model",
+        (  # ToolLinkOS, LiveMCPBench and every label set of data/dependency-labels/ with its catalog
+            "data/toollinkos/*_tools.json",
+            "data/livemcpbench/tools.json",
+            "data/livemcpbench/dependencies.jsonl",
+            "data/dependency-labels/*.jsonl",
+            "data/dependency-labels/audit/*.jsonl",
+            "data/azure-mcp/tools.json",
+            "tests/cases/real/mcp-servers/*.json",
+            "tests/cases/real/openai/bfcl-multi-turn/*.json",
+            "tests/cases/real/openapi/api.github.com.json",
+        ),
     ),
     FittedFile(
         "canonicalize/findings/roles_model.json",
         ("benchmarks/roles_bench.py", "--fit"),
         "toolkg.canonicalize.findings.roles:load_role_model",
+        ("data/roles/*.jsonl", "data/livemcpbench/tools.json", "tests/cases/real/mcp-servers/*.json"),
+    ),
+    FittedFile(
+        "canonicalize/findings/injection_model.json",
+        ("benchmarks/trust_bench.py", "--fit"),
+        "toolkg.canonicalize.findings.injection:load_model",
+        (  # the poisoned corpus with the other hands' holdouts, and the five public catalogs' real tools
+            "benchmarks/poisoned/*.json",
+            "benchmarks/poisoned/changed/*.json",
+            *(f"data/{c}/tools.json" for c in ("livemcpbench", "bfcl", "azure-mcp", "apibench")),
+            "data/toollinkos/*_tools.json",
+        ),
     ),
     FittedFile(
         "src/toolkg/retrieval/calibration.json",
         ("benchmarks/suite/train.py",),
         "toolkg.retrieval.calibration:load_calibration",
+        (  # the suite's training catalogs (benchmarks/suite/run.py SETTINGS, TRAINING) and their queries
+            *(f"data/{c}/*.json*" for c in ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench")),
+            "data/bfcl-multi-turn/queries.jsonl",
+            "data/tau2/queries.jsonl",
+            "tests/cases/real/openai/bfcl-multi-turn/*.json",
+            "tests/cases/real/openai/tau2/*.json",
+        ),
     ),
     FittedFile(
         "src/toolkg/retrieval/abstain.json",
         ("benchmarks/abstention_bench.py", "--write"),
         "toolkg.retrieval.abstain:default_min_score",
+        (  # abstention_bench.py's CATALOGS' queries and the irrelevant requests, over the calibration's stores
+            *(f"data/{c}/queries.jsonl" for c in ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench")),
+            "data/irrelevant/queries.jsonl",
+        ),
     ),
 )
 # The folders whose tracked files are the package's code and its fixed resources (ontology, prompts, queries):
@@ -110,9 +143,19 @@ def uncommitted() -> list[str]:
     return sorted(path for path in changed if path not in shipped)
 
 
+def declared_inputs(fitted: FittedFile) -> list[str]:
+    """The tracked files ``fitted.declared`` names, less the weight files."""
+    tracked = tracked_files()
+    found = {p.relative_to(ROOT).as_posix() for pattern in fitted.declared for p in ROOT.glob(pattern)}
+    shipped = {f.path for f in FITTED}
+    return sorted(p for p in found & tracked if p not in shipped and not p.endswith(".py"))
+
+
 def make_record(fitted: FittedFile, inputs: list[str], started: datetime, seconds: float, differing: list[str]) -> dict:
     """``differing``: ``uncommitted()`` when the fit started."""
     return {
+        "refit": True,
+        "inputs_from": "trace",
         "weights": fitted.path,
         "sha256": sha256(ROOT / fitted.path),
         "command": " ".join(("python", *fitted.command)),
@@ -122,6 +165,29 @@ def make_record(fitted: FittedFile, inputs: list[str], started: datetime, second
         "seconds": round(seconds, 1),
         "inputs": {path: sha256(ROOT / path) for path in inputs},
         "libraries": {"python": platform.python_version(), **{name: _version(name) for name in LIBRARIES}},
+    }
+
+
+def record_without_refit(fitted: FittedFile) -> dict:
+    """The record of the weights as committed, against the data as it is now: ``refit`` false, the commit and
+    date the file was last written in, the data its fit declares (not traced; no weight file); the duration and
+    the library versions of that fit are unknown."""
+    if not fitted.declared:
+        raise ValueError(f"{fitted.path} declares no inputs: refit it")
+    commit, _, date = _git("log", "-1", "--format=%H %cI", "--", fitted.path).strip().partition(" ")
+    return {
+        "refit": False,
+        "inputs_from": "declared",
+        "weights": fitted.path,
+        "sha256": sha256(ROOT / fitted.path),
+        "command": " ".join(("python", *fitted.command)),
+        "commit": commit,
+        "uncommitted": [],
+        "date": date,
+        "recorded": now().isoformat(timespec="seconds"),
+        "seconds": None,
+        "inputs": {path: sha256(ROOT / path) for path in declared_inputs(fitted)},
+        "libraries": None,
     }
 
 
