@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 .DEFAULT_GOAL := help
 
-.PHONY: help install browser mcp-servers llm demo docs test test-fast test-llm fuzz lint bench bench-suite clean
+.PHONY: help install browser mcp-servers llm demo docs test test-fast test-llm fuzz lint bench bench-suite models clean
 
 $(STAMP): pyproject.toml setup.py constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -103,6 +103,12 @@ bench: $(STAMP) mcp-servers  ## build (sample catalogs, synthetic 10k and 100k t
 
 bench-suite: $(STAMP)  ## the retrieval suite: every method and the plain references on seven public catalogs, leave-one-catalog-out
 	$(BIN)/python benchmarks/suite/run.py
+
+# The weight files the package ships, each re-fit by its own script and given a record beside it (<name>.record.json:
+# command, commit, date, versions, the sha256 of every data file the fit read); tests/unit/test_model_records.py
+# fails when a record no longer matches its weights or its data. benchmarks/MODELS.md says what each file is.
+models: $(STAMP)  ## re-fit every shipped weight file and write its record (the calibration builds the suite's stores)
+	$(BIN)/python -m benchmarks.training.models
 
 clean:
 	rm -rf .toolkg benchmarks/results $(SERVERS)

@@ -7,7 +7,7 @@ Real tools: the five public catalogs of the retrieval suite as prepared under da
 BFCL, Azure MCP, APIBench; ../shared/data holds the same LiveMCPBench and ToolLinkOS files). A *false alarm* is a
 real tool with a finding of medium or high severity (a low one is a note: the same tool name on two servers);
 every flagged tool is listed with its evidence so a person can judge it. Poisoned tools: benchmarks/poisoned/
-(written by its write.py), audited in one catalog with the trusted servers they aim at; a poisoned tool is
+(built by its write.py from cases/), audited in one catalog with the trusted servers they aim at; a poisoned tool is
 *detected* when it gets a finding of its kind at medium or high severity. ``changed`` is measured by building
 changed/v1.json into a store, then changed/v2.json over it (the build's own diff), and reading the findings
 back from the graph.
