@@ -32,16 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.splits import half
+from toolkg.retrieval import Index, as_query
+from toolkg.retrieval.abstain import ABSTAIN_FILE, request_score
+from toolkg.retrieval.auto import AutoRetriever
+from toolkg.retrieval.metrics import gold_tools, recall_at
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from splits import half  # noqa: E402
-
-from toolkg.retrieval import Index, as_query  # noqa: E402
-from toolkg.retrieval.abstain import ABSTAIN_FILE, request_score  # noqa: E402
-from toolkg.retrieval.auto import AutoRetriever  # noqa: E402
-from toolkg.retrieval.metrics import gold_tools, recall_at  # noqa: E402
-
 CATALOGS = ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench")
 STORES = ROOT / "benchmarks" / "results" / "stores"
 DEPTH = 10

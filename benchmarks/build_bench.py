@@ -98,8 +98,7 @@ def main() -> None:
     parser.add_argument("--one-file", default="", help="sizes to build again with all tools in one manifest")
     parser.add_argument("--no-public-mix", action="store_true", help="leave out the five public catalogs as 146 files")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from synthetic import generate
+    from benchmarks.synthetic import generate
 
     cases = [
         ("livemcpbench (527)", [ROOT / "data/livemcpbench/tools.json"]),
@@ -107,7 +106,7 @@ def main() -> None:
     ]
     with tempfile.TemporaryDirectory() as synth:
         if not args.no_public_mix:  # a public collection as a new user meets it: many OpenAI-tools files
-            from public_mix import generate as public_mix
+            from benchmarks.public_mix import generate as public_mix
 
             cases.append(("public mix (146 files)", public_mix(Path(synth) / "public-mix")))
         for size in [int(s) for s in args.sizes.split(",") if s]:

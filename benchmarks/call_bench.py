@@ -27,7 +27,6 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 TOOLKG = Path(sys.executable).with_name("toolkg")
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 QUERY = "what time is it now in a given timezone"

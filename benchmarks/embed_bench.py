@@ -34,7 +34,6 @@ import platform
 import random
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
@@ -43,7 +42,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 RESULTS = ROOT / "benchmarks" / "results"
 WIDTH, LAYERS = 384, 6
 
@@ -72,8 +70,7 @@ class Config:
 
 
 def real_texts(count: int) -> list[str]:
-    from lab import CATALOGS, load
-
+    from benchmarks.lab import CATALOGS, load
     from toolkg.embeddings.encoder import tool_text
 
     texts = sorted({tool_text(t) for name in CATALOGS for t in load(name, half="all").tools})

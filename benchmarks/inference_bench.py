@@ -27,20 +27,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from benchmarks.plain_join import plain_join  # the naive baseline every row is shown beside
+from benchmarks.splits import half as split_half  # the one split rule: sha256 parity, data/SPLITS.md
 from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import discover_all, fingerprint_file
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from plain_join import plain_join  # noqa: E402  (the naive baseline every row is shown beside)
-from splits import half as split_half  # noqa: E402  (the one split rule: sha256 parity, data/SPLITS.md)
-
 RESULTS = ROOT / "benchmarks" / "results"
 FILES = [ROOT / "data" / "toollinkos" / "core_tools.json", ROOT / "data" / "toollinkos" / "regular_tools.json"]
 KIND_ALIASES = {"parameterDependsOn": "parameterDirectlyDependsOn", "toolDependsOn": "toolDirectlyDependsOn"}
@@ -323,7 +320,7 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     calibration = {}
     if not args.no_calibration:
-        from rule_calibration import print_report, run
+        from benchmarks.rule_calibration import print_report, run
 
         before = json.loads(args.before.read_text(encoding="utf-8")) if args.before else None
         calibration = {"calibration": run(before)}

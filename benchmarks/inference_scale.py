@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import argparse
 import pickle
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.synthetic import generate
+from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import fingerprint_file
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from synthetic import generate  # noqa: E402
-
-from toolkg.canonicalize.inference.infer import infer_dependencies  # noqa: E402
-from toolkg.extractors.manifests.ingest import ingest_manifest  # noqa: E402
-from toolkg.extractors.manifests.reading import fingerprint_file  # noqa: E402
 
 
 def synthetic_tools(size: int) -> tuple[list, dict[str, str]]:

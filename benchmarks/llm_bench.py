@@ -34,15 +34,13 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from tests.support import llama_cpp
+from tests.support.llama_server import LlamaServer
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 TOOLKG = Path(sys.executable).with_name("toolkg")
 DATA = ROOT / "data" / "livemcpbench"
-sys.path.insert(0, str(ROOT))  # the server helpers live with the tests
-
-from tests.support import llama_cpp  # noqa: E402
-from tests.support.llama_server import LlamaServer  # noqa: E402
-
 METHODS = ["auto", "bm25", "dense", "hybrid", "grtf", "ego", "agent"]
 AGREEMENT = {"business objects": "hasEntity", "capabilities": "hasCapability", "entities": None}
 

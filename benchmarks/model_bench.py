@@ -12,9 +12,9 @@ benchmarks/MODELS.md has the candidates, what each package ships, and the verdic
     python benchmarks/model_bench.py --site /tmp/models-venv/lib/python3.11/site-packages
 
 The MiniLM baseline needs the project's venv only. A candidate is used when its package is
-importable here or from a ``--site`` folder (a scratch venv's site-packages, appended to
-sys.path, so the project's own packages still win); one that is not is skipped with a one-line
-note. The project's venv has no torch: all-mpnet-base-v2 runs on sentence-transformers, which
+importable here or from a ``--site`` folder (a scratch venv's site-packages, appended after the
+project's own packages by ``benchmarks/extra_sites.py``, so those still win); one that is not is
+skipped with a one-line note. The project's venv has no torch: all-mpnet-base-v2 runs on sentence-transformers, which
 must then come from the scratch venv (``pip install sentence-transformers`` there; without it the
 candidate is skipped with that line). Hub access is switched off (HF_HUB_OFFLINE), so a model that
 would download at run time fails loudly instead of quietly fetching.
@@ -38,7 +38,6 @@ import importlib.metadata
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 import zipfile
@@ -49,12 +48,12 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from toolkg.embeddings.weights import sha256_of  # noqa: E402  (after the offline switches)
+from benchmarks.extra_sites import append_site_packages  # noqa: E402  (after the offline switches)
+from toolkg.embeddings.weights import sha256_of  # noqa: E402
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 RESULTS = ROOT / "benchmarks" / "results"
 MAX_TOKENS = 128  # the baseline's limit (toolkg.embeddings.encoder.MAX_TOKENS); every candidate gets the same
 SPEED_BATCH = 32
@@ -338,8 +337,7 @@ class Prepared:
 
 
 def prepare(name: str, half: str) -> Prepared:
-    from lab import load
-
+    from benchmarks.lab import load
     from toolkg.embeddings.encoder import tool_text
 
     catalog = load(name, half=half)
@@ -370,7 +368,7 @@ def rank_function(prepared: Prepared, doc_vectors, query_vectors: dict, rerank=N
 
 
 def quality(prepared: Prepared, encoder: Encoder, rerank=None) -> dict[str, dict[str, float]]:
-    from lab import score
+    from benchmarks.lab import score
 
     docs = encoder.documents(prepared.texts)
     vectors = dict(zip(prepared.query_texts, encoder.queries(prepared.query_texts), strict=True))
@@ -432,8 +430,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS / "models.json"))
     args = parser.parse_args(argv)
     previous = json.loads(Path(args.out).read_text())["results"] if args.no_quality and Path(args.out).exists() else {}
-    for site in args.site + [s for s in os.environ.get("MODEL_BENCH_SITE", "").split(os.pathsep) if s]:
-        sys.path.append(site)
+    append_site_packages(args.site + [s for s in os.environ.get("MODEL_BENCH_SITE", "").split(os.pathsep) if s])
     import numpy as np
 
     only = set(args.only.split(",")) if args.only else None

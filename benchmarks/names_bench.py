@@ -22,11 +22,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from toolkg.retrieval import Index
+from toolkg.toolsearch.names import MIN_TYPO_LENGTH, NameIndex
+
 ROOT = Path(__file__).resolve().parents[1]
-
-from toolkg.retrieval import Index  # noqa: E402
-from toolkg.toolsearch.names import MIN_TYPO_LENGTH, NameIndex  # noqa: E402
-
 CATALOGS = ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench")
 STORES = ROOT / "benchmarks" / "results" / "stores"
 

@@ -144,11 +144,7 @@ def plain_join(tools: list) -> list[JoinEdge]:
 
 
 if __name__ == "__main__":
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from inference_bench import LABEL_SETS, label_set_tools
+    from benchmarks.inference_bench import LABEL_SETS, label_set_tools
 
     for name in LABEL_SETS:
         made = plain_join(label_set_tools(name))

@@ -22,10 +22,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.support.query_shapes import SHAPES, SLOW, largest_accepted  # noqa: E402  (the shapes the tests run)
-from toolkg.serve.assets import oxigraph_binary  # noqa: E402
+from tests.support.query_shapes import SHAPES, SLOW, largest_accepted  # the shapes the tests run
+from toolkg.serve.assets import oxigraph_binary
 
 
 def _free_port() -> int:

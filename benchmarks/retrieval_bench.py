@@ -189,8 +189,7 @@ def cold_start(store: Path, query: str, repeat: int = 3) -> dict:
 
 def cold_report(sizes: list[int], keep: Path | None) -> dict:
     """``--cold``: LiveMCPBench's store and a synthetic store of each size."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from synthetic import generate
+    from benchmarks.synthetic import generate
 
     report: dict = {"stores": {}, "load_average": list(os.getloadavg())}
     store = STORES / "livemcpbench"
@@ -232,9 +231,7 @@ def print_cold(report: dict) -> None:
 def scale_latency(size: int) -> dict:
     """p50/p95 of auto, bm25, dense and grtf on a synthetic store of ``size`` tools built the default
     way (tool descriptions as queries), and a cold ``toolkg retrieve`` on it."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from synthetic import generate
-
+    from benchmarks.synthetic import generate
     from toolkg.retrieval import Index, Query, make_retriever
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -286,14 +283,12 @@ def main() -> None:
         print(f"\nwrote {RESULTS / 'retrieval-cold.json'}")
         return
 
+    from benchmarks.references import REFERENCES
+    from benchmarks.splits import half
     from toolkg import progress
     from toolkg.cli.render import format_eval
     from toolkg.retrieval import Index, read_queries
     from toolkg.retrieval.evaluate import evaluate, write_outputs
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from references import REFERENCES
-    from splits import half
 
     progress.enable(False)
     report: dict = {"settings": {}, "targets": [], "half": args.half}

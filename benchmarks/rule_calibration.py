@@ -33,31 +33,27 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from inference_bench import FILES, LABEL_SETS, _audit, _load, label_set_tools, read_labels  # noqa: E402
-from plain_join import plain_join  # noqa: E402
-from splits import half as split_half  # noqa: E402
-
-from toolkg.canonicalize.inference.calibration import CONFIDENCE  # noqa: E402
-from toolkg.canonicalize.inference.infer import infer_dependencies  # noqa: E402
-from toolkg.canonicalize.inference.typed_join import (  # noqa: E402
+from benchmarks.inference_bench import FILES, LABEL_SETS, _audit, _load, label_set_tools, read_labels
+from benchmarks.plain_join import plain_join
+from benchmarks.splits import half as split_half
+from toolkg.canonicalize.inference.calibration import CONFIDENCE
+from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.canonicalize.inference.typed_join import (
     NAME_LISTS,
     OUTPUT_CARRIES,
     SAME_FIELD,
     SIMILAR_ENTITY,
 )
-from toolkg.config import InferenceOptions  # noqa: E402
-from toolkg.models import InferredEdge  # noqa: E402
+from toolkg.config import InferenceOptions
+from toolkg.models import InferredEdge
 
+ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 # the kinds fitted here, with the placeholder each had before (kept by a fold whose catalogs never show the kind:
 # not the shipped value, which the left-out catalog's own labels may have set)

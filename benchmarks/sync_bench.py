@@ -22,14 +22,12 @@ import copy
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
@@ -171,7 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000", help="synthetic catalog sizes, comma-separated (0: none)")
     args = parser.parse_args()
-    from synthetic import generate
+    from benchmarks.synthetic import generate
 
     cases = [("livemcpbench (527)", [ROOT / "data" / "livemcpbench" / "tools.json"])]
     results = []

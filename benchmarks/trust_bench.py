@@ -33,7 +33,6 @@ import argparse
 import hashlib
 import importlib
 import json
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -43,7 +42,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 POISONED = ROOT / "benchmarks" / "poisoned"
 RESULTS = ROOT / "benchmarks" / "results" / "trust.json"
 CATALOGS = {

@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -57,8 +56,7 @@ def main() -> None:
     parser.add_argument("--one-file", action="store_true", help="all tools of a size in one manifest")
     parser.add_argument("--engines", default="pyshacl,sparql", help="engines to time, in this order each round")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from synthetic import generate
+    from benchmarks.synthetic import generate
 
     engines = args.engines.split(",")
     rows = []

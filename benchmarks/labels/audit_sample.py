@@ -17,16 +17,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
 from pathlib import Path
 
+from benchmarks.inference_bench import LABEL_SETS, _audit, label_set_tools, read_labels
+from toolkg.canonicalize.inference.infer import infer_dependencies
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from inference_bench import LABEL_SETS, _audit, label_set_tools, read_labels  # noqa: E402
-
-from toolkg.canonicalize.inference.infer import infer_dependencies  # noqa: E402
-
 OUT = ROOT / "benchmarks" / "results" / "audit"
 
 

@@ -19,7 +19,7 @@ characters) is a whole path segment or whole whitespace token of a result string
 (``parameterIndirectlyDependsOn``).
 
 bfcl-eval is not a toolkg dependency: install it in a separate venv and point ``--bfcl-site`` at its
-site-packages (only ``mpmath`` is needed besides it for these back-ends):
+site-packages (only ``mpmath`` is needed besides it for these back-ends; ``benchmarks/extra_sites.py`` appends it):
 
     python3 -m venv /tmp/bfclvenv && /tmp/bfclvenv/bin/pip install --no-deps bfcl-eval==2026.3.23 mpmath==1.3.0
     .venv/bin/python benchmarks/labels/observe_bfcl.py --bfcl-site /tmp/bfclvenv/lib/python3.11/site-packages
@@ -37,9 +37,10 @@ import importlib
 import inspect
 import json
 import re
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from benchmarks.extra_sites import append_site_packages
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "tests" / "cases" / "real" / "openai" / "bfcl-multi-turn"
@@ -245,7 +246,7 @@ def main() -> None:
     parser.add_argument("--debug-misses", action="store_true", help="print values found in no earlier result")
     args = parser.parse_args()
 
-    sys.path.append(args.bfcl_site)
+    append_site_packages([args.bfcl_site])
     from bfcl_eval.constants.executable_backend_config import (
         CLASS_FILE_PATH_MAPPING,
         MULTI_TURN_FUNC_DOC_FILE_MAPPING,

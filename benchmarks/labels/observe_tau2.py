@@ -449,7 +449,6 @@ def generate(keep_echoes: bool = False) -> None:
 
 def check() -> int:
     """Read the manifests with toolkg's own reader and check every id in the labels and the queries."""
-    sys.path.insert(0, str(ROOT / "src"))
     from toolkg.flows.sync.servers import read_manifest
 
     known: dict[str, set[str]] = {}

@@ -19,17 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "benchmarks" / "suite"))
-
-from inference_bench import (  # noqa: E402
+from benchmarks.inference_bench import (
     FILES,
     LABEL_SETS,
     _audit,
@@ -39,11 +34,10 @@ from inference_bench import (  # noqa: E402
     label_set_tools,
     read_labels,
 )
-from splits import half as split_half  # noqa: E402
-from train import logistic_fit  # noqa: E402
-
-from toolkg.canonicalize.inference.infer import infer_dependencies  # noqa: E402
-from toolkg.canonicalize.inference.pairs import (  # noqa: E402
+from benchmarks.splits import half as split_half
+from benchmarks.suite.train import logistic_fit
+from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.canonicalize.inference.pairs import (
     FEATURES,
     MODEL_PATH,
     THRESHOLD,
@@ -52,9 +46,10 @@ from toolkg.canonicalize.inference.pairs import (  # noqa: E402
     features,
     judged,
     probabilities,
-)  # noqa: E402
-from toolkg.config import InferenceOptions  # noqa: E402
+)
+from toolkg.config import InferenceOptions
 
+ROOT = Path(__file__).resolve().parents[2]
 RULES_ONLY = InferenceOptions(learned=False)
 VETOES = (0.0, 0.1, 0.2, 0.3, 0.4)
 

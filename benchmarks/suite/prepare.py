@@ -221,7 +221,6 @@ def prepare_bfcl(wheel: Path | None) -> None:
 
 
 def prepare_azure(repo: Path, azmcp: Path) -> None:
-    sys.path.insert(0, str(ROOT / "src"))
     from toolkg.live import list_config
 
     with tempfile.TemporaryDirectory() as tmp:

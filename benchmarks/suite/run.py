@@ -30,21 +30,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.references import REFERENCES
+from benchmarks.splits import half as half_of
+from benchmarks.suite.conversational import SETS as CONVERSATIONAL
+from benchmarks.suite.conversational import rows as conversational_rows
+from benchmarks.suite.train import collect, fit_calibration, reliability
+from toolkg.retrieval import Index, as_query
+from toolkg.retrieval.auto import AutoRetriever, merge
+from toolkg.retrieval.evaluate import evaluate
+from toolkg.retrieval.metrics import gold_tools, hit_ranks
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from conversational import SETS as CONVERSATIONAL  # noqa: E402
-from conversational import rows as conversational_rows  # noqa: E402
-from references import REFERENCES  # noqa: E402
-from splits import half as half_of  # noqa: E402
-from train import collect, fit_calibration, reliability  # noqa: E402
-
-from toolkg.retrieval import Index, as_query  # noqa: E402
-from toolkg.retrieval.auto import AutoRetriever, merge  # noqa: E402
-from toolkg.retrieval.evaluate import evaluate  # noqa: E402
-from toolkg.retrieval.metrics import gold_tools, hit_ranks  # noqa: E402
-
 RESULTS = ROOT / "benchmarks" / "results"
 TOOLKG = Path(sys.executable).with_name("toolkg")
 METHODS = ["auto", "dense", "bm25", "hybrid", "grtf", "ego", "agent"]

@@ -18,15 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import pickle
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train import FUSION_SIGNS, Samples, balanced, monotone_fit  # noqa: E402
-
-from toolkg.retrieval import Index  # noqa: E402
+from benchmarks.suite.train import FUSION_SIGNS, Samples, balanced, monotone_fit
+from toolkg.retrieval import Index
 
 VARIANTS = ("none", "best", "mass", "best+mass", "cosine")
 RESULTS = Path(__file__).resolve().parents[1] / "results"

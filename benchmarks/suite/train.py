@@ -334,7 +334,7 @@ def write_default(calibration: Calibration) -> None:
 
 
 if __name__ == "__main__":
-    from run import SETTINGS, build_all, tuning_samples  # noqa: E402 (the suite's stores and query halves)
+    from benchmarks.suite.run import SETTINGS, build_all, tuning_samples  # the suite's stores and query halves
 
     stores = build_all()
     samples = tuning_samples(stores, SETTINGS)

@@ -1,0 +1,129 @@
+"""benchmarks/ is a package run as ``python -m benchmarks.<name>`` from the checkout: no module edits sys.path, no
+two modules import each other (round a loop, or a script run as ``__main__`` imports itself again as a module and
+runs twice), and every module imports, with every first-party name it imports anywhere in its body (inside
+``main()`` too: the suite never runs the benchmarks, so a helper that moved would go unseen until someone
+measures; three did: ``tests.fake_openai``, ``tests.test_query_guard``, ``tests.live_helpers``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.layout import ROOT, benchmark_modules
+
+# The one module that may touch sys.path: packages that must stay out of the project's venv (bfcl-eval, the
+# candidate embedding models and their torch) are read from a scratch venv's site-packages, appended after the
+# project's own (PYTHONPATH would put them first, and a scratch numpy would then run the MiniLM baseline).
+EXTRA_SITES = "benchmarks.extra_sites"
+
+
+def sys_path_edits(path: Path) -> list[str]:
+    """'line: what' for each use of sys.path (or site.addsitedir, its wrapper) in a module's code; docstrings
+    and comments that name it are no use of it."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name):
+            if node.value.id == "sys":
+                found.append((node.lineno, "sys.path"))
+        elif isinstance(node, ast.Attribute | ast.Name) and getattr(node, "attr", getattr(node, "id", "")) == (
+            "addsitedir"
+        ):
+            found.append((node.lineno, "addsitedir"))
+        elif isinstance(node, ast.ImportFrom) and node.module in ("sys", "site"):
+            found += [(node.lineno, f"from {node.module} import {a.name}") for a in node.names]
+    return [f"{line}: {what}" for line, what in sorted(found)]
+
+
+def test_the_layout_finds_the_benchmarks_and_their_packages():
+    modules = benchmark_modules()
+    assert {"benchmarks", "benchmarks.suite", "benchmarks.labels", "benchmarks.suite.run"} <= modules.keys()
+    assert len(modules) > 30
+    for name, path in modules.items():  # every folder a module lives in is a package of its own
+        assert (path.parent / "__init__.py").is_file(), f"{name}: {path.parent.relative_to(ROOT)} has no __init__.py"
+
+
+def test_no_benchmark_module_edits_sys_path():
+    found = {
+        name: edits
+        for name, path in benchmark_modules().items()
+        if name != EXTRA_SITES and (edits := sys_path_edits(path))
+    }
+    assert found == {}
+
+
+def test_the_extra_sites_only_append():
+    """The exception above puts the scratch folders after everything else, never before the project's."""
+    source = benchmark_modules()[EXTRA_SITES].read_text(encoding="utf-8")
+    assert "sys.path.append(" in source
+    assert not any(word in source for word in ("sys.path.insert", "addsitedir", "sys.path =", "PYTHONPATH="))
+
+
+def test_the_sys_path_check_sees_edits(tmp_path):
+    module = tmp_path / "bench.py"
+    module.write_text(
+        '"""Run me; I do not touch sys.path."""\nimport site\nimport sys\n\n'
+        "def main():\n    sys.path.insert(0, 'x')\n    site.addsitedir('y')\n"
+    )
+    assert sys_path_edits(module) == ["6: sys.path", "7: addsitedir"]
+    (tmp_path / "other.py").write_text("from sys import path\n")
+    assert sys_path_edits(tmp_path / "other.py") == ["1: from sys import path"]
+
+
+# One fresh interpreter in the checkout, as ``python -m`` runs a benchmark (the checkout first on sys.path): every
+# module imported by its dotted name, then every first-party ``from X import name`` anywhere in every module
+# resolved (X imports, and has ``name`` or a submodule of that name); sys.path must come out as it went in.
+_IMPORT_ALL = """
+import ast, importlib, json, sys
+from pathlib import Path
+FIRST_PARTY = ("toolkg", "benchmarks", "tests")
+before = list(sys.path)
+failures = {}
+modules = json.loads(sys.argv[1])
+for name in modules:
+    try:
+        importlib.import_module(name)
+    except BaseException as error:
+        failures[name] = f"{type(error).__name__}: {error}"
+for name, path in modules.items():
+    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(Path(path).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            pairs = [(base, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            pairs = [(alias.name, None) for alias in node.names]
+        else:
+            continue
+        for module, attribute in pairs:
+            if module.partition(".")[0] not in FIRST_PARTY:
+                continue
+            where = f"{name}:{node.lineno}"
+            try:
+                imported = importlib.import_module(module)
+                if attribute and not hasattr(imported, attribute):
+                    importlib.import_module(f"{module}.{attribute}")
+            except BaseException as error:
+                failures[where] = f"{module} {attribute or ''}: {type(error).__name__}: {error}"
+if sys.path != before:
+    failures["sys.path"] = f"changed by an import: {sorted(set(sys.path) ^ set(before))}"
+print(json.dumps(failures))
+"""
+
+
+@pytest.mark.slow
+def test_every_benchmark_module_and_every_name_it_imports_resolve():
+    modules = {name: str(path) for name, path in benchmark_modules().items()}
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORT_ALL, json.dumps(modules)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout.splitlines()[-1]) == {}
