@@ -144,7 +144,7 @@ def plain_join(tools: list) -> list[JoinEdge]:
 
 
 if __name__ == "__main__":
-    from benchmarks.inference_bench import LABEL_SETS, label_set_tools
+    from benchmarks.label_sets import LABEL_SETS, label_set_tools
 
     for name in LABEL_SETS:
         made = plain_join(label_set_tools(name))

@@ -39,7 +39,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.inference_bench import FILES, LABEL_SETS, _audit, _load, label_set_tools, read_labels
+from benchmarks.label_sets import FILES, LABEL_SETS, label_set_tools, read_labels
+from benchmarks.label_sets import audit_verdicts as _audit  # both aliased to the names the body uses
+from benchmarks.label_sets import load_tools as _load
 from benchmarks.plain_join import plain_join
 from benchmarks.splits import half as split_half
 from toolkg.canonicalize.inference.calibration import CONFIDENCE

@@ -19,7 +19,7 @@ import argparse
 import hashlib
 from pathlib import Path
 
-from benchmarks.inference_bench import LABEL_SETS, _audit, label_set_tools, read_labels
+from benchmarks.label_sets import LABEL_SETS, audit_verdicts, label_set_tools, read_labels
 from toolkg.canonicalize.inference.infer import infer_dependencies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ def tool_text(tool, width: int = 500) -> str:
 def sample(name: str, per_catalog: int) -> list[tuple[str, str]]:
     """Predicted pairs that neither a label nor an earlier audit judged, in a fixed name-blind order."""
     tools = label_set_tools(name)
-    judged = {(x["consumer"], x["producer"]) for x in read_labels(name)} | set(_audit(name))
+    judged = {(x["consumer"], x["producer"]) for x in read_labels(name)} | set(audit_verdicts(name))
     predicted = {(e.consumer, e.producer) for e in infer_dependencies(tools)} - judged
     ordered = sorted(predicted, key=lambda pair: hashlib.sha256("|".join(pair).encode()).hexdigest())
     return ordered[:per_catalog]

@@ -334,10 +334,10 @@ def write_default(calibration: Calibration) -> None:
 
 
 if __name__ == "__main__":
-    from benchmarks.suite.run import SETTINGS, build_all, tuning_samples  # the suite's stores and query halves
+    from benchmarks.suite.catalogs import build_all, tuning_samples  # the suite's stores and query halves
 
     stores = build_all()
-    samples = tuning_samples(stores, SETTINGS)
+    samples = tuning_samples(stores, collect)
     calibration = fit_calibration(samples)
     write_default(calibration)
     print(json.dumps(calibration.as_json(), indent=1))

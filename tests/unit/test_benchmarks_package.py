@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.layout import ROOT, benchmark_modules
+from tests.support.layout import ROOT, benchmark_modules, import_cycles, module_imports
 
 # The one module that may touch sys.path: packages that must stay out of the project's venv (bfcl-eval, the
 # candidate embedding models and their torch) are read from a scratch venv's site-packages, appended after the
@@ -73,6 +73,20 @@ def test_the_sys_path_check_sees_edits(tmp_path):
     assert sys_path_edits(module) == ["6: sys.path", "7: addsitedir"]
     (tmp_path / "other.py").write_text("from sys import path\n")
     assert sys_path_edits(tmp_path / "other.py") == ["1: from sys import path"]
+
+
+def test_no_import_loops_between_benchmark_modules():
+    assert import_cycles(module_imports(benchmark_modules())) == []
+
+
+def test_the_loop_check_sees_a_script_that_imports_what_imports_it(tmp_path):
+    """The loop that ran suite/train.py twice: run imported train at its top, train imported run in its
+    ``__main__`` block."""
+    run, train = tmp_path / "run.py", tmp_path / "train.py"
+    run.write_text("from benchmarks.suite.train import collect\n")
+    train.write_text("def collect():\n    pass\n\nif __name__ == '__main__':\n    from .run import build_all\n")
+    fake = benchmark_modules() | {"benchmarks.suite.run": run, "benchmarks.suite.train": train}
+    assert ["benchmarks.suite.run", "benchmarks.suite.train"] in import_cycles(module_imports(fake))
 
 
 # One fresh interpreter in the checkout, as ``python -m`` runs a benchmark (the checkout first on sys.path): every
