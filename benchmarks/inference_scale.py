@@ -19,17 +19,19 @@ from benchmarks.synthetic import generate
 from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import fingerprint_file
+from toolkg.models import Tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def synthetic_tools(size: int) -> tuple[list, dict[str, str]]:
+def synthetic_tools(size: int) -> tuple[list[Tool], dict[str, str]]:
     """The tools of a synthetic catalog of ``size`` tools, and server id -> the file it came from."""
-    tools, catalogs = [], {}
+    tools: list[Tool] = []
+    catalogs: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as folder:
         for path in generate(size, Path(folder)):
             file, data = fingerprint_file(path)
-            for server in ingest_manifest(file, data).manifest.servers:
+            for server in ingest_manifest(file, data).parsed.servers:
                 catalogs[server.id] = path.name
                 tools += server.tools
     return tools, catalogs

@@ -29,7 +29,7 @@ LABEL_SETS = {
 def load_tools(path: Path) -> list[Tool]:
     """The tools of one manifest file, read as a build reads it."""
     file, data = fingerprint_file(path)
-    return [t for s in ingest_manifest(file, data).manifest.servers for t in s.tools]
+    return [t for s in ingest_manifest(file, data).parsed.servers for t in s.tools]
 
 
 def label_set_tools(name: str) -> list[Tool]:

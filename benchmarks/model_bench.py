@@ -44,6 +44,12 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used (numpy after the offline switches, lab with the catalogs)
+    import numpy as np
+
+    from benchmarks.lab import Catalog
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -97,11 +103,11 @@ def unit(matrix):
 class Encoder:
     """A loaded embedding model: separate query and document encoders (e5 prefixes differ)."""
 
-    queries: Callable[[Sequence[str]], object]
-    documents: Callable[[Sequence[str]], object]
+    queries: Callable[[Sequence[str]], np.ndarray]
+    documents: Callable[[Sequence[str]], np.ndarray]
     weights: Path
     version: str
-    batch_encode: Callable[[Sequence[str], int], object] | None = None  # documents with a given batch size
+    batch_encode: Callable[[Sequence[str], int], object]  # documents with a given batch size
 
 
 def load_minilm() -> Encoder:
@@ -330,7 +336,7 @@ RERANKERS: list[Reranker] = []
 
 @dataclass
 class Prepared:
-    catalog: object
+    catalog: Catalog
     ids: list[str]
     texts: list[str]
     query_texts: list[str] = field(default_factory=list)
@@ -456,7 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Dropped as error:
             print(f"dropped: {candidate.name}: {error}")
             continue
-        entry = {
+        entry: dict = {
             "package": candidate.package,
             "installed_version": encoder.version,
             "model": candidate.model,
@@ -470,7 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             entry["quality"] = previous.get(candidate.name, {}).get("quality", {})
         else:
             entry["quality"] = {name: quality(prepared, encoder) for name, prepared in catalogs.items()}
-        if not args.no_speed and encoder.batch_encode is not None:
+        if not args.no_speed:
             if candidate.name == "minilm":
                 tps = statistics.median(texts_per_second(baseline.batch_encode, speed_texts) for _ in range(3))
                 entry["speed"] = {

@@ -60,8 +60,9 @@ def main() -> None:
             if args.verbose:
                 print(f"{path.name}\tnot OpenAPI 3")
             continue
-        paths = document.get("paths") if isinstance(document.get("paths"), dict) else {}
-        in_file = sum(1 for item in paths.values() if isinstance(item, dict) for m in HTTP_METHODS if m in item)
+        paths = document.get("paths")
+        items = paths.values() if isinstance(paths, dict) else ()
+        in_file = sum(1 for item in items if isinstance(item, dict) for m in HTTP_METHODS if m in item)
         started = time.perf_counter()
         result = ingest_manifest(file, data, format="openapi", limits=limits)
         tools = sum(len(s.tools) for s in result.manifest.servers) if result.manifest else 0

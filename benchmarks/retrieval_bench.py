@@ -99,6 +99,7 @@ def spawn_retrieve(store: Path, query: str) -> dict:
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert process.stderr is not None  # piped above
     stderr = process.stderr.read()
     process.stderr.close()
     _, status, usage = os.wait4(process.pid, 0)
@@ -244,7 +245,7 @@ def scale_latency(size: int) -> dict:
         embed_seconds = time.perf_counter() - started
         rng = random.Random(3)
         texts = [t.description for t in rng.sample(index.catalog.tools, 200)]
-        out = {"tools": len(index.catalog.tools), "manifests": len(files), "build_seconds": round(seconds, 1)}
+        out: dict = {"tools": len(index.catalog.tools), "manifests": len(files), "build_seconds": round(seconds, 1)}
         out["embed_seconds"] = round(embed_seconds, 1)
         summary = json.loads(next((store / "runs").glob("*/summary.json")).read_text())
         out["build_pipeline_seconds"] = summary["pipeline_seconds"]
@@ -291,7 +292,7 @@ def main() -> None:
     from toolkg.retrieval.evaluate import evaluate, write_outputs
 
     progress.enable(False)
-    report: dict = {"settings": {}, "targets": [], "half": args.half}
+    report = {"settings": {}, "targets": [], "half": args.half}
     methods = args.methods.split(",")
     for name in args.settings.split(","):
         paths, flags, queries = SETTINGS[name]

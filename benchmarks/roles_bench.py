@@ -306,7 +306,7 @@ def main() -> None:
     args = parser.parse_args()
     data = {name: load(name) for name in CATALOGS}
     names = list(CATALOGS)
-    report = {"loco": [evaluate(names[1 - i], names[i], data) for i in range(2)]}
+    report: dict = {"loco": [evaluate(names[1 - i], names[i], data) for i in range(2)]}
     print_tables(report)
     if args.fit:
         tools = data[names[0]][0] + data[names[1]][0]

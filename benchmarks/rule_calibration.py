@@ -34,7 +34,7 @@ import argparse
 import json
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +42,7 @@ from pathlib import Path
 from benchmarks.label_sets import FILES, LABEL_SETS, label_set_tools, read_labels
 from benchmarks.label_sets import audit_verdicts as _audit  # both aliased to the names the body uses
 from benchmarks.label_sets import load_tools as _load
-from benchmarks.plain_join import plain_join
+from benchmarks.plain_join import JoinEdge, plain_join
 from benchmarks.splits import half as split_half
 from toolkg.canonicalize.inference.calibration import CONFIDENCE
 from toolkg.canonicalize.inference.infer import infer_dependencies
@@ -241,7 +241,7 @@ def score(d: Dev, pairs: set[tuple[str, str]], half: str) -> dict:
     }
 
 
-def _pairs(edges: list[InferredEdge]) -> set[tuple[str, str]]:
+def _pairs(edges: Iterable[InferredEdge | JoinEdge]) -> set[tuple[str, str]]:
     return {(e.consumer, e.producer) for e in edges}
 
 
@@ -356,7 +356,7 @@ def run(before: dict | None = None) -> dict:
         edges = predicted(d, table, cap)
         after = _pairs(edges)
         plain = _pairs(plain_join(d.tools))
-        entry = {"confidences": table, "cap": cap, "mean_f1_by_cap_on_the_others": f1_by_cap, "halves": {}}
+        entry: dict = {"confidences": table, "cap": cap, "mean_f1_by_cap_on_the_others": f1_by_cap, "halves": {}}
         for half in ("tune", "report", "all"):
             entry["halves"][half] = {
                 "plain join": score(d, plain, half),

@@ -33,11 +33,12 @@ def write_splits() -> dict[str, dict[str, int]]:
     sizes = {}
     for catalog in CATALOGS:
         ids = [json.loads(line)["id"] for line in (DATA / catalog / "queries.jsonl").open(encoding="utf-8")]
-        split = {"rule": "sha256(id) even -> tune, odd -> report", "tune": [], "report": []}
+        halves: dict[str, list[str]] = {"tune": [], "report": []}
         for query_id in ids:
-            split[half(str(query_id))].append(query_id)
+            halves[half(str(query_id))].append(query_id)
+        split = {"rule": "sha256(id) even -> tune, odd -> report", **halves}
         (DATA / "splits" / f"{catalog}.json").write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
-        sizes[catalog] = {"tune": len(split["tune"]), "report": len(split["report"])}
+        sizes[catalog] = {"tune": len(halves["tune"]), "report": len(halves["report"])}
     return sizes
 
 

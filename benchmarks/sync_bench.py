@@ -89,8 +89,8 @@ def run_case(name: str, files: list[Path], work: Path) -> dict:
     initial_files = _write(work / "initial", without)
     final_files = _write(work / "final", final_removed)
     build_catalog(paths=[str(p) for p in initial_files], store_dir=str(work / "live"))
-    for store in ("whole-store", "final-store"):  # a rebuild after the first: tool vectors are cached
-        vectors = store_cache(work / store, "embeddings")
+    for folder in ("whole-store", "final-store"):  # a rebuild after the first: tool vectors are cached
+        vectors = store_cache(work / folder, "embeddings")
         vectors.parent.mkdir(parents=True)
         shutil.copy(store_cache(work / "live", "embeddings"), vectors)
     rebuilt = build_catalog(

@@ -218,6 +218,7 @@ def fit(real_by_catalog, poisoned, labels) -> dict:
         caught = int((_scores(injection_tune, bias, beta) >= threshold).sum())
         if best is None or caught > best[0]:
             best = (caught, penalty, threshold)
+    assert best is not None  # the grid of penalties is not empty
     _, penalty, threshold = best
     beta[NAMES.index("no_payload")] = penalty
     data = {

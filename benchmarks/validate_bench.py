@@ -20,6 +20,7 @@ import platform
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -33,7 +34,7 @@ def extracted(paths: list[Path]) -> list:
     manifests = []
     for path in paths:
         file, data = fingerprint_file(path)
-        manifests.append(ingest_manifest(file, data).manifest)
+        manifests.append(ingest_manifest(file, data).parsed)
     index = NameIndex()
     for m in manifests:
         index.add([t.id for s in m.servers for t in s.tools], m.path)
@@ -59,7 +60,7 @@ def main() -> None:
     from benchmarks.synthetic import generate
 
     engines = args.engines.split(",")
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in [int(s) for s in args.sizes.split(",") if s]:
             manifests = extracted(generate(size, Path(tmp) / str(size), one_file=args.one_file))

@@ -18,6 +18,7 @@ model fitted on every catalog to canonicalize/inference/pair_model.json.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -111,7 +112,9 @@ def fit(catalogs: list[dict]) -> np.ndarray:
 def model_output(data: dict, weights: np.ndarray, threshold: float, veto: float) -> tuple[dict, set]:
     """What the product does (pairs.decide, as pairs.judge calls it): the pairs the model adds, unless the rules
     keep them, (consumer, producer) -> probability; and the rule pairs it doubts."""
-    best, doubted = decide(data["found"], probabilities(data["x"], weights).tolist(), data["proposed"], threshold, veto)
+    best, doubted = decide(
+        data["found"], probabilities(data["x"], weights.tolist()).tolist(), data["proposed"], threshold, veto
+    )
     kept = data["rules"] - doubted
     added: dict = {}
     for score, c in best.values():
@@ -196,10 +199,11 @@ def choose_veto(catalogs: list[dict], loco: dict[str, np.ndarray], threshold: fl
         return 2 * r * p / (r + p) if r + p else 0.0
 
     table = {(d["name"], v): f1(d, v) for d in catalogs for v in VETOES}
-    return {
-        d["name"]: max(VETOES, key=lambda v, d=d: np.mean([table[o["name"], v] for o in catalogs if o is not d]))
-        for d in catalogs
-    }
+
+    def mean_on_the_others(d: dict, v: float) -> float:
+        return float(np.mean([table[o["name"], v] for o in catalogs if o is not d]))
+
+    return {d["name"]: max(VETOES, key=functools.partial(mean_on_the_others, d)) for d in catalogs}
 
 
 def main() -> None:

@@ -307,11 +307,15 @@ def _api_parameters(arguments) -> dict:
 
 
 def prepare_apibench(repo: Path) -> None:
-    servers, queries = [], []
+    servers: list[dict] = []
+    queries: list[dict] = []
     unmatched = 0
     for eval_name, api_name, title in APIBENCH_HUBS:
         entries = [json.loads(line) for line in git_show(repo, f"data/api/{api_name}_api.jsonl").splitlines() if line]
-        tools, by_data, by_call, taken = [], {}, collections.defaultdict(list), collections.Counter()
+        tools: list[dict] = []
+        by_data: dict[str, str] = {}
+        by_call: dict[str, list[str]] = collections.defaultdict(list)
+        taken: collections.Counter[str] = collections.Counter()
         for entry in entries:
             # Names repeat (TF Hub often says "model_id"); a repeated name gets its ordinal.
             base = str(entry["api_name"]).strip() or "api"

@@ -22,8 +22,10 @@ latency for every method, then the targets: the default against the references o
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import pickle
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks.references import REFERENCES
@@ -174,7 +176,7 @@ def main() -> None:
     reports, calibrations = {}, {}
     for name in names:
         setting = SETTINGS[name]
-        extra = dict(REFERENCES)
+        extra: dict[str, Callable[[Index], object]] = dict(REFERENCES)
         if samples:
             calibration = fit_calibration(samples, exclude=setting.catalog)
             calibrations[name] = calibration.as_json() | {
@@ -182,7 +184,7 @@ def main() -> None:
                 if setting.catalog in samples
                 else []
             }
-            extra["auto (LOCO)"] = lambda index, c=calibration: AutoRetriever(index, calibration=c)
+            extra["auto (LOCO)"] = functools.partial(AutoRetriever, calibration=calibration)
         methods = [m.strip() for m in args.methods.split(",") if m.strip()]
         reports[name] = score(stores[name], setting, [*methods, *extra], args.half, extra)
         reports[name]["additions"] = {}

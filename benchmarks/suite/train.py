@@ -305,7 +305,8 @@ def fit_chain_share(calibration: Calibration, samples: dict[str, Samples]) -> fl
 
 def reliability(calibration: Calibration, samples: dict[str, Samples], bins: int = 5) -> list[dict]:
     """Predicted against observed rates per probability bin (text rows), over the given catalogs."""
-    predicted, observed = [], []
+    predicted: list[float] = []
+    observed: list[float] = []
     for s in samples.values():
         figures = probe_figures(s.probes, calibration.fusion)
         x, y = text_rows(s, calibration.fusion, choose(figures, calibration.evidence).weights)

@@ -11,6 +11,7 @@ import ast
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,12 @@ def test_the_loop_check_sees_a_script_that_imports_what_imports_it(tmp_path):
     train.write_text("def collect():\n    pass\n\nif __name__ == '__main__':\n    from .run import build_all\n")
     fake = benchmark_modules() | {"benchmarks.suite.run": run, "benchmarks.suite.train": train}
     assert ["benchmarks.suite.run", "benchmarks.suite.train"] in import_cycles(module_imports(fake))
+
+
+def test_mypy_checks_the_benchmarks_with_the_package():
+    """``make lint`` and ``make test`` run plain ``mypy``: what it checks is pyproject.toml's list."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
+    assert {"toolkg", "benchmarks"} <= set(config["packages"])
 
 
 # One fresh interpreter in the checkout, as ``python -m`` runs a benchmark (the checkout first on sys.path): every
