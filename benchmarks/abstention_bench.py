@@ -16,8 +16,8 @@ and measures it:
   threshold is chosen the same way on every catalog's tuning half (``--write`` stores it in
   src/toolkg/retrieval/abstain.json).
 
-    python benchmarks/abstention_bench.py                 # uses the suite's stores (make bench-suite builds them)
-    python benchmarks/abstention_bench.py --write         # and ships the threshold chosen on all tuning halves
+    python -m benchmarks.abstention_bench                 # uses the suite's stores (make bench-suite builds them)
+    python -m benchmarks.abstention_bench --write         # and ships the threshold chosen on all tuning halves
 
 Prints a table and writes benchmarks/results/abstention.json.
 """

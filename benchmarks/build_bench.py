@@ -6,9 +6,9 @@ caches are inside it); the small catalogs also run warm: a second fresh process 
 with the first one's caches. Peak memory is the highest RSS sum over the build's processes (toolkg.stages),
 per stage. Prints two tables (seconds, MiB) and writes benchmarks/results/build.json.
 
-    python benchmarks/build_bench.py                      # sample catalogs, the public mix, synthetic 10k and 100k
-    python benchmarks/build_bench.py --sizes 10000        # fewer synthetic sizes
-    python benchmarks/build_bench.py --sizes 100000 --one-file 100000   # also as one manifest
+    python -m benchmarks.build_bench                      # sample catalogs, the public mix, synthetic 10k and 100k
+    python -m benchmarks.build_bench --sizes 10000        # fewer synthetic sizes
+    python -m benchmarks.build_bench --sizes 100000 --one-file 100000   # also as one manifest
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ warm rounds of search_tools alone, call_tool alone, and search_tools followed by
 Prints a table (median and p90 in ms) and writes benchmarks/results/calls.json. Target: warm search+call
 <= 1 s.
 
-    .venv/bin/python benchmarks/call_bench.py [--rounds 30] [--cold 3] [--store DIR]
+    .venv/bin/python -m benchmarks.call_bench [--rounds 30] [--cold 3] [--store DIR]
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ The machine is shared: every configuration runs once per round, the rounds rotat
 figure is the median over rounds of texts/s, with its ratio to the default configuration measured in the
 same round (which other load moves far less than either number alone).
 
-    python benchmarks/embed_bench.py                      # the whole grid, 2 rounds (~20 min on 2 cores)
-    python benchmarks/embed_bench.py --texts 500 --rounds 1
+    python -m benchmarks.embed_bench                      # the whole grid, 2 rounds (~20 min on 2 cores)
+    python -m benchmarks.embed_bench --texts 500 --rounds 1
 
 Writes benchmarks/results/embed.json.
 """

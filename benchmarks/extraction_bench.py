@@ -7,7 +7,7 @@ cache) against the test suite's fake OpenAI-compatible server with zero model la
 cold run (every tool a request) and a warm run (every tool a cache hit). Prints a table and
 writes benchmarks/results/extraction.json.
 
-    python benchmarks/extraction_bench.py
+    python -m benchmarks.extraction_bench
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ leave-one-catalog-out on tuning halves, each dev catalog scored left out beside 
 ``--before``, another checkout's predictions), the calibration table (confidence bin against observed
 precision per rule) and what the judge vetoed from the typed join.
 
-    python benchmarks/inference_bench.py
-    python benchmarks/inference_bench.py --before before.json   # rule_calibration.py --predict, other checkout
+    python -m benchmarks.inference_bench
+    python -m benchmarks.inference_bench --before before.json   # rule_calibration.py --predict, other checkout
 """
 
 from __future__ import annotations

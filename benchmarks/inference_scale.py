@@ -3,8 +3,8 @@
 passes it, in wall and CPU seconds. For comparing two checkouts on the same loaded machine, A B A B, without a
 whole build (build_bench.py times the stage inside one).
 
-    python benchmarks/inference_scale.py 100000 --tools /tmp/synth-100k.pickle   # read once, then reused
-    PYTHONPATH=/other/checkout/src python benchmarks/inference_scale.py 100000 --tools /tmp/synth-100k.pickle
+    python -m benchmarks.inference_scale 100000 --tools /tmp/synth-100k.pickle   # read once, then reused
+    PYTHONPATH=/other/checkout/src python -m benchmarks.inference_scale 100000 --tools /tmp/synth-100k.pickle
 """
 
 from __future__ import annotations

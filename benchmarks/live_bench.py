@@ -6,7 +6,7 @@ listings one at a time), its tool count and pages; then all six listed together 
 
 Prints a table and writes benchmarks/results/live.json.
 
-    python benchmarks/live_bench.py [--repeat 5]
+    python -m benchmarks.live_bench [--repeat 5]
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ LiveMCPBench tool texts (batch 32, after a warm-up), each candidate round betwee
 so the ratio holds on a busy machine. Prints a table and writes benchmarks/results/models.json.
 benchmarks/MODELS.md has the candidates, what each package ships, and the verdict.
 
-    python benchmarks/model_bench.py                                   # what is installed
-    python benchmarks/model_bench.py --site /tmp/models-venv/lib/python3.11/site-packages
+    python -m benchmarks.model_bench                                   # what is installed
+    python -m benchmarks.model_bench --site /tmp/models-venv/lib/python3.11/site-packages
 
 The MiniLM baseline needs the project's venv only. A candidate is used when its package is
 importable here or from a ``--site`` folder (a scratch venv's site-packages, appended after the

@@ -18,7 +18,7 @@ server that yield the entity the parameter names, or that declare an output fiel
 toolkg's manifest reader resolves ``$ref``s, so a referenced component's name is not seen here (the issue's
 join also read those): this join sees what ``models.Tool`` holds.
 
-    python benchmarks/plain_join.py            # its edges' counts on every label set
+    python -m benchmarks.plain_join            # its edges' counts on every label set
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ For each shape (nested braces, NOT EXISTS, BIND chains ...) it finds by bisectio
 proxies), and the largest size the guard accepts. A run that takes longer than ``--run-timeout`` counts as
 "slow" (planning blow-up, not a crash): the endpoint's timeout covers those.
 
-    .venv/bin/python benchmarks/query_guard_bench.py [--shapes braces,binds] [--max 8000] [--out FILE.json]
+    .venv/bin/python -m benchmarks.query_guard_bench [--shapes braces,binds] [--max 8000] [--out FILE.json]
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ method on the setting's labelled queries (Recall, mAP, nDCG, CompleteRecall at 3
 Recall; p50/p95 latency after warm-up). Prints one table per setting and the targets, and writes
 benchmarks/results/retrieval.json (+ one PNG per setting).
 
-    python benchmarks/retrieval_bench.py                  # the four settings
-    python benchmarks/retrieval_bench.py --scale 10000    # also latency on a synthetic 10k-tool store
-    python benchmarks/retrieval_bench.py --cold --scale 10000 100000   # cold start only (issue 31's targets)
+    python -m benchmarks.retrieval_bench                  # the four settings
+    python -m benchmarks.retrieval_bench --scale 10000    # also latency on a synthetic 10k-tool store
+    python -m benchmarks.retrieval_bench --cold --scale 10000 100000   # cold start only (issue 31's targets)
 
 ``--cold`` times a cold ``toolkg retrieve`` (a fresh process, its first query) on LiveMCPBench's 527 tools and
 on a synthetic store of each ``--scale`` size, alternately with the store's retrieval index and with the index

@@ -1,7 +1,7 @@
 """The role classifier (canonicalize/findings/roles.py), leave-one-catalog-out, against a one-feature baseline.
 
-    python benchmarks/roles_bench.py          # the tables; writes benchmarks/results/roles.json
-    python benchmarks/roles_bench.py --fit    # also refits the shipped model on both catalogs (roles_model.json)
+    python -m benchmarks.roles_bench          # the tables; writes benchmarks/results/roles.json
+    python -m benchmarks.roles_bench --fit    # also refits the shipped model on both catalogs (roles_model.json)
 
 The labelled catalogs are ``data/roles/``: LiveMCPBench (527 tools) and the reference MCP servers
 (``tests/cases/real/mcp-servers``, 123 tools). Each is left out in turn: the model is fit on the other one alone

@@ -24,8 +24,8 @@ leave out). The lower bound (an unlabelled pair counted wrong) is shown beside i
 - **Vetoes**: the join's edges the judge dropped (pairs.py: every proposal of the pair under ``learned_veto``),
   with the model's probability and the features that pulled it down.
 
-    python benchmarks/rule_calibration.py                  # LOCO fit, table, vetoes: results/rule_calibration.json
-    python benchmarks/rule_calibration.py --predict F      # only write the default predictions (for 'before')
+    python -m benchmarks.rule_calibration                  # LOCO fit, table, vetoes: results/rule_calibration.json
+    python -m benchmarks.rule_calibration --predict F      # only write the default predictions (for 'before')
 """
 
 from __future__ import annotations

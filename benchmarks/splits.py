@@ -4,7 +4,7 @@ A query is in the *tuning* half when the SHA-256 of its id is even, in the *repo
 Rules, thresholds and method defaults are tuned on the tuning half only; closing notes report the
 reporting half. The rule depends on the id alone, so the split never moves when queries are added.
 
-    python benchmarks/splits.py          # writes data/splits/<catalog>.json and prints the sizes
+    python -m benchmarks.splits          # writes data/splits/<catalog>.json and prints the sizes
 
 The split files live apart from the catalogs: a catalog folder holds manifests only (a build reads
 every .json file in it).

@@ -16,8 +16,8 @@ services off, in the idle watchdog's process) and `prefect server start`.
 
 Prints a table and writes benchmarks/results/startup.json.
 
-    python benchmarks/startup_bench.py               # 3 repeats of each rerun (about 4 minutes)
-    python benchmarks/startup_bench.py --repeat 5 --no-servers
+    python -m benchmarks.startup_bench               # 3 repeats of each rerun (about 4 minutes)
+    python -m benchmarks.startup_bench --repeat 5 --no-servers
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ For each catalog (LiveMCPBench's 527 tools, a synthetic 10k-tool catalog):
 
 Prints a table and writes benchmarks/results/sync.json.
 
-    python benchmarks/sync_bench.py                 # LiveMCPBench + synthetic 10k
-    python benchmarks/sync_bench.py --sizes 2000    # other synthetic sizes (0 for none)
+    python -m benchmarks.sync_bench                 # LiveMCPBench + synthetic 10k
+    python -m benchmarks.sync_bench --sizes 2000    # other synthetic sizes (0 for none)
 """
 
 from __future__ import annotations

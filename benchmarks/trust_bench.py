@@ -1,7 +1,7 @@
 """Findings on real catalogs (false alarms) and on poisoned manifests (detection), per kind and half.
 
-    .venv/bin/python benchmarks/trust_bench.py            # measure; prints tables, writes benchmarks/results/trust.json
-    .venv/bin/python benchmarks/trust_bench.py --fit      # refit the injection model first (tuning halves only)
+    .venv/bin/python -m benchmarks.trust_bench            # measure; prints tables, writes benchmarks/results/trust.json
+    .venv/bin/python -m benchmarks.trust_bench --fit      # refit the injection model first (tuning halves only)
 
 Real tools: the five public catalogs of the retrieval suite as prepared under data/ (LiveMCPBench, ToolLinkOS,
 BFCL, Azure MCP, APIBench; ../shared/data holds the same LiveMCPBench and ToolLinkOS files). A *false alarm* is a

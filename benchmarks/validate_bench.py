@@ -6,9 +6,9 @@ cache, ``validate`` per manifest) is timed for each engine in turn, A B A B, in 
 seconds per run, ms per tool and the ratio; writes benchmarks/results/validate.json. The verdicts of the
 two engines are compared too (they must be equal).
 
-    python benchmarks/validate_bench.py --sizes 1000,10000,100000 --repeats 2
-    python benchmarks/validate_bench.py --sizes 100000 --one-file   # all tools in one manifest
-    python benchmarks/validate_bench.py --engines sparql              # the compiled engine alone
+    python -m benchmarks.validate_bench --sizes 1000,10000,100000 --repeats 2
+    python -m benchmarks.validate_bench --sizes 100000 --one-file   # all tools in one manifest
+    python -m benchmarks.validate_bench --engines sparql              # the compiled engine alone
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ changed samples what is new. A separate reader judges each pair from those texts
 "reason"}`` per pair. ``benchmarks/inference_bench.py`` then prints the precision those verdicts estimate beside
 the lower bound.
 
-    python benchmarks/labels/audit_sample.py --per-catalog 60
+    python -m benchmarks.labels.audit_sample --per-catalog 60
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ bfcl-eval is not a toolkg dependency: install it in a separate venv and point ``
 site-packages (only ``mpmath`` is needed besides it for these back-ends; ``benchmarks/extra_sites.py`` appends it):
 
     python3 -m venv /tmp/bfclvenv && /tmp/bfclvenv/bin/pip install --no-deps bfcl-eval==2026.3.23 mpmath==1.3.0
-    .venv/bin/python benchmarks/labels/observe_bfcl.py --bfcl-site /tmp/bfclvenv/lib/python3.11/site-packages
+    .venv/bin/python -m benchmarks.labels.observe_bfcl --bfcl-site /tmp/bfclvenv/lib/python3.11/site-packages
 
 Writes data/dependency-labels/observed/bfcl-multi-turn.jsonl and data/bfcl-multi-turn/queries.jsonl, and
 prints the sizes.

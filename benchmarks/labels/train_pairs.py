@@ -11,8 +11,8 @@ without it (recall over labelled positives, precision over labelled predicted pa
 with every unlabelled prediction counted wrong), the calibration of the left-out predictions, and writes the
 model fitted on every catalog to canonicalize/inference/pair_model.json.
 
-    python benchmarks/labels/train_pairs.py            # LOCO table, then writes the shipped weights
-    python benchmarks/labels/train_pairs.py --no-write
+    python -m benchmarks.labels.train_pairs            # LOCO table, then writes the shipped weights
+    python -m benchmarks.labels.train_pairs --no-write
 """
 
 from __future__ import annotations

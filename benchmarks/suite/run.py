@@ -1,7 +1,7 @@
 """The retrieval suite: every method and two plain references on seven public catalogs, one table.
 
     make bench-suite                                   # the whole suite (builds the stores once)
-    python benchmarks/suite/run.py --sets bfcl,azure-mcp --methods auto,dense
+    python -m benchmarks.suite.run --sets bfcl,azure-mcp --methods auto,dense
 
 Catalogs (data/<name>/SOURCE.md says where each comes from): LiveMCPBench (queries with their steps, and
 their text alone), ToolLinkOS (the default build, and declared edges only for the graph target), BFCL,

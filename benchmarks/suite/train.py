@@ -15,7 +15,7 @@ long declared chain earns).
 Every catalog weighs the same in each fit, however many queries it has, so no one catalog sets the
 weights. ``fit_calibration(samples, exclude=...)`` leaves a catalog out (the suite's leave-one-out rows).
 
-    python benchmarks/suite/train.py     # fits on every catalog's tuning half, writes calibration.json
+    python -m benchmarks.suite.train     # fits on every catalog's tuning half, writes calibration.json
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.layout import ROOT, benchmark_modules, import_cycles, module_imports
+from tests.support.layout import ROOT, benchmark_modules, import_cycles, module_imports, package_folders
 
 # The one module that may touch sys.path: packages that must stay out of the project's venv (bfcl-eval, the
 # candidate embedding models and their torch) are read from a scratch venv's site-packages, appended after the
@@ -47,6 +48,15 @@ def test_the_layout_finds_the_benchmarks_and_their_packages():
     assert len(modules) > 30
     for name, path in modules.items():  # every folder a module lives in is a package of its own
         assert (path.parent / "__init__.py").is_file(), f"{name}: {path.parent.relative_to(ROOT)} has no __init__.py"
+
+
+def test_the_package_folders_import_nothing():
+    """``python -m benchmarks.labels.observe_tau2`` runs under a scratch venv with tau2 and without toolkg
+    (data/tau2/README.md): the packages on the way to a module must not import toolkg, or anything."""
+    for name, path in benchmark_modules().items():
+        if path.name == "__init__.py":
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)], name
 
 
 def test_no_benchmark_module_edits_sys_path():
@@ -88,6 +98,40 @@ def test_the_loop_check_sees_a_script_that_imports_what_imports_it(tmp_path):
     train.write_text("def collect():\n    pass\n\nif __name__ == '__main__':\n    from .run import build_all\n")
     fake = benchmark_modules() | {"benchmarks.suite.run": run, "benchmarks.suite.train": train}
     assert ["benchmarks.suite.run", "benchmarks.suite.train"] in import_cycles(module_imports(fake))
+
+
+# How the prose tells a reader to run a benchmark: by module (what works) or by path (what no longer does: a
+# script run by its path has benchmarks/ itself first on sys.path, so ``import benchmarks.x`` fails).
+_BY_MODULE = re.compile(r"python3? -m (benchmarks(?:\.\w+)+)")
+_BY_PATH = re.compile(r"python3? benchmarks/[\w/]+\.py")
+# Replaced by data files on another branch; it imports no sibling, so its own usage line still runs as written.
+_LEFT_AS_IT_IS = {ROOT / "benchmarks" / "poisoned" / "write.py"}
+
+
+def _prose() -> list[Path]:
+    """The docs, the READMEs and notes, the Makefile and every Python file of the package, benchmarks and tests."""
+    files = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "Makefile", *sorted((ROOT / "docs").glob("*.md"))]
+    files += sorted((ROOT / "benchmarks").rglob("*.md")) + sorted((ROOT / "data").rglob("*.md"))
+    files += [*benchmark_modules().values(), *sorted((ROOT / "tests").rglob("*.py"))]
+    files += [path for folder in package_folders().values() for path in sorted(folder.glob("*.py"))]
+    return [path for path in files if path not in _LEFT_AS_IT_IS and path != Path(__file__)]
+
+
+def test_the_prose_runs_benchmarks_as_modules_that_exist():
+    modules = benchmark_modules()
+    by_path, unknown = [], []
+    for path in _prose():
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT)
+        by_path += [f"{where}: {m.group(0)}" for m in _BY_PATH.finditer(text)]
+        unknown += [f"{where}: {m.group(1)}" for m in _BY_MODULE.finditer(text) if m.group(1) not in modules]
+    assert by_path == [] and unknown == []
+
+
+def test_the_prose_check_reads_both_forms():
+    text = "run `python benchmarks/suite/run.py --sets x`, then python3 -m benchmarks.suite.nope and python -m pip"
+    assert [m.group(0) for m in _BY_PATH.finditer(text)] == ["python benchmarks/suite/run.py"]
+    assert [m.group(1) for m in _BY_MODULE.finditer(text)] == ["benchmarks.suite.nope"]
 
 
 def test_mypy_checks_the_benchmarks_with_the_package():
