@@ -94,15 +94,15 @@ fuzz: $(STAMP)  ## the hostile-catalog property tests with many more random exam
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest tests/integration/test_hostile_manifests.py -k "any_catalog" -x -q --timeout=0
 
 bench: $(STAMP) mcp-servers  ## build (sample catalogs, synthetic 10k and 100k tools), extraction, inference, retrieval, sync and live-listing benchmarks
-	$(BIN)/python benchmarks/build_bench.py
-	$(BIN)/python benchmarks/extraction_bench.py
-	$(BIN)/python benchmarks/inference_bench.py
-	$(BIN)/python benchmarks/retrieval_bench.py
-	$(BIN)/python benchmarks/sync_bench.py
-	$(BIN)/python benchmarks/live_bench.py
+	$(BIN)/python -m benchmarks.build_bench
+	$(BIN)/python -m benchmarks.extraction_bench
+	$(BIN)/python -m benchmarks.inference_bench
+	$(BIN)/python -m benchmarks.retrieval_bench
+	$(BIN)/python -m benchmarks.sync_bench
+	$(BIN)/python -m benchmarks.live_bench
 
 bench-suite: $(STAMP)  ## the retrieval suite: every method and the plain references on seven public catalogs, leave-one-catalog-out
-	$(BIN)/python benchmarks/suite/run.py
+	$(BIN)/python -m benchmarks.suite.run
 
 # The weight files the package ships, each re-fit by its own script and given a record beside it (<name>.record.json:
 # command, commit, date, versions, the sha256 of every data file the fit read); tests/unit/test_model_records.py

@@ -16,8 +16,8 @@ and measures it:
   threshold is chosen the same way on every catalog's tuning half (``--write`` stores it in
   src/toolkg/retrieval/abstain.json).
 
-    python benchmarks/abstention_bench.py                 # uses the suite's stores (make bench-suite builds them)
-    python benchmarks/abstention_bench.py --write         # and ships the threshold chosen on all tuning halves
+    python -m benchmarks.abstention_bench                 # uses the suite's stores (make bench-suite builds them)
+    python -m benchmarks.abstention_bench --write         # and ships the threshold chosen on all tuning halves
 
 Prints a table and writes benchmarks/results/abstention.json.
 """
@@ -32,16 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.splits import half
+from toolkg.retrieval import Index, as_query
+from toolkg.retrieval.abstain import ABSTAIN_FILE, request_score
+from toolkg.retrieval.auto import AutoRetriever
+from toolkg.retrieval.metrics import gold_tools, recall_at
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from splits import half  # noqa: E402
-
-from toolkg.retrieval import Index, as_query  # noqa: E402
-from toolkg.retrieval.abstain import ABSTAIN_FILE, request_score  # noqa: E402
-from toolkg.retrieval.auto import AutoRetriever  # noqa: E402
-from toolkg.retrieval.metrics import gold_tools, recall_at  # noqa: E402
-
 CATALOGS = ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench")
 STORES = ROOT / "benchmarks" / "results" / "stores"
 DEPTH = 10

@@ -6,9 +6,9 @@ caches are inside it); the small catalogs also run warm: a second fresh process 
 with the first one's caches. Peak memory is the highest RSS sum over the build's processes (toolkg.stages),
 per stage. Prints two tables (seconds, MiB) and writes benchmarks/results/build.json.
 
-    python benchmarks/build_bench.py                      # sample catalogs, the public mix, synthetic 10k and 100k
-    python benchmarks/build_bench.py --sizes 10000        # fewer synthetic sizes
-    python benchmarks/build_bench.py --sizes 100000 --one-file 100000   # also as one manifest
+    python -m benchmarks.build_bench                      # sample catalogs, the public mix, synthetic 10k and 100k
+    python -m benchmarks.build_bench --sizes 10000        # fewer synthetic sizes
+    python -m benchmarks.build_bench --sizes 100000 --one-file 100000   # also as one manifest
 """
 
 from __future__ import annotations
@@ -98,8 +98,7 @@ def main() -> None:
     parser.add_argument("--one-file", default="", help="sizes to build again with all tools in one manifest")
     parser.add_argument("--no-public-mix", action="store_true", help="leave out the five public catalogs as 146 files")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from synthetic import generate
+    from benchmarks.synthetic import generate
 
     cases = [
         ("livemcpbench (527)", [ROOT / "data/livemcpbench/tools.json"]),
@@ -107,7 +106,7 @@ def main() -> None:
     ]
     with tempfile.TemporaryDirectory() as synth:
         if not args.no_public_mix:  # a public collection as a new user meets it: many OpenAI-tools files
-            from public_mix import generate as public_mix
+            from benchmarks.public_mix import generate as public_mix
 
             cases.append(("public mix (146 files)", public_mix(Path(synth) / "public-mix")))
         for size in [int(s) for s in args.sizes.split(",") if s]:

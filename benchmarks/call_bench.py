@@ -8,7 +8,7 @@ warm rounds of search_tools alone, call_tool alone, and search_tools followed by
 Prints a table (median and p90 in ms) and writes benchmarks/results/calls.json. Target: warm search+call
 <= 1 s.
 
-    .venv/bin/python benchmarks/call_bench.py [--rounds 30] [--cold 3] [--store DIR]
+    .venv/bin/python -m benchmarks.call_bench [--rounds 30] [--cold 3] [--store DIR]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import anyio
@@ -27,7 +28,6 @@ import anyio
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 TOOLKG = Path(sys.executable).with_name("toolkg")
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 QUERY = "what time is it now in a given timezone"
@@ -49,13 +49,25 @@ def build(store: Path, folder: Path) -> None:
         sys.exit(f"the build failed: {[str(q) for q in summary.quarantined]}")
 
 
-async def one_server(store: Path, rounds: int) -> dict[str, list[float] | float]:
+@dataclass
+class Timings:
+    """One ``toolkg mcp`` process, in seconds: its start and first calls once, the warm rounds one each."""
+
+    start: float = 0.0
+    first_search: float = 0.0
+    first_call: float = 0.0
+    search: list[float] = field(default_factory=list)
+    call: list[float] = field(default_factory=list)
+    search_call: list[float] = field(default_factory=list)
+
+
+async def one_server(store: Path, rounds: int) -> Timings:
     """One `toolkg mcp` process: its cold start and first calls, then ``rounds`` warm ones (seconds)."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
     parameters = StdioServerParameters(command=str(TOOLKG), args=["mcp", "--store", str(store), "--allow-call"])
-    times: dict[str, list[float] | float] = {"search": [], "call": [], "search_call": []}
+    times = Timings()
 
     async def search(client) -> str:
         found = await client.call_tool("search_tools", {"query": QUERY, "k": 5})
@@ -69,23 +81,23 @@ async def one_server(store: Path, rounds: int) -> dict[str, list[float] | float]
 
     started = time.perf_counter()
     async with Client(parameters, mode="legacy") as client:
-        times["start"] = time.perf_counter() - started
+        times.start = time.perf_counter() - started
         mark = time.perf_counter()
         await search(client)
-        times["first_search"] = time.perf_counter() - mark
+        times.first_search = time.perf_counter() - mark
         mark = time.perf_counter()
         await call(client, TOOL)
-        times["first_call"] = time.perf_counter() - mark
+        times.first_call = time.perf_counter() - mark
         for _ in range(rounds):
             mark = time.perf_counter()
             await search(client)
-            times["search"].append(time.perf_counter() - mark)
+            times.search.append(time.perf_counter() - mark)
             mark = time.perf_counter()
             await call(client, TOOL)
-            times["call"].append(time.perf_counter() - mark)
+            times.call.append(time.perf_counter() - mark)
             mark = time.perf_counter()
             await call(client, await search(client))
-            times["search_call"].append(time.perf_counter() - mark)
+            times.search_call.append(time.perf_counter() - mark)
     return times
 
 
@@ -110,12 +122,12 @@ def main() -> None:
             print(f"built {store} in {time.perf_counter() - started:.1f}s", file=sys.stderr)
         runs = [anyio.run(one_server, store, args.rounds) for _ in range(args.cold)]
     rows = {
-        "toolkg mcp start": summary([r["start"] for r in runs]),
-        "first search_tools": summary([r["first_search"] for r in runs]),
-        "cold first call_tool": summary([r["first_call"] for r in runs]),
-        "warm search_tools": summary([v for r in runs for v in r["search"]]),
-        "warm call_tool": summary([v for r in runs for v in r["call"]]),
-        "warm search + call": summary([v for r in runs for v in r["search_call"]]),
+        "toolkg mcp start": summary([r.start for r in runs]),
+        "first search_tools": summary([r.first_search for r in runs]),
+        "cold first call_tool": summary([r.first_call for r in runs]),
+        "warm search_tools": summary([v for r in runs for v in r.search]),
+        "warm call_tool": summary([v for r in runs for v in r.call]),
+        "warm search + call": summary([v for r in runs for v in r.search_call]),
     }
     print(f"{'step':<22} {'n':>4} {'median ms':>10} {'p90 ms':>8}")
     for step, row in rows.items():

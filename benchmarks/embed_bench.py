@@ -19,8 +19,8 @@ The machine is shared: every configuration runs once per round, the rounds rotat
 figure is the median over rounds of texts/s, with its ratio to the default configuration measured in the
 same round (which other load moves far less than either number alone).
 
-    python benchmarks/embed_bench.py                      # the whole grid, 2 rounds (~20 min on 2 cores)
-    python benchmarks/embed_bench.py --texts 500 --rounds 1
+    python -m benchmarks.embed_bench                      # the whole grid, 2 rounds (~20 min on 2 cores)
+    python -m benchmarks.embed_bench --texts 500 --rounds 1
 
 Writes benchmarks/results/embed.json.
 """
@@ -28,22 +28,25 @@ Writes benchmarks/results/embed.json.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
 import random
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:  # toolkg is imported in the functions that use it
+    from toolkg.embeddings.onnx import OnnxMiniLM
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 RESULTS = ROOT / "benchmarks" / "results"
 WIDTH, LAYERS = 384, 6
 
@@ -72,8 +75,7 @@ class Config:
 
 
 def real_texts(count: int) -> list[str]:
-    from lab import CATALOGS, load
-
+    from benchmarks.lab import CATALOGS, load
     from toolkg.embeddings.encoder import tool_text
 
     texts = sorted({tool_text(t) for name in CATALOGS for t in load(name, half="all").tools})
@@ -177,7 +179,7 @@ class Engines:
             options = session_options(config.threads, config.spinning, config.level, config.parallel)
             if config.parallel:
                 options.inter_op_num_threads = config.threads
-            model_class = PooledInGraph if config.pooled else OnnxMiniLM
+            model_class = _pooled_in_graph() if config.pooled else OnnxMiniLM
             graph = self.graphs[(config.precision, config.pooled)]
             self._models[key] = model_class(graph, self.weights, self.max_tokens, options=options)
         model = self._models[key]
@@ -185,7 +187,8 @@ class Engines:
         return model
 
 
-def _pooled_in_graph():
+@functools.cache  # one class, made when first asked for (toolkg's ONNX module imported then)
+def _pooled_in_graph() -> type[OnnxMiniLM]:
     from toolkg.embeddings.onnx import OnnxMiniLM
 
     class Pooled(OnnxMiniLM):
@@ -194,9 +197,6 @@ def _pooled_in_graph():
             return vectors
 
     return Pooled
-
-
-PooledInGraph = None  # set in main (toolkg imported there)
 
 
 def rate(model, texts: list[str]) -> tuple[float, float]:
@@ -232,7 +232,6 @@ def measure(engines: Engines, configs: list[Config], baseline: Config, texts: li
 
 
 def main(argv: list[str] | None = None) -> int:
-    global PooledInGraph
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--texts", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=2)
@@ -244,7 +243,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from toolkg.embeddings.encoder import BATCH, MAX_TOKENS, _weights
 
-    PooledInGraph = _pooled_in_graph()
     texts = real_texts(args.texts)
     tokenizer = Tokenizer.from_file(str(_weights() / "tokenizer.json"))
     tokenizer.enable_truncation(max_length=MAX_TOKENS)

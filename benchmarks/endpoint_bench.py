@@ -6,7 +6,7 @@ connection each (form POST to /query): a mix of what analysts run (counts, a ser
 transitive dependencies, a text filter over descriptions). Prints a table and writes JSON. Target: 20 clients,
 p95 <= 200 ms, 0 errors.
 
-    .venv/bin/python benchmarks/endpoint_bench.py [--store DIR] [--clients 1,5,20,30,50] [--queries 50]
+    .venv/bin/python -m benchmarks.endpoint_bench [--store DIR] [--clients 1,5,20,30,50] [--queries 50]
         [--toolkg PATH]   # another build's `toolkg` (a before/after comparison on the same store)
 
 Other benchmarks call ``measure(store, clients, queries)`` for the same figures as a dict.

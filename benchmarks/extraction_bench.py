@@ -7,31 +7,28 @@ cache) against the test suite's fake OpenAI-compatible server with zero model la
 cold run (every tool a request) and a warm run (every tool a cache hit). Prints a table and
 writes benchmarks/results/extraction.json.
 
-    python benchmarks/extraction_bench.py
+    python -m benchmarks.extraction_bench
 """
 
 from __future__ import annotations
 
 import json
 import statistics
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
+from tests.support.fake_openai import FakeOpenAI
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import fingerprint_file
+from toolkg.extractors.triples.llm import LLMExtractor
+from toolkg.extractors.triples.offline import OfflineExtractor
+from toolkg.llm.config import LLMConfig
+from toolkg.text.words import entity_name
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT))  # the fake server lives with the tests
-
-from tests.support.fake_openai import FakeOpenAI  # noqa: E402
-from toolkg.extractors.manifests.ingest import ingest_manifest  # noqa: E402
-from toolkg.extractors.manifests.reading import fingerprint_file  # noqa: E402
-from toolkg.extractors.triples.llm import LLMExtractor  # noqa: E402
-from toolkg.extractors.triples.offline import OfflineExtractor  # noqa: E402
-from toolkg.llm.config import LLMConfig  # noqa: E402
-from toolkg.text.words import entity_name  # noqa: E402
-
 CATALOGS = {
     "LiveMCPBench": [ROOT / "data" / "livemcpbench" / "tools.json"],
     "ToolLinkOS": [

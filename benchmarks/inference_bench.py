@@ -19,30 +19,28 @@ leave-one-catalog-out on tuning halves, each dev catalog scored left out beside 
 ``--before``, another checkout's predictions), the calibration table (confidence bin against observed
 precision per rule) and what the judge vetoed from the typed join.
 
-    python benchmarks/inference_bench.py
-    python benchmarks/inference_bench.py --before before.json   # rule_calibration.py --predict, other checkout
+    python -m benchmarks.inference_bench
+    python -m benchmarks.inference_bench --before before.json   # rule_calibration.py --predict, other checkout
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from benchmarks.label_sets import FILES, LABEL_SETS, label_set_tools, read_labels
+from benchmarks.label_sets import audit_verdicts as _audit  # both aliased to the names the body uses
+from benchmarks.label_sets import load_tools as _load
+from benchmarks.plain_join import plain_join  # the naive baseline every row is shown beside
+from benchmarks.splits import half as split_half  # the one split rule: sha256 parity, data/SPLITS.md
 from toolkg.canonicalize.inference.infer import infer_dependencies
-from toolkg.extractors.manifests.ingest import ingest_manifest
-from toolkg.extractors.manifests.reading import discover_all, fingerprint_file
+from toolkg.extractors.manifests.reading import discover_all
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from plain_join import plain_join  # noqa: E402  (the naive baseline every row is shown beside)
-from splits import half as split_half  # noqa: E402  (the one split rule: sha256 parity, data/SPLITS.md)
-
 RESULTS = ROOT / "benchmarks" / "results"
-FILES = [ROOT / "data" / "toollinkos" / "core_tools.json", ROOT / "data" / "toollinkos" / "regular_tools.json"]
 KIND_ALIASES = {"parameterDependsOn": "parameterDirectlyDependsOn", "toolDependsOn": "toolDirectlyDependsOn"}
 
 
@@ -69,11 +67,6 @@ def _prf(hit: int, predicted: int, gold: int) -> dict:
     }
 
 
-def _load(path: Path) -> list:
-    file, data = fingerprint_file(path)
-    return [t for s in ingest_manifest(file, data).manifest.servers for t in s.tools]
-
-
 def _inferred(tools: list) -> tuple[dict, float]:
     """(consumer, producer) -> its first inferred edge, and the seconds inference took."""
     started = time.perf_counter()
@@ -83,15 +76,6 @@ def _inferred(tools: list) -> tuple[dict, float]:
     for e in edges:
         predicted.setdefault((e.consumer, e.producer), e)
     return predicted, seconds
-
-
-def _audit(name: str) -> dict[tuple[str, str], str]:
-    """A blind reader's verdicts on predicted pairs the labels leave out (benchmarks/labels/AUDIT.md)."""
-    path = ROOT / "data" / "dependency-labels" / "audit" / f"{name}.jsonl"
-    if not path.exists():
-        return {}
-    rows = [json.loads(line) for line in path.open(encoding="utf-8")]
-    return {(x["consumer"], x["producer"]): x["verdict"] for x in rows}
 
 
 def _estimated_precision(mine: set, positive: set, negative: set, audit: dict) -> dict:
@@ -110,16 +94,6 @@ def _estimated_precision(mine: set, positive: set, negative: set, audit: dict) -
 
 def _number(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
-
-
-# label set -> the manifests its tools come from (the labels name tools by the ids a build gives them)
-LABEL_SETS = {
-    "livemcpbench": (["data/livemcpbench/tools.json"], "data/livemcpbench/dependencies.jsonl"),
-    "mcp-servers": (["tests/cases/real/mcp-servers"], "data/dependency-labels/mcp-servers.jsonl"),
-    "bfcl-multi-turn": (["tests/cases/real/openai/bfcl-multi-turn"], "data/dependency-labels/bfcl-multi-turn.jsonl"),
-    "azure-mcp": (["data/azure-mcp/tools.json"], "data/dependency-labels/azure-mcp.jsonl"),
-    "github-openapi": (["tests/cases/real/openapi/api.github.com.json"], "data/dependency-labels/github-openapi.jsonl"),
-}
 
 
 # Data flows observed by executing real call sequences (data/dependency-labels/observed/README.md): positives
@@ -148,17 +122,6 @@ def observed_recall(name: str) -> dict:
     rows = (f"{k}: recall {v['recall']:.3f} ({v['hits']}/{v['pairs']})" for k, v in out.items())
     print(f"\n{name}: " + "; ".join(rows))
     return out
-
-
-def label_set_tools(name: str) -> list:
-    """The tools of a label set's catalog, every manifest of its paths read as a build reads it."""
-    found = discover_all([ROOT / entry for entry in LABEL_SETS[name][0]]).files
-    return [t for path in found for t in _load(Path(path))]
-
-
-def read_labels(name: str) -> list[dict]:
-    path = ROOT / LABEL_SETS[name][1]
-    return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()] if path.exists() else []
 
 
 def real_catalog(name: str = "livemcpbench") -> dict:
@@ -323,7 +286,7 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     calibration = {}
     if not args.no_calibration:
-        from rule_calibration import print_report, run
+        from benchmarks.rule_calibration import print_report, run
 
         before = json.loads(args.before.read_text(encoding="utf-8")) if args.before else None
         calibration = {"calibration": run(before)}

@@ -3,36 +3,35 @@
 passes it, in wall and CPU seconds. For comparing two checkouts on the same loaded machine, A B A B, without a
 whole build (build_bench.py times the stage inside one).
 
-    python benchmarks/inference_scale.py 100000 --tools /tmp/synth-100k.pickle   # read once, then reused
-    PYTHONPATH=/other/checkout/src python benchmarks/inference_scale.py 100000 --tools /tmp/synth-100k.pickle
+    python -m benchmarks.inference_scale 100000 --tools /tmp/synth-100k.pickle   # read once, then reused
+    PYTHONPATH=/other/checkout/src python -m benchmarks.inference_scale 100000 --tools /tmp/synth-100k.pickle
 """
 
 from __future__ import annotations
 
 import argparse
 import pickle
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.synthetic import generate
+from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import fingerprint_file
+from toolkg.models import Tool
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from synthetic import generate  # noqa: E402
-
-from toolkg.canonicalize.inference.infer import infer_dependencies  # noqa: E402
-from toolkg.extractors.manifests.ingest import ingest_manifest  # noqa: E402
-from toolkg.extractors.manifests.reading import fingerprint_file  # noqa: E402
 
 
-def synthetic_tools(size: int) -> tuple[list, dict[str, str]]:
+def synthetic_tools(size: int) -> tuple[list[Tool], dict[str, str]]:
     """The tools of a synthetic catalog of ``size`` tools, and server id -> the file it came from."""
-    tools, catalogs = [], {}
+    tools: list[Tool] = []
+    catalogs: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as folder:
         for path in generate(size, Path(folder)):
             file, data = fingerprint_file(path)
-            for server in ingest_manifest(file, data).manifest.servers:
+            for server in ingest_manifest(file, data).parsed.servers:
                 catalogs[server.id] = path.name
                 tools += server.tools
     return tools, catalogs

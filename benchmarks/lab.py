@@ -14,21 +14,17 @@ A rank function takes (query text, steps) and returns tool ids, best first.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.splits import half as half_of
+from toolkg.extractors.manifests.ingest import ingest_manifest
+from toolkg.extractors.manifests.reading import discover_all, fingerprint_file
+from toolkg.models import Server, Tool
+from toolkg.retrieval.metrics import complete_at, gold_tools, recall_at, server_recall_at
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from splits import half as half_of  # noqa: E402
-
-from toolkg.extractors.manifests.ingest import ingest_manifest  # noqa: E402
-from toolkg.extractors.manifests.reading import discover_all, fingerprint_file  # noqa: E402
-from toolkg.models import Server, Tool  # noqa: E402
-from toolkg.retrieval.metrics import complete_at, gold_tools, recall_at, server_recall_at  # noqa: E402
-
 CATALOGS = {
     "livemcpbench": (["data/livemcpbench/tools.json"], "data/livemcpbench/queries.jsonl"),
     "toollinkos": (["data/toollinkos"], "data/toollinkos/queries.jsonl"),

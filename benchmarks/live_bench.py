@@ -6,7 +6,7 @@ listings one at a time), its tool count and pages; then all six listed together 
 
 Prints a table and writes benchmarks/results/live.json.
 
-    python benchmarks/live_bench.py [--repeat 5]
+    python -m benchmarks.live_bench [--repeat 5]
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
@@ -31,6 +30,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat must be 1 or more")
     os.environ["CI"] = ""  # a missing server install is reported, not failed on
     from tests.support.live_helpers import real_servers
     from toolkg.live import list_servers
@@ -42,12 +43,12 @@ def main() -> None:
         specs = [client_spec("bench", name, entry) for name, entry in entries.items()]
         rows = []
         for spec in specs:
-            times, listing = [], None
+            listings = []
             for _ in range(args.repeat):
                 run = list_servers([spec], timeout=120)
                 assert not run.failures, run.failures[0].reason
-                listing = run.listings[0]
-                times.append(listing.seconds)
+                listings.append(run.listings[0])
+            listing, times = listings[-1], [one.seconds for one in listings]
             rows.append(
                 {
                     "server": spec.name,

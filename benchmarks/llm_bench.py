@@ -16,8 +16,8 @@ offline extractor and one with ``--extractor llm``, both with the real CLI, and 
 Prints a table and writes benchmarks/results/llm.json. The LLM's answers are cached in
 benchmarks/results/llm-cache.sqlite: a second run re-measures the rest in minutes (``--fresh`` clears it).
 
-    python benchmarks/llm_bench.py                     # the pinned llama-server, started and stopped here
-    python benchmarks/llm_bench.py --base-url http://127.0.0.1:11434/v1 --model qwen2.5:7b-instruct
+    python -m benchmarks.llm_bench                     # the pinned llama-server, started and stopped here
+    python -m benchmarks.llm_bench --base-url http://127.0.0.1:11434/v1 --model qwen2.5:7b-instruct
 """
 
 from __future__ import annotations
@@ -34,15 +34,13 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from tests.support import llama_cpp
+from tests.support.llama_server import LlamaServer
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 TOOLKG = Path(sys.executable).with_name("toolkg")
 DATA = ROOT / "data" / "livemcpbench"
-sys.path.insert(0, str(ROOT))  # the server helpers live with the tests
-
-from tests.support import llama_cpp  # noqa: E402
-from tests.support.llama_server import LlamaServer  # noqa: E402
-
 METHODS = ["auto", "bm25", "dense", "hybrid", "grtf", "ego", "agent"]
 AGREEMENT = {"business objects": "hasEntity", "capabilities": "hasCapability", "entities": None}
 

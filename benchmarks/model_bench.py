@@ -8,13 +8,13 @@ LiveMCPBench tool texts (batch 32, after a warm-up), each candidate round betwee
 so the ratio holds on a busy machine. Prints a table and writes benchmarks/results/models.json.
 benchmarks/MODELS.md has the candidates, what each package ships, and the verdict.
 
-    python benchmarks/model_bench.py                                   # what is installed
-    python benchmarks/model_bench.py --site /tmp/models-venv/lib/python3.11/site-packages
+    python -m benchmarks.model_bench                                   # what is installed
+    python -m benchmarks.model_bench --site /tmp/models-venv/lib/python3.11/site-packages
 
 The MiniLM baseline needs the project's venv only. A candidate is used when its package is
-importable here or from a ``--site`` folder (a scratch venv's site-packages, appended to
-sys.path, so the project's own packages still win); one that is not is skipped with a one-line
-note. The project's venv has no torch: all-mpnet-base-v2 runs on sentence-transformers, which
+importable here or from a ``--site`` folder (a scratch venv's site-packages, appended after the
+project's own packages by ``benchmarks/extra_sites.py``, so those still win); one that is not is
+skipped with a one-line note. The project's venv has no torch: all-mpnet-base-v2 runs on sentence-transformers, which
 must then come from the scratch venv (``pip install sentence-transformers`` there; without it the
 candidate is skipped with that line). Hub access is switched off (HF_HUB_OFFLINE), so a model that
 would download at run time fails loudly instead of quietly fetching.
@@ -38,23 +38,28 @@ import importlib.metadata
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used (numpy after the offline switches, lab with the catalogs)
+    import numpy as np
+
+    from benchmarks.lab import Catalog
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from toolkg.embeddings.weights import sha256_of  # noqa: E402  (after the offline switches)
+from benchmarks.extra_sites import append_site_packages  # noqa: E402  (after the offline switches)
+from toolkg.embeddings.weights import sha256_of  # noqa: E402
 
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 RESULTS = ROOT / "benchmarks" / "results"
 MAX_TOKENS = 128  # the baseline's limit (toolkg.embeddings.encoder.MAX_TOKENS); every candidate gets the same
 SPEED_BATCH = 32
@@ -98,11 +103,11 @@ def unit(matrix):
 class Encoder:
     """A loaded embedding model: separate query and document encoders (e5 prefixes differ)."""
 
-    queries: Callable[[Sequence[str]], object]
-    documents: Callable[[Sequence[str]], object]
+    queries: Callable[[Sequence[str]], np.ndarray]
+    documents: Callable[[Sequence[str]], np.ndarray]
     weights: Path
     version: str
-    batch_encode: Callable[[Sequence[str], int], object] | None = None  # documents with a given batch size
+    batch_encode: Callable[[Sequence[str], int], object]  # documents with a given batch size
 
 
 def load_minilm() -> Encoder:
@@ -331,15 +336,14 @@ RERANKERS: list[Reranker] = []
 
 @dataclass
 class Prepared:
-    catalog: object
+    catalog: Catalog
     ids: list[str]
     texts: list[str]
     query_texts: list[str] = field(default_factory=list)
 
 
 def prepare(name: str, half: str) -> Prepared:
-    from lab import load
-
+    from benchmarks.lab import load
     from toolkg.embeddings.encoder import tool_text
 
     catalog = load(name, half=half)
@@ -370,7 +374,7 @@ def rank_function(prepared: Prepared, doc_vectors, query_vectors: dict, rerank=N
 
 
 def quality(prepared: Prepared, encoder: Encoder, rerank=None) -> dict[str, dict[str, float]]:
-    from lab import score
+    from benchmarks.lab import score
 
     docs = encoder.documents(prepared.texts)
     vectors = dict(zip(prepared.query_texts, encoder.queries(prepared.query_texts), strict=True))
@@ -432,8 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS / "models.json"))
     args = parser.parse_args(argv)
     previous = json.loads(Path(args.out).read_text())["results"] if args.no_quality and Path(args.out).exists() else {}
-    for site in args.site + [s for s in os.environ.get("MODEL_BENCH_SITE", "").split(os.pathsep) if s]:
-        sys.path.append(site)
+    append_site_packages(args.site + [s for s in os.environ.get("MODEL_BENCH_SITE", "").split(os.pathsep) if s])
     import numpy as np
 
     only = set(args.only.split(",")) if args.only else None
@@ -459,7 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except Dropped as error:
             print(f"dropped: {candidate.name}: {error}")
             continue
-        entry = {
+        entry: dict = {
             "package": candidate.package,
             "installed_version": encoder.version,
             "model": candidate.model,
@@ -473,7 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             entry["quality"] = previous.get(candidate.name, {}).get("quality", {})
         else:
             entry["quality"] = {name: quality(prepared, encoder) for name, prepared in catalogs.items()}
-        if not args.no_speed and encoder.batch_encode is not None:
+        if not args.no_speed:
             if candidate.name == "minilm":
                 tps = statistics.median(texts_per_second(baseline.batch_encode, speed_texts) for _ in range(3))
                 entry["speed"] = {

@@ -7,7 +7,7 @@ A tool is *found first* when the lookup returns it (search_tools puts what the l
 ranking); *alone* when it is the only tool returned (a bare name several servers share returns them all; a
 typo may land on another name one edit away).
 
-    python benchmarks/names_bench.py           # the suite's stores (make bench-suite builds them)
+    python -m benchmarks.names_bench           # the suite's stores (make bench-suite builds them)
 
 Prints a table and writes benchmarks/results/names.json.
 """
@@ -22,11 +22,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from toolkg.retrieval import Index
+from toolkg.toolsearch.names import MIN_TYPO_LENGTH, NameIndex
+
 ROOT = Path(__file__).resolve().parents[1]
-
-from toolkg.retrieval import Index  # noqa: E402
-from toolkg.toolsearch.names import MIN_TYPO_LENGTH, NameIndex  # noqa: E402
-
 CATALOGS = ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench")
 STORES = ROOT / "benchmarks" / "results" / "stores"
 

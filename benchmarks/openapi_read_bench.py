@@ -5,7 +5,7 @@ against the tools read, then the quarantine reasons and the notices over all fil
 numbers and quoted values folded to '…' so that the same laxity in a thousand places is one line. Files
 that are not OpenAPI 3, or that YAML or JSON cannot parse, are listed with why.
 
-    python benchmarks/openapi_read_bench.py tests/cases/real/openapi FOLDER_OF_PUBLIC_DESCRIPTIONS
+    python -m benchmarks.openapi_read_bench tests/cases/real/openapi FOLDER_OF_PUBLIC_DESCRIPTIONS
 
 Files short of operations are listed (`-v`: every file). On 2026-11-27, over the 118 public OpenAPI 3
 descriptions of the dlt-hub/openapi-specs collection that parse (files under 4 MiB) and GitHub's
@@ -60,8 +60,9 @@ def main() -> None:
             if args.verbose:
                 print(f"{path.name}\tnot OpenAPI 3")
             continue
-        paths = document.get("paths") if isinstance(document.get("paths"), dict) else {}
-        in_file = sum(1 for item in paths.values() if isinstance(item, dict) for m in HTTP_METHODS if m in item)
+        paths = document.get("paths")
+        items = paths.values() if isinstance(paths, dict) else ()
+        in_file = sum(1 for item in items if isinstance(item, dict) for m in HTTP_METHODS if m in item)
         started = time.perf_counter()
         result = ingest_manifest(file, data, format="openapi", limits=limits)
         tools = sum(len(s.tools) for s in result.manifest.servers) if result.manifest else 0

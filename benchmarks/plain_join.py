@@ -18,7 +18,7 @@ server that yield the entity the parameter names, or that declare an output fiel
 toolkg's manifest reader resolves ``$ref``s, so a referenced component's name is not seen here (the issue's
 join also read those): this join sees what ``models.Tool`` holds.
 
-    python benchmarks/plain_join.py            # its edges' counts on every label set
+    python -m benchmarks.plain_join            # its edges' counts on every label set
 """
 
 from __future__ import annotations
@@ -144,11 +144,7 @@ def plain_join(tools: list) -> list[JoinEdge]:
 
 
 if __name__ == "__main__":
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from inference_bench import LABEL_SETS, label_set_tools
+    from benchmarks.label_sets import LABEL_SETS, label_set_tools
 
     for name in LABEL_SETS:
         made = plain_join(label_set_tools(name))

@@ -6,7 +6,7 @@ written back as an OpenAI ``{"type": "function", "function": {...}}`` entry; the
 round-robin over ``files`` files (one server each, named after the file), so no file holds one source
 alone. Deterministic.
 
-    python benchmarks/public_mix.py /tmp/public-mix         # 146 files
+    python -m benchmarks.public_mix /tmp/public-mix         # 146 files
 """
 
 from __future__ import annotations

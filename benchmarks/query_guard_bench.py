@@ -6,7 +6,7 @@ For each shape (nested braces, NOT EXISTS, BIND chains ...) it finds by bisectio
 proxies), and the largest size the guard accepts. A run that takes longer than ``--run-timeout`` counts as
 "slow" (planning blow-up, not a crash): the endpoint's timeout covers those.
 
-    .venv/bin/python benchmarks/query_guard_bench.py [--shapes braces,binds] [--max 8000] [--out FILE.json]
+    .venv/bin/python -m benchmarks.query_guard_bench [--shapes braces,binds] [--max 8000] [--out FILE.json]
 """
 
 from __future__ import annotations
@@ -22,10 +22,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.support.query_shapes import SHAPES, SLOW, largest_accepted  # noqa: E402  (the shapes the tests run)
-from toolkg.serve.assets import oxigraph_binary  # noqa: E402
+from tests.support.query_shapes import SHAPES, SLOW, largest_accepted  # the shapes the tests run
+from toolkg.serve.assets import oxigraph_binary
 
 
 def _free_port() -> int:

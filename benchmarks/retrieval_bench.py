@@ -5,9 +5,9 @@ method on the setting's labelled queries (Recall, mAP, nDCG, CompleteRecall at 3
 Recall; p50/p95 latency after warm-up). Prints one table per setting and the targets, and writes
 benchmarks/results/retrieval.json (+ one PNG per setting).
 
-    python benchmarks/retrieval_bench.py                  # the four settings
-    python benchmarks/retrieval_bench.py --scale 10000    # also latency on a synthetic 10k-tool store
-    python benchmarks/retrieval_bench.py --cold --scale 10000 100000   # cold start only (issue 31's targets)
+    python -m benchmarks.retrieval_bench                  # the four settings
+    python -m benchmarks.retrieval_bench --scale 10000    # also latency on a synthetic 10k-tool store
+    python -m benchmarks.retrieval_bench --cold --scale 10000 100000   # cold start only (issue 31's targets)
 
 ``--cold`` times a cold ``toolkg retrieve`` (a fresh process, its first query) on LiveMCPBench's 527 tools and
 on a synthetic store of each ``--scale`` size, alternately with the store's retrieval index and with the index
@@ -99,6 +99,7 @@ def spawn_retrieve(store: Path, query: str) -> dict:
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert process.stderr is not None  # piped above
     stderr = process.stderr.read()
     process.stderr.close()
     _, status, usage = os.wait4(process.pid, 0)
@@ -189,8 +190,7 @@ def cold_start(store: Path, query: str, repeat: int = 3) -> dict:
 
 def cold_report(sizes: list[int], keep: Path | None) -> dict:
     """``--cold``: LiveMCPBench's store and a synthetic store of each size."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from synthetic import generate
+    from benchmarks.synthetic import generate
 
     report: dict = {"stores": {}, "load_average": list(os.getloadavg())}
     store = STORES / "livemcpbench"
@@ -232,9 +232,7 @@ def print_cold(report: dict) -> None:
 def scale_latency(size: int) -> dict:
     """p50/p95 of auto, bm25, dense and grtf on a synthetic store of ``size`` tools built the default
     way (tool descriptions as queries), and a cold ``toolkg retrieve`` on it."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from synthetic import generate
-
+    from benchmarks.synthetic import generate
     from toolkg.retrieval import Index, Query, make_retriever
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -247,7 +245,7 @@ def scale_latency(size: int) -> dict:
         embed_seconds = time.perf_counter() - started
         rng = random.Random(3)
         texts = [t.description for t in rng.sample(index.catalog.tools, 200)]
-        out = {"tools": len(index.catalog.tools), "manifests": len(files), "build_seconds": round(seconds, 1)}
+        out: dict = {"tools": len(index.catalog.tools), "manifests": len(files), "build_seconds": round(seconds, 1)}
         out["embed_seconds"] = round(embed_seconds, 1)
         summary = json.loads(next((store / "runs").glob("*/summary.json")).read_text())
         out["build_pipeline_seconds"] = summary["pipeline_seconds"]
@@ -286,17 +284,15 @@ def main() -> None:
         print(f"\nwrote {RESULTS / 'retrieval-cold.json'}")
         return
 
+    from benchmarks.references import REFERENCES
+    from benchmarks.splits import half
     from toolkg import progress
     from toolkg.cli.render import format_eval
     from toolkg.retrieval import Index, read_queries
     from toolkg.retrieval.evaluate import evaluate, write_outputs
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from references import REFERENCES
-    from splits import half
-
     progress.enable(False)
-    report: dict = {"settings": {}, "targets": [], "half": args.half}
+    report = {"settings": {}, "targets": [], "half": args.half}
     methods = args.methods.split(",")
     for name in args.settings.split(","):
         paths, flags, queries = SETTINGS[name]

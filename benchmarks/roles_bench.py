@@ -1,7 +1,7 @@
 """The role classifier (canonicalize/findings/roles.py), leave-one-catalog-out, against a one-feature baseline.
 
-    python benchmarks/roles_bench.py          # the tables; writes benchmarks/results/roles.json
-    python benchmarks/roles_bench.py --fit    # also refits the shipped model on both catalogs (roles_model.json)
+    python -m benchmarks.roles_bench          # the tables; writes benchmarks/results/roles.json
+    python -m benchmarks.roles_bench --fit    # also refits the shipped model on both catalogs (roles_model.json)
 
 The labelled catalogs are ``data/roles/``: LiveMCPBench (527 tools) and the reference MCP servers
 (``tests/cases/real/mcp-servers``, 123 tools). Each is left out in turn: the model is fit on the other one alone
@@ -306,7 +306,7 @@ def main() -> None:
     args = parser.parse_args()
     data = {name: load(name) for name in CATALOGS}
     names = list(CATALOGS)
-    report = {"loco": [evaluate(names[1 - i], names[i], data) for i in range(2)]}
+    report: dict = {"loco": [evaluate(names[1 - i], names[i], data) for i in range(2)]}
     print_tables(report)
     if args.fit:
         tools = data[names[0]][0] + data[names[1]][0]

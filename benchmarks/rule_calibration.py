@@ -24,8 +24,8 @@ leave out). The lower bound (an unlabelled pair counted wrong) is shown beside i
 - **Vetoes**: the join's edges the judge dropped (pairs.py: every proposal of the pair under ``learned_veto``),
   with the model's probability and the features that pulled it down.
 
-    python benchmarks/rule_calibration.py                  # LOCO fit, table, vetoes: results/rule_calibration.json
-    python benchmarks/rule_calibration.py --predict F      # only write the default predictions (for 'before')
+    python -m benchmarks.rule_calibration                  # LOCO fit, table, vetoes: results/rule_calibration.json
+    python -m benchmarks.rule_calibration --predict F      # only write the default predictions (for 'before')
 """
 
 from __future__ import annotations
@@ -33,27 +33,25 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.label_sets import FILES, LABEL_SETS, label_set_tools, read_labels
+from benchmarks.label_sets import audit_verdicts as _audit  # both aliased to the names the body uses
+from benchmarks.label_sets import load_tools as _load
+from benchmarks.plain_join import JoinEdge, plain_join
+from benchmarks.splits import half as split_half
+from toolkg.canonicalize.inference.calibration import CONFIDENCE
+from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.canonicalize.inference.typed_join import SAME_FIELD
+from toolkg.canonicalize.inference.typed_join import evidence_kind as join_evidence_kind
+from toolkg.config import InferenceOptions
+from toolkg.models import InferredEdge
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from inference_bench import FILES, LABEL_SETS, _audit, _load, label_set_tools, read_labels  # noqa: E402
-from plain_join import plain_join  # noqa: E402
-from splits import half as split_half  # noqa: E402
-
-from toolkg.canonicalize.inference.calibration import CONFIDENCE  # noqa: E402
-from toolkg.canonicalize.inference.infer import infer_dependencies  # noqa: E402
-from toolkg.canonicalize.inference.typed_join import SAME_FIELD  # noqa: E402
-from toolkg.canonicalize.inference.typed_join import evidence_kind as join_evidence_kind  # noqa: E402
-from toolkg.config import InferenceOptions  # noqa: E402
-from toolkg.models import InferredEdge  # noqa: E402
-
 RESULTS = ROOT / "benchmarks" / "results"
 # the kinds fitted here, with the placeholder each had before (kept by a fold whose catalogs never show the kind:
 # not the shipped value, which the left-out catalog's own labels may have set)
@@ -239,7 +237,7 @@ def score(d: Dev, pairs: set[tuple[str, str]], half: str) -> dict:
     }
 
 
-def _pairs(edges: list[InferredEdge]) -> set[tuple[str, str]]:
+def _pairs(edges: Iterable[InferredEdge | JoinEdge]) -> set[tuple[str, str]]:
     return {(e.consumer, e.producer) for e in edges}
 
 
@@ -354,7 +352,7 @@ def run(before: dict | None = None) -> dict:
         edges = predicted(d, table, cap)
         after = _pairs(edges)
         plain = _pairs(plain_join(d.tools))
-        entry = {"confidences": table, "cap": cap, "mean_f1_by_cap_on_the_others": f1_by_cap, "halves": {}}
+        entry: dict = {"confidences": table, "cap": cap, "mean_f1_by_cap_on_the_others": f1_by_cap, "halves": {}}
         for half in ("tune", "report", "all"):
             entry["halves"][half] = {
                 "plain join": score(d, plain, half),

@@ -4,7 +4,7 @@ A query is in the *tuning* half when the SHA-256 of its id is even, in the *repo
 Rules, thresholds and method defaults are tuned on the tuning half only; closing notes report the
 reporting half. The rule depends on the id alone, so the split never moves when queries are added.
 
-    python benchmarks/splits.py          # writes data/splits/<catalog>.json and prints the sizes
+    python -m benchmarks.splits          # writes data/splits/<catalog>.json and prints the sizes
 
 The split files live apart from the catalogs: a catalog folder holds manifests only (a build reads
 every .json file in it).
@@ -33,11 +33,12 @@ def write_splits() -> dict[str, dict[str, int]]:
     sizes = {}
     for catalog in CATALOGS:
         ids = [json.loads(line)["id"] for line in (DATA / catalog / "queries.jsonl").open(encoding="utf-8")]
-        split = {"rule": "sha256(id) even -> tune, odd -> report", "tune": [], "report": []}
+        halves: dict[str, list[str]] = {"tune": [], "report": []}
         for query_id in ids:
-            split[half(str(query_id))].append(query_id)
+            halves[half(str(query_id))].append(query_id)
+        split = {"rule": "sha256(id) even -> tune, odd -> report", **halves}
         (DATA / "splits" / f"{catalog}.json").write_text(json.dumps(split, indent=1) + "\n", encoding="utf-8")
-        sizes[catalog] = {"tune": len(split["tune"]), "report": len(split["report"])}
+        sizes[catalog] = {"tune": len(halves["tune"]), "report": len(halves["report"])}
     return sizes
 
 

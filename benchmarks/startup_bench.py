@@ -16,8 +16,8 @@ services off, in the idle watchdog's process) and `prefect server start`.
 
 Prints a table and writes benchmarks/results/startup.json.
 
-    python benchmarks/startup_bench.py               # 3 repeats of each rerun (about 4 minutes)
-    python benchmarks/startup_bench.py --repeat 5 --no-servers
+    python -m benchmarks.startup_bench               # 3 repeats of each rerun (about 4 minutes)
+    python -m benchmarks.startup_bench --repeat 5 --no-servers
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def timed(command: list[str], env: dict[str, str], timeout: float = 3600) -> dic
     started = time.perf_counter()
     result = subprocess.run(command, env=env, capture_output=True, text=True, cwd=ROOT, timeout=timeout)
     seconds = time.perf_counter() - started
-    row = {"seconds": round(seconds, 3), "exit": result.returncode, "spawned": spawned, "exited": time.time()}
+    row: dict = {"seconds": round(seconds, 3), "exit": result.returncode, "spawned": spawned, "exited": time.time()}
     if match := WALL.search(result.stdout):
         wall, pipeline = map(float, match.groups())
         overhead = round(wall - pipeline, 2)
@@ -211,7 +211,7 @@ def until_healthy(url: str, process: subprocess.Popen | None, limit: float = 300
 
 def server_startups(tmp: Path, database: Path | None, repeat: int) -> list[dict]:
     """Seconds from spawn to a healthy /api/health: toolkg's server and `prefect server start`."""
-    rows = []
+    rows: list[dict] = []
     for kind in ("toolkg local server (uvicorn, services off)", "prefect server start"):
         for fresh in (True, False):
             samples = []
@@ -262,7 +262,8 @@ def main() -> None:
     home, store = tmp / "prefect-home", tmp / "store"
     home.mkdir()
     env = base_env(home)
-    rows, results = [], {}
+    rows: list[dict] = []
+    results: dict = {}
     try:
         first = timed(build(store), env)
         rows.append(summary("demo build, first run (new store, no server, new Prefect database)", [first]))
@@ -299,7 +300,7 @@ def main() -> None:
         stop_server(env)
         shutil.rmtree(tmp, ignore_errors=True)
 
-    results = {
+    document = {
         "machine": {
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
@@ -312,7 +313,7 @@ def main() -> None:
         **results,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "startup.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / "startup.json").write_text(json.dumps(document, indent=2) + "\n")
 
     print(f"{'end to end, each a fresh process':<78} {'median':>7} {'min':>7} {'max':>7}  pipeline")
     for row in rows:

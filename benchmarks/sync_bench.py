@@ -11,8 +11,8 @@ For each catalog (LiveMCPBench's 527 tools, a synthetic 10k-tool catalog):
 
 Prints a table and writes benchmarks/results/sync.json.
 
-    python benchmarks/sync_bench.py                 # LiveMCPBench + synthetic 10k
-    python benchmarks/sync_bench.py --sizes 2000    # other synthetic sizes (0 for none)
+    python -m benchmarks.sync_bench                 # LiveMCPBench + synthetic 10k
+    python -m benchmarks.sync_bench --sizes 2000    # other synthetic sizes (0 for none)
 """
 
 from __future__ import annotations
@@ -22,14 +22,12 @@ import copy
 import json
 import os
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "CRITICAL")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
@@ -91,8 +89,8 @@ def run_case(name: str, files: list[Path], work: Path) -> dict:
     initial_files = _write(work / "initial", without)
     final_files = _write(work / "final", final_removed)
     build_catalog(paths=[str(p) for p in initial_files], store_dir=str(work / "live"))
-    for store in ("whole-store", "final-store"):  # a rebuild after the first: tool vectors are cached
-        vectors = store_cache(work / store, "embeddings")
+    for folder in ("whole-store", "final-store"):  # a rebuild after the first: tool vectors are cached
+        vectors = store_cache(work / folder, "embeddings")
         vectors.parent.mkdir(parents=True)
         shutil.copy(store_cache(work / "live", "embeddings"), vectors)
     rebuilt = build_catalog(
@@ -171,7 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000", help="synthetic catalog sizes, comma-separated (0: none)")
     args = parser.parse_args()
-    from synthetic import generate
+    from benchmarks.synthetic import generate
 
     cases = [("livemcpbench (527)", [ROOT / "data" / "livemcpbench" / "tools.json"])]
     results = []

@@ -5,7 +5,7 @@ Deterministic (seeded). Servers hold 50 tools; files hold 20 servers (1,000 tool
 tool docs (verbs, objects, typed parameters, some output schemas); 40% of the tools take a record id
 (``invoice_id``) that 30% of them return, so dependency inference has something to find.
 
-    python benchmarks/synthetic.py 10000 /tmp/synth-10k
+    python -m benchmarks.synthetic 10000 /tmp/synth-10k
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Findings on real catalogs (false alarms) and on poisoned manifests (detection), per kind and half.
 
-    .venv/bin/python benchmarks/trust_bench.py            # measure; prints tables, writes benchmarks/results/trust.json
-    .venv/bin/python benchmarks/trust_bench.py --fit      # refit the injection model first (tuning halves only)
+    .venv/bin/python -m benchmarks.trust_bench            # measure; prints tables, writes benchmarks/results/trust.json
+    .venv/bin/python -m benchmarks.trust_bench --fit      # refit the injection model first (tuning halves only)
 
 Real tools: the five public catalogs of the retrieval suite as prepared under data/ (LiveMCPBench, ToolLinkOS,
 BFCL, Azure MCP, APIBench; ../shared/data holds the same LiveMCPBench and ToolLinkOS files). A *false alarm* is a
@@ -33,7 +33,6 @@ import argparse
 import hashlib
 import importlib
 import json
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -43,7 +42,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 POISONED = ROOT / "benchmarks" / "poisoned"
 RESULTS = ROOT / "benchmarks" / "results" / "trust.json"
 CATALOGS = {
@@ -220,6 +218,7 @@ def fit(real_by_catalog, poisoned, labels) -> dict:
         caught = int((_scores(injection_tune, bias, beta) >= threshold).sum())
         if best is None or caught > best[0]:
             best = (caught, penalty, threshold)
+    assert best is not None  # the grid of penalties is not empty
     _, penalty, threshold = best
     beta[NAMES.index("no_payload")] = penalty
     data = {

@@ -6,9 +6,9 @@ cache, ``validate`` per manifest) is timed for each engine in turn, A B A B, in 
 seconds per run, ms per tool and the ratio; writes benchmarks/results/validate.json. The verdicts of the
 two engines are compared too (they must be equal).
 
-    python benchmarks/validate_bench.py --sizes 1000,10000,100000 --repeats 2
-    python benchmarks/validate_bench.py --sizes 100000 --one-file   # all tools in one manifest
-    python benchmarks/validate_bench.py --engines sparql              # the compiled engine alone
+    python -m benchmarks.validate_bench --sizes 1000,10000,100000 --repeats 2
+    python -m benchmarks.validate_bench --sizes 100000 --one-file   # all tools in one manifest
+    python -m benchmarks.validate_bench --engines sparql              # the compiled engine alone
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import argparse
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -34,7 +34,7 @@ def extracted(paths: list[Path]) -> list:
     manifests = []
     for path in paths:
         file, data = fingerprint_file(path)
-        manifests.append(ingest_manifest(file, data).manifest)
+        manifests.append(ingest_manifest(file, data).parsed)
     index = NameIndex()
     for m in manifests:
         index.add([t.id for s in m.servers for t in s.tools], m.path)
@@ -57,11 +57,10 @@ def main() -> None:
     parser.add_argument("--one-file", action="store_true", help="all tools of a size in one manifest")
     parser.add_argument("--engines", default="pyshacl,sparql", help="engines to time, in this order each round")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from synthetic import generate
+    from benchmarks.synthetic import generate
 
     engines = args.engines.split(",")
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for size in [int(s) for s in args.sizes.split(",") if s]:
             manifests = extracted(generate(size, Path(tmp) / str(size), one_file=args.one_file))

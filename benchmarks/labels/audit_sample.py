@@ -10,23 +10,19 @@ changed samples what is new. A separate reader judges each pair from those texts
 "reason"}`` per pair. ``benchmarks/inference_bench.py`` then prints the precision those verdicts estimate beside
 the lower bound.
 
-    python benchmarks/labels/audit_sample.py --per-catalog 60
+    python -m benchmarks.labels.audit_sample --per-catalog 60
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
 from pathlib import Path
 
+from benchmarks.label_sets import LABEL_SETS, audit_verdicts, label_set_tools, read_labels
+from toolkg.canonicalize.inference.infer import infer_dependencies
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from inference_bench import LABEL_SETS, _audit, label_set_tools, read_labels  # noqa: E402
-
-from toolkg.canonicalize.inference.infer import infer_dependencies  # noqa: E402
-
 OUT = ROOT / "benchmarks" / "results" / "audit"
 
 
@@ -48,7 +44,7 @@ def tool_text(tool, width: int = 500) -> str:
 def sample(name: str, per_catalog: int) -> list[tuple[str, str]]:
     """Predicted pairs that neither a label nor an earlier audit judged, in a fixed name-blind order."""
     tools = label_set_tools(name)
-    judged = {(x["consumer"], x["producer"]) for x in read_labels(name)} | set(_audit(name))
+    judged = {(x["consumer"], x["producer"]) for x in read_labels(name)} | set(audit_verdicts(name))
     predicted = {(e.consumer, e.producer) for e in infer_dependencies(tools)} - judged
     ordered = sorted(predicted, key=lambda pair: hashlib.sha256("|".join(pair).encode()).hexdigest())
     return ordered[:per_catalog]

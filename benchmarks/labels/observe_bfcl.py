@@ -19,10 +19,10 @@ characters) is a whole path segment or whole whitespace token of a result string
 (``parameterIndirectlyDependsOn``).
 
 bfcl-eval is not a toolkg dependency: install it in a separate venv and point ``--bfcl-site`` at its
-site-packages (only ``mpmath`` is needed besides it for these back-ends):
+site-packages (only ``mpmath`` is needed besides it for these back-ends; ``benchmarks/extra_sites.py`` appends it):
 
     python3 -m venv /tmp/bfclvenv && /tmp/bfclvenv/bin/pip install --no-deps bfcl-eval==2026.3.23 mpmath==1.3.0
-    .venv/bin/python benchmarks/labels/observe_bfcl.py --bfcl-site /tmp/bfclvenv/lib/python3.11/site-packages
+    .venv/bin/python -m benchmarks.labels.observe_bfcl --bfcl-site /tmp/bfclvenv/lib/python3.11/site-packages
 
 Writes data/dependency-labels/observed/bfcl-multi-turn.jsonl and data/bfcl-multi-turn/queries.jsonl, and
 prints the sizes.
@@ -37,9 +37,11 @@ import importlib
 import inspect
 import json
 import re
-import sys
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
+
+from benchmarks.extra_sites import append_site_packages
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "tests" / "cases" / "real" / "openai" / "bfcl-multi-turn"
@@ -192,7 +194,7 @@ class Entry:
     """One entry's back-end instances, loaded as bfcl's execute_multi_turn_func_call loads them."""
 
     def __init__(self, entry: dict, long_context: bool, mapping: dict, stateless: list):
-        self.methods: dict[str, tuple[str, object]] = {}
+        self.methods: dict[str, tuple[str, Callable[..., object]]] = {}
         for class_name in entry["involved_classes"]:
             module = importlib.import_module(mapping[class_name])
             instance = getattr(module, class_name)()
@@ -207,11 +209,15 @@ class Entry:
     def call(self, text: str):
         """(class name, function name, bound arguments, result or None, error or None) of one call string."""
         node = ast.parse(text.strip(), mode="eval").body
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+        if (
+            not isinstance(node, ast.Call)
+            or not isinstance(node.func, ast.Name)
+            or any(k.arg is None for k in node.keywords)
+        ):
             raise ValueError(f"not a plain call: {text}")
         name = node.func.id
         args = [ast.literal_eval(a) for a in node.args]
-        kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        kwargs = {str(k.arg): ast.literal_eval(k.value) for k in node.keywords}
         class_name, method = self.methods[name]
         bound = inspect.signature(method).bind(*args, **kwargs)
         try:
@@ -245,7 +251,7 @@ def main() -> None:
     parser.add_argument("--debug-misses", action="store_true", help="print values found in no earlier result")
     args = parser.parse_args()
 
-    sys.path.append(args.bfcl_site)
+    append_site_packages([args.bfcl_site])
     from bfcl_eval.constants.executable_backend_config import (
         CLASS_FILE_PATH_MAPPING,
         MULTI_TURN_FUNC_DOC_FILE_MAPPING,
@@ -266,7 +272,7 @@ def main() -> None:
 
     # (consumer, producer, parameter) -> {"kinds": Counter, "entries": set, "scenarios": set, "examples": [...]}
     flows: dict[tuple, dict] = defaultdict(lambda: {"kinds": Counter(), "entries": set(), "scenarios": set(), "ex": []})
-    stats = Counter()
+    stats: Counter[str] = Counter()
     self_flows: Counter = Counter()
     call_errors: list[str] = []
     misses: dict[tuple, list] = defaultdict(list)
@@ -288,7 +294,7 @@ def main() -> None:
                 continue
             history: list[tuple[str, dict, object]] = []  # (tool id, arguments, result) of earlier calls
             said = ""
-            turn_tools = []
+            turn_tools: list[list[str]] = []
             entry_failed = False
             for number, calls in enumerate(turns):
                 question = entry["question"][number] if number < len(entry["question"]) else []
@@ -297,7 +303,7 @@ def main() -> None:
                 for text in calls:
                     stats["calls"] += 1
                     try:
-                        class_name, function, bound, result, error = state.call(text)
+                        class_name, function, bound, result, failure = state.call(text)
                     except Exception as problem:  # noqa: BLE001 - unparsable or unknown function
                         stats["calls not run"] += 1
                         call_errors.append(f"{entry['id']} turn {number}: {text}: {problem}")
@@ -305,10 +311,10 @@ def main() -> None:
                         continue
                     consumer = tool_id(class_name, function)
                     turn_tools[-1].append(consumer)
-                    if error:
+                    if failure:
                         stats["calls that errored"] += 1
                         entry_failed = True
-                        shown = error if error != "error" else result
+                        shown = failure if failure != "error" else result
                         call_errors.append(f"{entry['id']} turn {number}: {text}: {shown}")
                     for parameter, argument in bound.items():
                         for value in argument_values(argument):
@@ -345,7 +351,7 @@ def main() -> None:
                                 stats["values from no earlier result"] += 1
                                 if args.debug_misses:
                                     misses[(consumer, parameter)].append((entry["id"], value))
-                    history.append((consumer, bound, result if not error or error == "error" else None))
+                    history.append((consumer, bound, result if not failure or failure == "error" else None))
             stats["entries with a failing call"] += entry_failed
             if category == "base":
                 queries.append(

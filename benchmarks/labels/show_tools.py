@@ -1,8 +1,8 @@
 """Print a catalog's tools as a dependency labeller reads them: toolkg's tool ids, descriptions, inputs and
 declared outputs, from the manifest text alone (no inference, no store).
 
-    python benchmarks/labels/show_tools.py tests/cases/real/mcp-servers/github.json
-    python benchmarks/labels/show_tools.py data/azure-mcp/tools.json --server azure-mcp --grep storage
+    python -m benchmarks.labels.show_tools tests/cases/real/mcp-servers/github.json
+    python -m benchmarks.labels.show_tools data/azure-mcp/tools.json --server azure-mcp --grep storage
 
 Ids are ``<server id>::<tool name>`` exactly as a build writes them, so a label written from this listing
 names the tools the inference benchmark scores.

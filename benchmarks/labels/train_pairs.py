@@ -11,39 +11,28 @@ without it (recall over labelled positives, precision over labelled predicted pa
 with every unlabelled prediction counted wrong), the calibration of the left-out predictions, and writes the
 model fitted on every catalog to canonicalize/inference/pair_model.json.
 
-    python benchmarks/labels/train_pairs.py            # LOCO table, then writes the shipped weights
-    python benchmarks/labels/train_pairs.py --no-write
+    python -m benchmarks.labels.train_pairs            # LOCO table, then writes the shipped weights
+    python -m benchmarks.labels.train_pairs --no-write
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "benchmarks" / "suite"))
-
-from inference_bench import (  # noqa: E402
-    FILES,
-    LABEL_SETS,
-    _audit,
-    _estimated_precision,
-    _load,
-    _number,
-    label_set_tools,
-    read_labels,
-)
-from splits import half as split_half  # noqa: E402
-from train import logistic_fit  # noqa: E402
-
-from toolkg.canonicalize.inference.infer import infer_dependencies  # noqa: E402
-from toolkg.canonicalize.inference.pairs import (  # noqa: E402
+from benchmarks.inference_bench import _estimated_precision, _number
+from benchmarks.label_sets import FILES, LABEL_SETS, label_set_tools, read_labels
+from benchmarks.label_sets import audit_verdicts as _audit  # both aliased to the names the body uses
+from benchmarks.label_sets import load_tools as _load
+from benchmarks.splits import half as split_half
+from benchmarks.suite.train import logistic_fit
+from toolkg.canonicalize.inference.infer import infer_dependencies
+from toolkg.canonicalize.inference.pairs import (
     FEATURES,
     MODEL_PATH,
     THRESHOLD,
@@ -52,9 +41,10 @@ from toolkg.canonicalize.inference.pairs import (  # noqa: E402
     features,
     judged,
     probabilities,
-)  # noqa: E402
-from toolkg.config import InferenceOptions  # noqa: E402
+)
+from toolkg.config import InferenceOptions
 
+ROOT = Path(__file__).resolve().parents[2]
 RULES_ONLY = InferenceOptions(learned=False)
 VETOES = (0.0, 0.1, 0.2, 0.3, 0.4)
 
@@ -122,7 +112,9 @@ def fit(catalogs: list[dict]) -> np.ndarray:
 def model_output(data: dict, weights: np.ndarray, threshold: float, veto: float) -> tuple[dict, set]:
     """What the product does (pairs.decide, as pairs.judge calls it): the pairs the model adds, unless the rules
     keep them, (consumer, producer) -> probability; and the rule pairs it doubts."""
-    best, doubted = decide(data["found"], probabilities(data["x"], weights).tolist(), data["proposed"], threshold, veto)
+    best, doubted = decide(
+        data["found"], probabilities(data["x"], weights.tolist()).tolist(), data["proposed"], threshold, veto
+    )
     kept = data["rules"] - doubted
     added: dict = {}
     for score, c in best.values():
@@ -207,10 +199,11 @@ def choose_veto(catalogs: list[dict], loco: dict[str, np.ndarray], threshold: fl
         return 2 * r * p / (r + p) if r + p else 0.0
 
     table = {(d["name"], v): f1(d, v) for d in catalogs for v in VETOES}
-    return {
-        d["name"]: max(VETOES, key=lambda v, d=d: np.mean([table[o["name"], v] for o in catalogs if o is not d]))
-        for d in catalogs
-    }
+
+    def mean_on_the_others(d: dict, v: float) -> float:
+        return float(np.mean([table[o["name"], v] for o in catalogs if o is not d]))
+
+    return {d["name"]: max(VETOES, key=functools.partial(mean_on_the_others, d)) for d in catalogs}
 
 
 def main() -> None:

@@ -90,21 +90,21 @@ def corpus() -> dict[str, str]:
     out: dict[str, list[dict] | dict] = {}
     labels: dict[str, dict[str, str]] = {}
     for kind in FAMILIES:
-        out[f"{kind}.json"] = servers(read_cases(kind), ordinary)
-        for index, entry in enumerate(out[f"{kind}.json"]):
+        out[f"{kind}.json"] = family = servers(read_cases(kind), ordinary)
+        for index, entry in enumerate(family):
             for key, name, last in tool_ids([entry]):
                 tool_id = f"{key}::{name}"
                 labels[tool_id] = {"kind": kind if last else "benign", "set": kind, "variant": str(index)}
                 labels[tool_id]["half"] = half(tool_id)
     for name, part in HOLDOUTS:
         cases = read_cases(name)
-        out[f"{name}.json"] = servers(cases, ordinary)
+        out[f"{name}.json"] = listed = servers(cases, ordinary)
         kinds = {c["server"]: c["kind"] for c in cases}
-        for key, tool, last in tool_ids(out[f"{name}.json"]):
+        for key, tool, last in tool_ids(listed):
             kind = kinds[key] if last else "benign"
             labels[f"{key}::{tool}"] = {"kind": kind, "set": name, "variant": key, "half": part}
-    out["trusted.json"] = servers(read_cases("trusted"), ordinary)
-    for key, name, _ in tool_ids(out["trusted.json"]):
+    out["trusted.json"] = trusted = servers(read_cases("trusted"), ordinary)
+    for key, name, _ in tool_ids(trusted):
         labels[f"{key}::{name}"] = {"kind": "benign", "set": "trusted", "variant": "", "half": half(f"{key}::{name}")}
     v1, v2, changes = changed(read_cases("changed"))
     out["changed/v1.json"], out["changed/v2.json"] = v1, v2

@@ -15,7 +15,7 @@ the observed dependency labels share; this module reads them as the suite's quer
 Each row carries ``group``, the conversation it comes from: the tuning/reporting half of a turn is its
 conversation's (``data/SPLITS.md``'s rule on the conversation id), so no conversation is in both halves.
 
-    python benchmarks/suite/conversational.py bfcl-multi-turn | head -3    # the rows as JSON lines
+    python -m benchmarks.suite.conversational bfcl-multi-turn | head -3    # the rows as JSON lines
 """
 
 from __future__ import annotations

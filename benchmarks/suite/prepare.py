@@ -5,10 +5,10 @@ evaluation format (../shared/data/README.md), its LICENSE and ``SOURCE.md`` (whe
 version, what was converted and what was dropped). The suite (``benchmarks/suite/run.py``) reads only
 those folders, so it runs offline; this script is how they were made and how to remake them.
 
-    python benchmarks/suite/prepare.py bfcl                          # downloads the pinned wheel from PyPI
-    python benchmarks/suite/prepare.py irrelevant                    # BFCL's irrelevance questions + own.jsonl
-    python benchmarks/suite/prepare.py azure-mcp --repo MCP_CHECKOUT --azmcp PATH/TO/azmcp
-    python benchmarks/suite/prepare.py apibench --repo GORILLA_CHECKOUT
+    python -m benchmarks.suite.prepare bfcl                          # downloads the pinned wheel from PyPI
+    python -m benchmarks.suite.prepare irrelevant                    # BFCL's irrelevance questions + own.jsonl
+    python -m benchmarks.suite.prepare azure-mcp --repo MCP_CHECKOUT --azmcp PATH/TO/azmcp
+    python -m benchmarks.suite.prepare apibench --repo GORILLA_CHECKOUT
 
 ``--repo`` is a git directory (a clone or a bare mirror): files are read with ``git show HEAD:path``.
 No tool, query or label is edited by hand; every rule below applies to the whole set.
@@ -149,7 +149,7 @@ def prepare_irrelevant(wheel: Path | None) -> None:
   count them on `bfcl`.
 - `own`: written for toolkg (`own.jsonl`, edited by hand): greetings, thanks, and errands in the physical
   world (cooking, cleaning, repairs, errands in person) that no software tool performs.
-- Made by `python benchmarks/suite/prepare.py irrelevant` (it reads `own.jsonl` and writes `queries.jsonl`).
+- Made by `python -m benchmarks.suite.prepare irrelevant` (it reads `own.jsonl` and writes `queries.jsonl`).
 - Counts: {", ".join(f"{k} {v}" for k, v in sorted(counts.items()))}.
 """,
         encoding="utf-8",
@@ -204,7 +204,7 @@ def prepare_bfcl(wheel: Path | None) -> None:
 
 - Source: PyPI `bfcl-eval=={BFCL_VERSION}` (wheel sha256 `{digest}`), `bfcl_eval/data/BFCL_v4_<category>.json`
   and `possible_answer/BFCL_v4_<category>.json`. Licence: Apache-2.0 (`LICENSE`).
-- Made by `python benchmarks/suite/prepare.py bfcl`.
+- Made by `python -m benchmarks.suite.prepare bfcl`.
 - Catalog: the functions of every question of {", ".join(BFCL_CATEGORIES)}, pooled into one server `bfcl`:
   {len(tools)} distinct names. A name BFCL repeats with small differences keeps the variant most questions
   offer ({sum(len(v) > 1 for v in variants.values())} names had more than one). BFCL's Python type names
@@ -221,7 +221,6 @@ def prepare_bfcl(wheel: Path | None) -> None:
 
 
 def prepare_azure(repo: Path, azmcp: Path) -> None:
-    sys.path.insert(0, str(ROOT / "src"))
     from toolkg.live import list_config
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -272,7 +271,7 @@ def prepare_azure(repo: Path, azmcp: Path) -> None:
   `azure-mcp`. Licence: MIT (`LICENSE`, from the repository below).
 - Prompts: `eng/tools/ToolDescriptionEvaluator/prompts/prompts.json` of `microsoft/mcp` at
   `{git_head(repo)}`, tool name -> prompts. Each prompt is a query whose gold is that one tool.
-- Made by `python benchmarks/suite/prepare.py azure-mcp --repo ... --azmcp ...`.
+- Made by `python -m benchmarks.suite.prepare azure-mcp --repo ... --azmcp ...`.
 - {len(queries)} queries over {len(prompts) - len(dropped)} tools; dropped: the prompts of {len(dropped)} tools the
   released server does not list ({sum(dropped.values())} prompts: {", ".join(sorted(dropped))}).
 """,
@@ -308,11 +307,15 @@ def _api_parameters(arguments) -> dict:
 
 
 def prepare_apibench(repo: Path) -> None:
-    servers, queries = [], []
+    servers: list[dict] = []
+    queries: list[dict] = []
     unmatched = 0
     for eval_name, api_name, title in APIBENCH_HUBS:
         entries = [json.loads(line) for line in git_show(repo, f"data/api/{api_name}_api.jsonl").splitlines() if line]
-        tools, by_data, by_call, taken = [], {}, collections.defaultdict(list), collections.Counter()
+        tools: list[dict] = []
+        by_data: dict[str, str] = {}
+        by_call: dict[str, list[str]] = collections.defaultdict(list)
+        taken: collections.Counter[str] = collections.Counter()
         for entry in entries:
             # Names repeat (TF Hub often says "model_id"); a repeated name gets its ordinal.
             base = str(entry["api_name"]).strip() or "api"
@@ -378,7 +381,7 @@ def prepare_apibench(repo: Path) -> None:
 
 - Source: `ShishirPatil/gorilla` at `{git_head(repo)}`: the API documents `data/api/<hub>_api.jsonl` and the
   evaluation instructions `data/apibench/<hub>_eval.json`. Licence: Apache-2.0 (`LICENSE`).
-- Made by `python benchmarks/suite/prepare.py apibench --repo ...`.
+- Made by `python -m benchmarks.suite.prepare apibench --repo ...`.
 - Catalog: one server per hub ({sizes}); a tool per API document: name = `api_name` (a repeated name gets
   ` #2`, ` #3`...), description = the document's description, domain, functionality and call; parameters
   from `api_arguments`.

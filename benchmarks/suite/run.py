@@ -1,7 +1,7 @@
 """The retrieval suite: every method and two plain references on seven public catalogs, one table.
 
     make bench-suite                                   # the whole suite (builds the stores once)
-    python benchmarks/suite/run.py --sets bfcl,azure-mcp --methods auto,dense
+    python -m benchmarks.suite.run --sets bfcl,azure-mcp --methods auto,dense
 
 Catalogs (data/<name>/SOURCE.md says where each comes from): LiveMCPBench (queries with their steps, and
 their text alone), ToolLinkOS (the default build, and declared edges only for the graph target), BFCL,
@@ -22,128 +22,28 @@ latency for every method, then the targets: the default against the references o
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import pickle
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks.references import REFERENCES
+from benchmarks.suite.catalogs import SETTINGS, STORES, TRAINING, Setting, build_all, rows_of, tuning_samples
+from benchmarks.suite.train import collect, fit_calibration, reliability
+from toolkg.retrieval import Index, as_query
+from toolkg.retrieval.auto import AutoRetriever, merge
+from toolkg.retrieval.evaluate import evaluate
+from toolkg.retrieval.metrics import gold_tools, hit_ranks
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from conversational import SETS as CONVERSATIONAL  # noqa: E402
-from conversational import rows as conversational_rows  # noqa: E402
-from references import REFERENCES  # noqa: E402
-from splits import half as half_of  # noqa: E402
-from train import collect, fit_calibration, reliability  # noqa: E402
-
-from toolkg.retrieval import Index, as_query  # noqa: E402
-from toolkg.retrieval.auto import AutoRetriever, merge  # noqa: E402
-from toolkg.retrieval.evaluate import evaluate  # noqa: E402
-from toolkg.retrieval.metrics import gold_tools, hit_ranks  # noqa: E402
-
 RESULTS = ROOT / "benchmarks" / "results"
-TOOLKG = Path(sys.executable).with_name("toolkg")
 METHODS = ["auto", "dense", "bm25", "hybrid", "grtf", "ego", "agent"]
 KS = [1, 5, 10]  # 1: the first server (server R@1)
 ADDITIONS_K = 10  # the cut the additions' hits are counted at
 MARGIN = 0.05  # the default over the better of plain MiniLM and BM25, on R@10 and CR@10
 TOLERANCE = 0.005  # never below plain MiniLM, plain BM25, toolkg's dense or toolkg's bm25 by more than this
 FLOOR = ("plain-dense", "plain-bm25", "dense", "bm25")  # what the default is never below
-
-
-@dataclass(frozen=True)
-class Setting:
-    catalog: str  # the data folder: what leave-one-catalog-out leaves out
-    paths: tuple[str, ...]
-    flags: tuple[str, ...] = ()
-    steps: bool = True  # queries keep their steps
-    store: str = ""  # the store's name, when two settings share a catalog but not a build
-
-    @property
-    def queries(self) -> Path:
-        return ROOT / "data" / self.catalog / "queries.jsonl"
-
-    @property
-    def store_name(self) -> str:
-        return self.store or self.catalog
-
-
-SETTINGS = {
-    "livemcpbench": Setting("livemcpbench", ("data/livemcpbench/tools.json",)),
-    "livemcpbench-text": Setting("livemcpbench", ("data/livemcpbench/tools.json",), steps=False),
-    "toollinkos": Setting("toollinkos", ("data/toollinkos",)),
-    "toollinkos-declared": Setting(
-        "toollinkos", ("data/toollinkos",), ("--no-infer", "--no-links"), store="toollinkos-declared"
-    ),
-    "bfcl": Setting("bfcl", ("data/bfcl/tools.json",)),
-    "azure-mcp": Setting("azure-mcp", ("data/azure-mcp/tools.json",)),
-    "apibench": Setting("apibench", ("data/apibench/tools.json",)),
-    # conversational: a user's turns over a small catalog with state (benchmarks/suite/conversational.py)
-    "bfcl-multi-turn": Setting("bfcl-multi-turn", ("tests/cases/real/openai/bfcl-multi-turn",)),
-    "tau2": Setting("tau2", ("tests/cases/real/openai/tau2",)),
-}
-# Settings whose tuning rows train the calibration: one per catalog and build (the declared-only build is a
-# variant of ToolLinkOS's, the text-only queries a variant of LiveMCPBench's).
-TRAINING = ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench", "bfcl-multi-turn", "tau2")
-
-
-def rows_of(setting: Setting, half: str) -> list[dict]:
-    if setting.catalog in CONVERSATIONAL:
-        rows = conversational_rows(setting.catalog)
-    else:
-        rows = [json.loads(line) for line in setting.queries.open(encoding="utf-8") if line.strip()]
-    # a conversation's turns share its half (group: the conversation's id)
-    rows = [r for r in rows if half == "all" or half_of(str(r.get("group", r["id"]))) == half]
-    if not setting.steps:
-        rows = [{**r, "steps": []} for r in rows]
-    return rows
-
-
-STORES = RESULTS / "stores"  # --stores: another folder (e.g. stores built with int8 embeddings)
-
-
-def build(setting: Setting) -> Path:
-    store = STORES / f"suite-{setting.store_name}"
-    started = time.perf_counter()
-    result = subprocess.run(
-        [str(TOOLKG), "build", *setting.paths, "--store", str(store), "-q", *setting.flags],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode not in (0, 3):
-        sys.exit(f"build of {store} failed:\n{result.stderr[-2000:]}")
-    print(f"  built {store.name} in {time.perf_counter() - started:.1f}s", file=sys.stderr)
-    return store
-
-
-def build_all(names=SETTINGS) -> dict[str, Path]:
-    stores: dict[str, Path] = {}
-    for name in names:
-        setting = SETTINGS[name]
-        if setting.store_name not in stores:
-            stores[setting.store_name] = build(setting)
-    return {name: stores[SETTINGS[name].store_name] for name in names}
-
-
-def tuning_samples(stores: dict[str, Path], settings=SETTINGS) -> dict:
-    """Calibration rows of each training catalog's tuning half, keyed by catalog."""
-    samples = {}
-    for name in TRAINING:
-        if name not in stores:
-            continue
-        index = Index(stores[name])
-        try:
-            samples[SETTINGS[name].catalog] = collect(index, rows_of(SETTINGS[name], "tune"), SETTINGS[name].steps)
-            samples[SETTINGS[name].catalog].store = str(stores[name])
-        finally:
-            index.close()
-        print(f"  calibration rows of {name}: {len(samples[SETTINGS[name].catalog].parts)} parts", file=sys.stderr)
-    return samples
 
 
 def score(store: Path, setting: Setting, methods: list[str], half: str, extra: dict) -> dict:
@@ -260,25 +160,23 @@ def main() -> None:
         "--samples", type=Path, help="a pickle of the calibration rows: read when it exists, else written (trials)"
     )
     args = parser.parse_args()
-    global STORES
-    STORES = args.stores or STORES
     names = [n.strip() for n in args.sets.split(",") if n.strip()]
     unknown = [n for n in names if n not in SETTINGS]
     if unknown:
         parser.error(f"unknown settings {unknown}; choose from {', '.join(SETTINGS)}")
-    stores = build_all(dict.fromkeys([*names, *([] if args.no_loco else TRAINING)]))
+    stores = build_all(dict.fromkeys([*names, *([] if args.no_loco else TRAINING)]), args.stores or STORES)
     if args.no_loco:
         samples = {}
     elif args.samples and args.samples.exists():  # rows collected by an earlier run of the same code
         samples = pickle.loads(args.samples.read_bytes())
     else:
-        samples = tuning_samples(stores)
+        samples = tuning_samples(stores, collect)
         if args.samples:
             args.samples.write_bytes(pickle.dumps(samples))
     reports, calibrations = {}, {}
     for name in names:
         setting = SETTINGS[name]
-        extra = dict(REFERENCES)
+        extra: dict[str, Callable[[Index], object]] = dict(REFERENCES)
         if samples:
             calibration = fit_calibration(samples, exclude=setting.catalog)
             calibrations[name] = calibration.as_json() | {
@@ -286,7 +184,7 @@ def main() -> None:
                 if setting.catalog in samples
                 else []
             }
-            extra["auto (LOCO)"] = lambda index, c=calibration: AutoRetriever(index, calibration=c)
+            extra["auto (LOCO)"] = functools.partial(AutoRetriever, calibration=calibration)
         methods = [m.strip() for m in args.methods.split(",") if m.strip()]
         reports[name] = score(stores[name], setting, [*methods, *extra], args.half, extra)
         reports[name]["additions"] = {}

@@ -9,8 +9,8 @@ columns never negative) and scored on its own tuning half: Recall@10 of the whol
 against the gold tools among the candidates. Kept only if it helps every catalog; measured 2026-11-27: none
 does (benchmarks/README.md).
 
-    python benchmarks/suite/run.py --samples rows.pkl --sets azure-mcp --methods dense   # collects the rows
-    python benchmarks/suite/server_features.py rows.pkl                                  # table + JSON
+    python -m benchmarks.suite.run --samples rows.pkl --sets azure-mcp --methods dense   # collects the rows
+    python -m benchmarks.suite.server_features rows.pkl                                  # table + JSON
 """
 
 from __future__ import annotations
@@ -18,15 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import pickle
-import sys
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train import FUSION_SIGNS, Samples, balanced, monotone_fit  # noqa: E402
-
-from toolkg.retrieval import Index  # noqa: E402
+from benchmarks.suite.train import FUSION_SIGNS, Samples, balanced, monotone_fit
+from toolkg.retrieval import Index
 
 VARIANTS = ("none", "best", "mass", "best+mass", "cosine")
 RESULTS = Path(__file__).resolve().parents[1] / "results"

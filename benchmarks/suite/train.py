@@ -15,7 +15,7 @@ long declared chain earns).
 Every catalog weighs the same in each fit, however many queries it has, so no one catalog sets the
 weights. ``fit_calibration(samples, exclude=...)`` leaves a catalog out (the suite's leave-one-out rows).
 
-    python benchmarks/suite/train.py     # fits on every catalog's tuning half, writes calibration.json
+    python -m benchmarks.suite.train     # fits on every catalog's tuning half, writes calibration.json
 """
 
 from __future__ import annotations
@@ -305,7 +305,8 @@ def fit_chain_share(calibration: Calibration, samples: dict[str, Samples]) -> fl
 
 def reliability(calibration: Calibration, samples: dict[str, Samples], bins: int = 5) -> list[dict]:
     """Predicted against observed rates per probability bin (text rows), over the given catalogs."""
-    predicted, observed = [], []
+    predicted: list[float] = []
+    observed: list[float] = []
     for s in samples.values():
         figures = probe_figures(s.probes, calibration.fusion)
         x, y = text_rows(s, calibration.fusion, choose(figures, calibration.evidence).weights)
@@ -334,10 +335,10 @@ def write_default(calibration: Calibration) -> None:
 
 
 if __name__ == "__main__":
-    from run import SETTINGS, build_all, tuning_samples  # noqa: E402 (the suite's stores and query halves)
+    from benchmarks.suite.catalogs import build_all, tuning_samples  # the suite's stores and query halves
 
     stores = build_all()
-    samples = tuning_samples(stores, SETTINGS)
+    samples = tuning_samples(stores, collect)
     calibration = fit_calibration(samples)
     write_default(calibration)
     print(json.dumps(calibration.as_json(), indent=1))

@@ -1,6 +1,6 @@
 """The families of phrasing the injection model weighs (``FEATURES``): one regular expression each, over the
 normalised text (injection.normalise) in lower case. A family's name is the model's feature name: renaming
-or adding one needs a refit (``python benchmarks/trust_bench.py --fit``).
+or adding one needs a refit (``python -m benchmarks.trust_bench --fit``).
 
 Each family is written as its alternatives, one per line (``either``); ``gap(n)`` stands for up to n
 characters within one sentence, between two parts of a phrase.

@@ -13,7 +13,7 @@ stem, and the description's word pairs), its parameters' types, its parameter co
 the labelled catalogs (``data/roles/``: words seen in at least a few tools), never written by hand, and the
 server's id and text are left out: a role is the tool's, and a server id names a vendor, not what it does.
 Each role's score is then Platt-scaled on out-of-fold scores, so a probability of 0.8 means about 8 in 10.
-``benchmarks/roles_bench.py --fit`` writes ``roles_model.json`` (fit on both catalogs); its tables are the
+``python -m benchmarks.roles_bench --fit`` writes ``roles_model.json`` (fit on both catalogs); its tables are the
 leave-one-catalog-out figures.
 """
 

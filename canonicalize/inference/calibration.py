@@ -1,11 +1,11 @@
 """How sure each kind of inference evidence is: an edge's confidence is the precision its evidence
 showed on the two dev sets, so a retriever can pick edges by the error it accepts.
 
-Measured with ``python benchmarks/inference_bench.py`` (ToolLinkOS's declared edges; the hand
+Measured with ``python -m benchmarks.inference_bench`` (ToolLinkOS's declared edges; the hand
 labels on LiveMCPBench's real MCP servers plus the audit of the pairs they leave out). Rounded down
 to 0.05 and never above what either dev set showed; a kind seen fewer than 10 times on both keeps a
 cautious value. The figures beside each entry are the ones that set it. The REST and typed-join kinds
-are fitted by ``python benchmarks/rule_calibration.py`` (every dev catalog's tuning half, checked
+are fitted by ``python -m benchmarks.rule_calibration`` (every dev catalog's tuning half, checked
 leave-one-catalog-out; ``inference_bench.py`` prints its tables).
 """
 

@@ -11,6 +11,8 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
+from tests.support.layout import import_cycles
+from tests.support.layout import module_imports as _imports
 from tests.support.layout import modules as _modules  # a name the checker test swaps for a fake tree
 
 # Packages of the core: any package may import them, and they import no stage.
@@ -32,29 +34,6 @@ ISOLATED = {"toolkg.store"}  # imports the core only, whatever comes before it
 # stages without Prefect; only the wrappers (flows/build.py, flows/sync/flow.py, flows/scale.py) import it.
 PIPELINE_CORE = ("toolkg.flows.pipeline", "toolkg.flows.sync.catalog", "toolkg.flows.sync.servers")
 PREFECT = ("prefect", "prefect_dask", "dask", "distributed")
-
-
-def _imports(modules: dict[str, Path]) -> dict[str, set[str]]:
-    """Module -> the toolkg modules it imports anywhere in its body."""
-    edges: dict[str, set[str]] = defaultdict(set)
-    for name, path in modules.items():
-        package = name if path.stem == "__init__" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            targets: list[str] = []
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join(anchor + ([base] if base else []))
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
-            for target in targets:
-                while target not in modules and "." in target:
-                    target = target.rpartition(".")[0]
-                if target in modules and target != name:
-                    edges[name].add(target)
-    return edges
 
 
 def _package_of(module: str, modules: dict[str, Path]) -> str:
@@ -86,39 +65,7 @@ def _violations() -> list[str]:
 
 
 def _cycles() -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan)."""
-    edges = _imports(_modules())
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in edges.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
-    return found
+    return import_cycles(_imports(_modules()))
 
 
 def test_every_module_belongs_to_a_layer():

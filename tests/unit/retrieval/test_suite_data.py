@@ -58,10 +58,7 @@ DEPENDENCY_LABELS = {  # label set -> (positives, negatives), data/dependency-la
 def test_dependency_labels_name_real_tools_and_parameters(name):
     """Every labelled pair names two tools of its catalog, as a build names them, and a parameter the consumer
     takes: a label that names nothing would count as a miss for every inference and hide a renamed id."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from inference_bench import label_set_tools, read_labels
+    from benchmarks.label_sets import label_set_tools, read_labels
 
     tools = {t.id: t for t in label_set_tools(name)}
     labels = read_labels(name)
@@ -90,10 +87,8 @@ def test_audit_verdicts_judge_real_unlabelled_pairs_once(name):
     """Every blind-audit verdict names two tools of its catalog and a pair no label judges (the audit
     estimates precision only where the labels are silent), once, with a reason; counts as the README states."""
     import json
-    import sys
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from inference_bench import label_set_tools, read_labels
+    from benchmarks.label_sets import label_set_tools, read_labels
 
     tools = {t.id for t in label_set_tools(name)}
     labelled = {(x["consumer"], x["producer"]) for x in read_labels(name)}
@@ -117,12 +112,8 @@ CONVERSATIONAL = {  # set -> (manifests' folder, tools, queries), benchmarks/sui
 def test_conversational_sets_answer_every_query_and_keep_a_conversation_in_one_half(name):
     """The suite's conversational queries name tools their catalog has, and the turns of one conversation
     all fall in one half (a turn's half is its conversation's)."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    sys.path.insert(0, str(ROOT / "benchmarks" / "suite"))
-    from conversational import rows
-    from run import SETTINGS, rows_of
+    from benchmarks.suite.catalogs import SETTINGS, rows_of
+    from benchmarks.suite.conversational import rows
 
     folder, tools, queries = CONVERSATIONAL[name]
     assert (ROOT / "data" / name / "LICENSE").is_file() and (ROOT / "data" / name / "SOURCE.md").is_file()

@@ -1,0 +1,1 @@
+"""The retrieval suite: seven public catalogs, every method, two plain references (python -m benchmarks.suite.run)."""
