@@ -31,6 +31,9 @@ from toolkg.limits import Limits
 from toolkg.models import ManifestFormat
 
 
+ExtractorName = Literal["offline", "llm"]  # the semantic extractors (extractors/triples/)
+
+
 class Options(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -113,7 +116,7 @@ class BuildConfig(Options):
 
     format: ManifestFormat | None = None  # None: detected per file
     server: str | None = None  # server id for a manifest that names none
-    extractor: Literal["offline", "llm"] = "offline"
+    extractor: ExtractorName = "offline"
     llm_config: str | None = None  # TOML file of the LLM endpoint (secrets stay in the environment)
     hide_declared: bool = False  # drop declared dependencies (to evaluate inference against them)
     prune: bool = False  # remove manifests no longer under the paths
