@@ -102,3 +102,15 @@ def test_a_flag_alone_still_works_as_before(tmp_path):
     assert "--max-rows: Input should be greater than or equal to 1" in done.stderr
     done = _toolkg("serve", "--store", str(tmp_path / "none"), "--timeout", "0")
     assert done.returncode == 2 and "--timeout: Input should be greater than or equal to 1" in done.stderr
+
+
+def test_show_token_reads_the_files_token_file_over_stdio_as_before(tmp_path):
+    secret = "k" * 48
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text(secret + "\n")
+    tokens.chmod(0o600)
+    config = _config(tmp_path, f'[mcp]\ntoken_file = "{tokens}"\n')
+    done = _toolkg("mcp", "--show-token", "--config", config)  # the file's token_file, transport left stdio
+    assert done.returncode == 0 and done.stdout.strip() == secret, done.stderr
+    done = _toolkg("mcp", "--show-token", "--token-file", str(tokens))  # the flag alone, as it always worked
+    assert done.returncode == 0 and done.stdout.strip() == secret, done.stderr

@@ -298,10 +298,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from toolkg.toolsearch.trust import TrustPolicy
 
     config, options = command_options(args, "mcp")
-    options.check()
     if args.show_token:  # for scripts: --header "Authorization: Bearer $(toolkg mcp --show-token)"
-        print(load_tokens(options.token_file).first_secret)
+        print(load_tokens(options.token_file).first_secret)  # --token-file needs no --transport http here
         return EXIT_OK
+    options.check()
     searching = config.toolsearch
     pinned = (*searching.pinned, *args.pin)
     min_score = args.min_score if args.min_score is not None else searching.min_score
