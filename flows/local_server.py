@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from toolkg.environment import PREFECT_IDLE_SECONDS, PREFECT_STARTUP_SECONDS, EnvVar
 from toolkg.errors import ToolkgError
 from toolkg.flows.local_server_key import api_auth_string, auth_digest
 
@@ -59,10 +60,9 @@ STATE_FILE = "toolkg-local-server.json"
 LOCK_FILE = "toolkg-local-server.lock"
 LEASE_FILE = "toolkg-local-server.lease"
 LOG_FILE = "toolkg-local-server.log"
-IDLE_ENV = "TOOLKG_PREFECT_IDLE_SECONDS"
-STARTUP_ENV = "TOOLKG_PREFECT_STARTUP_SECONDS"
-DEFAULT_IDLE = 120.0  # a build, then a fix and a rebuild, reuse it; a page that finds its port has two minutes
-DEFAULT_STARTUP = 60.0
+# 120 s: a build, then a fix and a rebuild, reuse it; a page that finds its port has two minutes
+DEFAULT_IDLE = float(PREFECT_IDLE_SECONDS.default)
+DEFAULT_STARTUP = float(PREFECT_STARTUP_SECONDS.default)
 RETRY_FACTOR = 3  # the second start-up attempt waits this many times longer
 HINT = "start one yourself with 'prefect server start' and set PREFECT_API_URL=http://127.0.0.1:4200/api"
 SERVER_MODULE = "toolkg.flows.local_server_process"  # the server's own process: serve and the idle watchdog
@@ -125,17 +125,15 @@ def prefect_home() -> Path:
 
 
 def idle_seconds() -> float:
-    return _seconds(IDLE_ENV, DEFAULT_IDLE)
+    return _seconds(PREFECT_IDLE_SECONDS)
 
 
 def startup_seconds() -> float:
-    return _seconds(STARTUP_ENV, DEFAULT_STARTUP)
+    return _seconds(PREFECT_STARTUP_SECONDS)
 
 
-def _seconds(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
+def _seconds(variable: EnvVar) -> float:
+    name, raw = variable.name, variable.get().strip()
     try:
         value = float(raw)
     except ValueError:

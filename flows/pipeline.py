@@ -125,7 +125,7 @@ def _build(
     clock = time.perf_counter()
     try:
         catalog = CatalogRun(store, ctx, config, confirmer, runner=runner)
-        run = BuildRun(store, config, _load_options(config, semantic), semantic, ctx, catalog, fan_out)
+        run = BuildRun(store, config, BuildOptions.of(config, semantic), semantic, ctx, catalog, fan_out)
         prepared = _pipeline(run, paths)
     except BaseException as exc:
         _end_run(summary, semantic, confirmer, ctx, clock)
@@ -175,18 +175,6 @@ def _publish(store: ToolStore, prepared: PreparedSnapshot) -> None:
             f"snapshot {prepared.name} is published, but its pending mark stayed ({reason_of(exc)}): "
             "the next build publishes again"
         )
-
-
-def _load_options(config: BuildConfig, semantic: SemanticExtractor) -> BuildOptions:
-    """The options that change what a manifest yields: part of every manifest's fingerprint."""
-    return BuildOptions(
-        format=config.format,
-        server=config.server,
-        extractor=semantic.name,
-        extractor_version=semantic.key(),
-        hide_declared=config.hide_declared,
-        limits=config.limits,
-    )
 
 
 @dataclass

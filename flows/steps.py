@@ -140,7 +140,7 @@ def ingest_batch(
         if not force and previous is not None and previous.fingerprint == fingerprint(file, options):
             skipped.append(file)
             continue
-        result = ingest_manifest(file, data, format=options.format, server=options.server, limits=options.limits)  # type: ignore[arg-type]
+        result = ingest_manifest(file, data, format=options.format, server=options.server, limits=options.limits)
         if options.hide_declared and result.manifest is not None:
             result = result.model_copy(update={"manifest": _without_declared(result.manifest)})
         parsed.append(result)

@@ -6,30 +6,56 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg import PIPELINE_VERSION, __version__
+from toolkg.config import BuildConfig, ExtractorName, Options
 from toolkg.limits import Limits
-from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem, ServerGraph, StageInfo, ToolChange
+from toolkg.models import (
+    ExtractedManifest,
+    ManifestFile,
+    ManifestFormat,
+    QuarantinedItem,
+    ServerGraph,
+    StageInfo,
+    ToolChange,
+)
 from toolkg.ontology import PROV, RDF, RDFS, TK, XSD, iris, ontology_version
 from toolkg.ontology.graphs import PROVENANCE_GRAPH, SERVER_GRAPH_PREFIX
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.tool_changes import diff_tools
 
 
-class BuildOptions(BaseModel):
-    """Options that change what a manifest yields; they are part of its fingerprint."""
+class ExtractorIdentity(Protocol):
+    """What of the semantic extractor a manifest's result depends on: its name and ``key()``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    name: str
 
-    format: str | None = None
-    server: str | None = None
-    extractor: str = "structural"
-    extractor_version: str = "1"
-    hide_declared: bool = False  # drop manifests' declared dependencies (to evaluate inference against them)
-    limits: Limits = Limits()  # how much of a manifest is read, and what is trimmed (toolkg.limits)
+    def key(self) -> str: ...
+
+
+_CONFIG = BuildConfig.model_fields  # BuildOptions' defaults are BuildConfig's: one source for each
+
+
+class BuildOptions(Options):
+    """The options that change what a manifest yields; they are part of its fingerprint. Made from the run's
+    ``BuildConfig`` by ``of`` (builds and syncs alike), so its fields and their defaults are the config's."""
+
+    format: ManifestFormat | None = _CONFIG["format"].default
+    server: str | None = _CONFIG["server"].default
+    extractor: ExtractorName = _CONFIG["extractor"].default
+    extractor_version: str  # the extractor's key(): no default, the extractor that runs says it
+    hide_declared: bool = _CONFIG["hide_declared"].default  # drop declared dependencies (to evaluate inference)
+    limits: Limits = _CONFIG["limits"].default  # how much of a manifest is read, what is trimmed (toolkg.limits)
+
+    @classmethod
+    def of(cls, config: BuildConfig, extractor: ExtractorIdentity) -> BuildOptions:
+        """The options of a run with ``config`` whose semantic extractor is ``extractor``."""
+        shared = {name: getattr(config, name) for name in cls.model_fields if name in _CONFIG}
+        return cls.model_validate({**shared, "extractor": extractor.name, "extractor_version": extractor.key()})
 
 
 def live_listing_wins(path: str, server_id: str, listing: str) -> QuarantinedItem:

@@ -25,7 +25,6 @@ Snapshots (``toolkg serve``) are an on-disk feature: a SPARQL server already iso
 from __future__ import annotations
 
 import base64
-import os
 import re
 import tomllib
 import urllib.error
@@ -47,6 +46,7 @@ from pyoxigraph import (
     serialize,
 )
 
+from toolkg.environment import SPARQL_PASSWORD, SPARQL_USER
 from toolkg.errors import ConfigError, StoreError
 from toolkg.store.query_guard import with_project_prefixes
 
@@ -111,8 +111,8 @@ class RemoteBackend:
         self.update_url = str(config["update"])
         self.graph_store_url = str(config.get("graph_store") or "")
         self.timeout = float(str(config.get("timeout", 120)))  # a number or its text, as the config file has it
-        user = config.get("username") or os.environ.get("TOOLKG_SPARQL_USER")
-        password = config.get("password") or os.environ.get("TOOLKG_SPARQL_PASSWORD", "")
+        user = config.get("username") or SPARQL_USER.raw()
+        password = config.get("password") or SPARQL_PASSWORD.get()
         self.headers = {}
         if user:
             token = base64.b64encode(f"{user}:{password}".encode()).decode()

@@ -25,6 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 from pyoxigraph import Literal, NamedNode, RdfFormat, Triple, serialize
 
+from toolkg.environment import SHACL_ENGINE
 from toolkg.errors import ConfigError
 from toolkg.models import ExtractedManifest, QuarantinedItem
 from toolkg.ontology import SHAPES_FILE, iris
@@ -33,7 +34,6 @@ from toolkg.store import shacl_sparql
 from toolkg.store.shacl_worker import Row, validate_rows
 
 _TOOL_PREFIX = iris.BASE + "tool/"
-ENGINE_ENV = "TOOLKG_SHACL_ENGINE"
 ENGINES = ("sparql", "pyshacl")
 # Triples per chunk: an Oxigraph store of 100k triples takes about 35 MB; pySHACL's rdflib graph is
 # slower to build, and its chunks are what the process pool hands out.
@@ -98,9 +98,11 @@ class Validator:
     def __init__(
         self, workers: int | None = None, cache_path: str | Path | None = None, engine: str | None = None
     ) -> None:
-        self.engine = engine or os.environ.get(ENGINE_ENV) or "sparql"
+        self.engine = engine or SHACL_ENGINE.get()
         if self.engine not in ENGINES:
-            raise ConfigError(f"SHACL engine {self.engine!r}: expected one of {', '.join(ENGINES)} ({ENGINE_ENV})")
+            raise ConfigError(
+                f"SHACL engine {self.engine!r}: expected one of {', '.join(ENGINES)} ({SHACL_ENGINE.name})"
+            )
         self.workers = workers if workers is not None else min(2, os.cpu_count() or 1)
         self._pool: Executor | None = None
         self._cache = ResultCache(cache_path) if cache_path is not None else None

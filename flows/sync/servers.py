@@ -147,7 +147,7 @@ def sync_found_servers(
     summary.kept = [s for s in wanted if s not in found and s not in removing]
     run_id = summary.run_id
     if not found and not removing:  # every server kept: nothing to write, no session to open
-        _record(store, summary, [], found, {}, BuildOptions())
+        _record(store, summary, [], found, {}, None)
         return []
     if store.publishes_snapshots:  # a sync killed before it publishes leaves the snapshot owed to the next build
         mark_pending(store, ["snapshot"], run_id)
@@ -160,8 +160,7 @@ def sync_found_servers(
             elif server_id in removing:
                 results.append(sync.remove_server(server_id))
         extractor = sync.extractor
-        options = BuildOptions(format=config.format, server=config.server, extractor=extractor.name,
-                               extractor_version=extractor.key(), limits=config.limits)  # fmt: skip
+        options = BuildOptions.of(config, extractor)
     _record(store, summary, results, found, {s: owners[s] & set(read or ()) for s in removing}, options)
     if store.publishes_snapshots:
         publish_snapshot(store, run_id)
@@ -182,11 +181,11 @@ def _record(
     results: list[SyncResult],
     found: dict[str, tuple[Server, Manifest]],
     read_owners: dict[str, set[str]],
-    options: BuildOptions,
+    options: BuildOptions | None,
 ) -> None:
     """The sync's run, as a build records one: its provenance (when it changed the graph: the manifests it
     read the changed servers from, and those of the removed servers it read: ``read_owners``), its summary
-    with every tool change, saved under runs/<id>/."""
+    with every tool change, saved under runs/<id>/. ``options``: the run's, None when it wrote nothing."""
     # each operation's figures; its tools and quarantine are the summary's own lists
     summary.operations = [{k: v for k, v in asdict(r).items() if k not in ("tools", "quarantined")} for r in results]
     summary.tools = sorted((c for r in results for c in r.tools), key=lambda c: (c.tool, c.change))
@@ -195,7 +194,7 @@ def _record(
         for stage, seconds in r.stage_seconds.items():
             summary.add_time(stage, seconds)
     ended = datetime.now(UTC)
-    if results:
+    if results and options is not None:
         used = {m.path: ManifestFile(path=m.path, sha256=m.sha256, size=0) for _, m in found.values()}
         for paths in read_owners.values():  # a manifest read that no longer defines the server removed it
             for path in paths:

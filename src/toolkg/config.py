@@ -30,6 +30,8 @@ from toolkg.errors import ConfigError
 from toolkg.limits import Limits
 from toolkg.models import ManifestFormat
 
+ExtractorName = Literal["offline", "llm"]  # the semantic extractors (extractors/triples/)
+
 
 class Options(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -108,12 +110,68 @@ class ToolSearchOptions(Options):
     )
 
 
+class ServeOptions(Options):
+    """``toolkg serve``: the read-only SPARQL endpoint (toolkg.serve). Each key is the flag of its name."""
+
+    bind: str = Field("127.0.0.1:7878", description="HOST:PORT the endpoint listens on")
+    timeout: int = Field(30, ge=1, description="query timeout, seconds")
+    memory_limit: int = Field(
+        2048,
+        ge=64,
+        description="MiB the queries running at once may use together; past it they answer 507 and the SPARQL "
+        "process is restarted",
+    )
+    allow_remote: bool = Field(False, description="listen on an address other than 127.0.0.1, ::1 or localhost")
+    allow_host: tuple[str, ...] = Field((), description="more Host (or Origin) names to answer, e.g. behind a proxy")
+    allow_federation: bool = Field(False, description="let queries use SERVICE <url>")
+
+
+class McpOptions(Options):
+    """``toolkg mcp``: the MCP server for agents (toolkg.toolsearch). Each key is the flag of its name; what
+    search_tools answers is the [toolsearch] section's."""
+
+    transport: Literal["stdio", "http"] = Field("stdio", description="stdio or http (Streamable HTTP)")
+    bind: str = Field("127.0.0.1:7879", description="HOST:PORT with transport http")
+    allow_remote: bool = Field(False, description="listen on an address other than 127.0.0.1, ::1 or localhost")
+    allow_host: tuple[str, ...] = Field((), description="more Host (or Origin) names to answer, e.g. behind a proxy")
+    token_file: str | None = Field(None, description="the tokens clients may use (transport http)")
+    no_auth: bool = Field(False, description="accept requests without a token (a loopback bind only)")
+    sparql_timeout: float = Field(10.0, gt=0, description="seconds one sparql query may run")
+    sparql_memory: int = Field(1024, ge=64, description="MiB one sparql query may use")
+    max_rows: int = Field(1000, ge=1, description="SPARQL rows returned at most")
+    allow_call: tuple[str, ...] = Field(
+        (), description="servers call_tool may call, '*' for every one (empty: calls are off)"
+    )
+    allow_destructive: bool = Field(False, description="let call_tool call tools annotated destructiveHint: true")
+    live: tuple[str, ...] = Field((), description="client configurations or addresses supplying servers to call")
+    env: tuple[str, ...] = Field((), description="environment variables a registry server.json may read")
+    call_timeout: float = Field(60.0, gt=0, description="one call's time limit, seconds")
+    call_idle: float = Field(300.0, gt=0, description="seconds without calls before a server's session closes")
+    call_concurrency: int = Field(4, ge=1, description="calls in flight at once per server")
+
+    def check(self) -> McpOptions:
+        """The keys that only go together, checked once every layer (file, flags) is applied: a file may hold
+        no_auth for a --transport http given on the command line."""
+        if self.transport != "http" and (self.no_auth or self.token_file):
+            problem = "no_auth and token_file (--no-auth, --token-file) are for transport http"
+        elif self.no_auth and self.token_file:
+            problem = "no_auth and token_file (--no-auth, --token-file) exclude each other"
+        elif not self.allow_call and self.allow_destructive:
+            problem = "allow_destructive (--allow-destructive) needs allow_call (--allow-call)"
+        elif not self.allow_call and self.live:
+            problem = "live (--live) supplies servers to call: it needs allow_call (--allow-call)"
+        else:
+            return self
+        raise ConfigError(f"mcp: {problem}")
+
+
 class BuildConfig(Options):
-    """Everything one build is told. ``toolkg build --help`` lists the sections; the README the keys."""
+    """Everything one build is told, and what ``toolkg serve`` and ``toolkg mcp`` are (their sections), so one
+    TOML file configures all three. ``toolkg build --help`` lists the sections; docs/configuration.md the keys."""
 
     format: ManifestFormat | None = None  # None: detected per file
     server: str | None = None  # server id for a manifest that names none
-    extractor: Literal["offline", "llm"] = "offline"
+    extractor: ExtractorName = "offline"
     llm_config: str | None = None  # TOML file of the LLM endpoint (secrets stay in the environment)
     hide_declared: bool = False  # drop declared dependencies (to evaluate inference against them)
     prune: bool = False  # remove manifests no longer under the paths
@@ -129,6 +187,8 @@ class BuildConfig(Options):
     entities: EntityOptions = EntityOptions()
     live: LiveOptions = LiveOptions()
     toolsearch: ToolSearchOptions = ToolSearchOptions()
+    serve: ServeOptions = ServeOptions()  # read by toolkg serve only
+    mcp: McpOptions = McpOptions()  # read by toolkg mcp only
 
     @classmethod
     def sections(cls) -> dict[str, type[BaseModel]]:
@@ -147,8 +207,9 @@ class BuildConfig(Options):
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         return cls().with_values(data, source=str(path))
 
-    def with_values(self, data: dict[str, Any], source: str = "config") -> BuildConfig:
-        """This config with ``{section: {key: value}}`` applied (each value validated)."""
+    def with_values(self, data: dict[str, Any], source: str = "config", as_flags: bool = False) -> BuildConfig:
+        """This config with ``{section: {key: value}}`` applied (each value validated). ``as_flags``: the values
+        are flags of the same names (serve's and mcp's), so an error names the flag (``--max-rows``)."""
         update: dict[str, Any] = {}
         sections = self.sections()
         for section, values in data.items():
@@ -168,9 +229,7 @@ class BuildConfig(Options):
         try:
             return type(self).model_validate(self.model_dump() | update)
         except ValidationError as exc:
-            error = exc.errors()[0]
-            where = ".".join(str(x) for x in error["loc"])
-            raise ConfigError(f"{source}: {where}: {error['msg']}") from None
+            raise ConfigError(_one_line(exc, source, as_flags)) from None
 
     def with_settings(self, pairs: list[str] | None) -> BuildConfig:
         """``SECTION.KEY=VALUE`` strings (from ``--set``); a plain ``KEY=VALUE`` is a build setting.
@@ -183,6 +242,17 @@ class BuildConfig(Options):
             section, _, key = name.strip().rpartition(".")
             data.setdefault(section or "build", {})[key.replace("-", "_")] = _toml_value(raw.strip())
         return self.with_values(data, source="--set") if data else self
+
+
+def _one_line(exc: ValidationError, source: str, as_flags: bool) -> str:
+    """The first problem, in one line: where (``mcp.max_rows``, or its flag ``--max-rows``) and what."""
+    error = exc.errors()[0]
+    message = str(error["msg"]).removeprefix("Value error, ")
+    loc = [str(x) for x in error["loc"]]
+    if as_flags and len(loc) >= 2:
+        return f"--{loc[1].replace('_', '-')}: {message}"
+    where = ".".join(loc)
+    return f"{source}: {where}: {message}" if where else f"{source}: {message}"
 
 
 def _is_options(annotation: Any) -> bool:

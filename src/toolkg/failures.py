@@ -132,10 +132,6 @@ def _scalar(value: Any) -> str:
     return json.dumps(str(value), ensure_ascii=False)
 
 
-FAULT_ENV = "TOOLKG_FAULT"
-FAULT_FILL_ENV = "TOOLKG_FAULT_FILL"
-
-
 class InjectedFault(RuntimeError):
     """Raised by ``fault_point`` for ``TOOLKG_FAULT=raise:<point>``."""
 
@@ -152,7 +148,9 @@ def fault_point(name: str) -> None:
     tests/integration/test_hostile_manifests.py; unset, it costs one lookup."""
     import os
 
-    fault = os.environ.get(FAULT_ENV)
+    from toolkg.environment import FAULT
+
+    fault = FAULT.raw()
     if not fault or fault.partition(":")[2] != name:
         return
     if fault.startswith("kill:"):
@@ -167,9 +165,10 @@ def fault_point(name: str) -> None:
 
 def _fill_disk(name: str) -> None:
     import errno
-    import os
 
-    filler = os.environ.get(FAULT_FILL_ENV)
+    from toolkg.environment import FAULT_FILL
+
+    filler = FAULT_FILL.raw()
     if not filler:
         raise OSError(errno.ENOSPC, f"No space left on device (TOOLKG_FAULT at {name})", name)
     try:

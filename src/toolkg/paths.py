@@ -10,10 +10,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from toolkg.environment import CACHE_DIR, CONFIG_DIR
+
 
 def cache_dir() -> Path:
     """``$TOOLKG_CACHE_DIR``, else ``$XDG_CACHE_HOME/toolkg``, else ``~/.cache/toolkg``."""
-    explicit = os.environ.get("TOOLKG_CACHE_DIR")
+    explicit = CACHE_DIR.raw()
     if explicit:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -37,7 +39,7 @@ def store_cache(store_dir: str | Path, name: str) -> Path:
 def config_dir() -> Path:
     """``$TOOLKG_CONFIG_DIR``, else ``$XDG_CONFIG_HOME/toolkg``, else ``~/.config/toolkg``: the user's settings
     and credentials (``toolkg mcp``'s bearer tokens), which clearing a cache must not throw away."""
-    explicit = os.environ.get("TOOLKG_CONFIG_DIR")
+    explicit = CONFIG_DIR.raw()
     if explicit:
         return Path(explicit)
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from toolkg.display import escape_quoted
+from toolkg.environment import STORE
 from toolkg.errors import DiskFullError, RequestError, StoreError
 from toolkg.summary import EXIT_USAGE
 
-DEFAULT_STORE = ".toolkg"
+DEFAULT_STORE = STORE.default
 TABLE_OR_JSON = ("table", "json")
 
 
@@ -66,7 +66,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def default_store() -> str:
-    return os.environ.get("TOOLKG_STORE", DEFAULT_STORE)
+    return STORE.get()
 
 
 def add_store(parser: argparse.ArgumentParser) -> None:

@@ -29,22 +29,25 @@ def _add_serve(sub) -> None:
         "state, /ontology documents the vocabulary.",
     )
     add_store(serve)
-    serve.add_argument("--bind", default="127.0.0.1:7878", metavar="HOST:PORT", help="default 127.0.0.1:7878")
-    serve.add_argument("--timeout", type=int, default=30, metavar="SECONDS", help="query timeout (default 30)")
+    serve.add_argument("--bind", metavar="HOST:PORT", help=f"default {_default('serve', 'bind')}")
+    serve.add_argument(
+        "--timeout", type=int, metavar="SECONDS", help=f"query timeout (default {_default('serve', 'timeout')})"
+    )
     serve.add_argument(
         "--memory-limit",
         type=int,
-        default=2048,
         metavar="MIB",
         help="memory the queries running at once may use together; past it they answer 507 and the SPARQL "
-        "process is restarted (default 2048)",
+        f"process is restarted (default {_default('serve', 'memory_limit')})",
     )
     _add_network(serve, authenticated=False)
     serve.add_argument(
         "--allow-federation",
         action="store_true",
+        default=None,
         help="let queries use SERVICE <url>: the server then fetches any URL a client names (off by default)",
     )
+    _add_config(serve, "serve")
     add_verbosity(serve)
     serve.set_defaults(handler=cmd_serve)
 
@@ -62,23 +65,25 @@ def _add_mcp(sub) -> None:
         "command; over HTTP it listens on --bind at /mcp and every request needs a bearer token.",
     )
     add_store(mcp)
-    mcp.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default stdio")
-    mcp.add_argument(
-        "--bind", default="127.0.0.1:7879", metavar="HOST:PORT", help="with --transport http (default 127.0.0.1:7879)"
-    )
+    mcp.add_argument("--transport", choices=("stdio", "http"), help=f"default {_default('mcp', 'transport')}")
+    mcp.add_argument("--bind", metavar="HOST:PORT", help=f"with --transport http (default {_default('mcp', 'bind')})")
     _add_network(mcp, authenticated=True)
     _add_auth_options(mcp)
-    mcp.add_argument("--sparql-timeout", type=float, default=10.0, metavar="SECONDS", help="default 10")
+    mcp.add_argument(
+        "--sparql-timeout", type=float, metavar="SECONDS", help=f"default {_default('mcp', 'sparql_timeout'):g}"
+    )
     mcp.add_argument(
         "--sparql-memory",
         type=int,
-        default=1024,
         metavar="MIB",
         help="memory one sparql query may use; past it the query fails with one line and its process is "
-        "restarted (default 1024)",
+        f"restarted (default {_default('mcp', 'sparql_memory')})",
     )
     mcp.add_argument(
-        "--max-rows", type=int, default=1000, metavar="N", help="SPARQL rows returned at most (default 1000)"
+        "--max-rows",
+        type=int,
+        metavar="N",
+        help=f"SPARQL rows returned at most (default {_default('mcp', 'max_rows')})",
     )
     search = mcp.add_argument_group("searching", "what search_tools answers besides its ranking")
     search.add_argument(
@@ -94,13 +99,9 @@ def _add_mcp(sub) -> None:
         metavar="P",
         help="answer no tool when the best scores below P, 0-1 (default: the calibrated threshold; 0: never abstain)",
     )
-    search.add_argument(
-        "--config",
-        metavar="FILE.toml",
-        help="a settings file: its [toolsearch] section's pinned, min_score, hide, hide_severity, approved (the flags"
-        " add to / win over it)",
-    )
     _add_call_options(mcp)
+    _add_config(mcp, "mcp", "; and [toolsearch]: pinned, min_score, hide, hide_severity, approved (--pin adds to "
+                "pinned, --min-score wins)")  # fmt: skip
     add_verbosity(mcp)
     mcp.set_defaults(handler=cmd_mcp)
 
@@ -123,12 +124,12 @@ def _add_call_options(mcp) -> None:
     calls.add_argument(
         "--allow-destructive",
         action="store_true",
+        default=None,
         help="let call_tool call tools annotated destructiveHint: true (refused otherwise)",
     )
     calls.add_argument(
         "--live",
         action="append",
-        default=[],
         metavar="SOURCE",
         help="a client configuration, server.json or server address (as toolkg build takes) supplying servers to "
         "call, over the ones the snapshots name; needed for servers listed from an mcp+stdio: address (repeatable)",
@@ -136,27 +137,28 @@ def _add_call_options(mcp) -> None:
     calls.add_argument(
         "--env",
         action="append",
-        default=[],
         metavar="NAME",
         help="an environment variable a registry server.json may read for a header or its server's environment, "
         "as toolkg build --env (repeatable): it reads no other",
     )
     calls.add_argument(
-        "--call-timeout", type=float, default=60.0, metavar="SECONDS", help="one call's time limit (default 60)"
+        "--call-timeout",
+        type=float,
+        metavar="SECONDS",
+        help=f"one call's time limit (default {_default('mcp', 'call_timeout'):g})",
     )
     calls.add_argument(
         "--call-idle",
         type=float,
-        default=300.0,
         metavar="SECONDS",
-        help="close a server's session after this long without calls (default 300)",
+        help=f"close a server's session after this long without calls (default {_default('mcp', 'call_idle'):g})",
     )
     calls.add_argument(
         "--call-concurrency",
         type=int,
-        default=4,
         metavar="N",
-        help="calls in flight at once per server, the rest wait their turn (default 4)",
+        help="calls in flight at once per server, the rest wait their turn "
+        f"(default {_default('mcp', 'call_concurrency')})",
     )
 
 
@@ -165,13 +167,13 @@ def _add_network(parser, authenticated: bool) -> None:
     parser.add_argument(
         "--allow-remote",
         action="store_true",
+        default=None,
         help="allow a --bind address other than 127.0.0.1, ::1 or localhost, which other machines may reach "
         f"({caveat}; a warning is printed)",
     )
     parser.add_argument(
         "--allow-host",
         action="append",
-        default=[],
         metavar="NAME",
         help="also answer requests whose Host (or Origin) is NAME, a name or address clients use for this server, "
         "e.g. behind a proxy; others are refused against DNS rebinding (repeatable)",
@@ -194,6 +196,7 @@ def _add_auth_options(mcp) -> None:
     auth.add_argument(
         "--no-auth",
         action="store_true",
+        default=None,
         help="accept requests without a token (a loopback --bind only; every local process can then use it)",
     )
     auth.add_argument(
@@ -201,6 +204,40 @@ def _add_auth_options(mcp) -> None:
         action="store_true",
         help="print the token clients send (the first of the token file, created if need be) and exit",
     )
+
+
+def _default(section: str, key: str):
+    """A key's default, as its flag's help says it: the section's model is the one source of it."""
+    from toolkg.config import BuildConfig
+
+    return BuildConfig.sections()[section].model_fields[key].default
+
+
+def _add_config(parser, section: str, more: str = "") -> None:
+    parser.add_argument(
+        "--config",
+        metavar="FILE.toml",
+        help=f"a settings file (the one toolkg build reads): its [{section}] keys are this command's flags, named "
+        f"with _ for - (allow_host = [...], {'max_rows = 500' if section == 'mcp' else 'timeout = 60'}){more}; a "
+        "flag given wins over its key, a repeatable one adds to its list",
+    )
+
+
+def command_options(args: argparse.Namespace, section: str):
+    """The ``section`` ('serve' or 'mcp') of ``--config FILE`` with the flags given over its keys (each flag is
+    the key of its name; a repeatable flag adds to the key's list), and the whole config (for [toolsearch]).
+    A bad value is one ``ConfigError`` line naming the key, or the flag."""
+    from toolkg.config import BuildConfig
+
+    config = BuildConfig.from_file(args.config) if args.config else BuildConfig()
+    current = getattr(config, section)
+    flags: dict[str, object] = {}
+    for key in type(current).model_fields:
+        value = getattr(args, key, None)
+        if value is not None:
+            flags[key] = (*getattr(current, key), *value) if isinstance(value, list) else value
+    config = config.with_values({section: flags}, source="command line", as_flags=True)
+    return config, getattr(config, section)
 
 
 def _url_host(host: str) -> str:
@@ -251,7 +288,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     from toolkg import progress
-    from toolkg.config import BuildConfig, ToolSearchOptions
     from toolkg.errors import StoreError
     from toolkg.netpolicy import HostPolicy, listening_socket
     from toolkg.serve.endpoint import parse_bind
@@ -261,45 +297,37 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from toolkg.toolsearch.mcp_server import serve
     from toolkg.toolsearch.trust import TrustPolicy
 
+    config, options = command_options(args, "mcp")
     if args.show_token:  # for scripts: --header "Authorization: Bearer $(toolkg mcp --show-token)"
-        print(load_tokens(args.token_file).first_secret)
+        print(load_tokens(options.token_file).first_secret)  # --token-file needs no --transport http here
         return EXIT_OK
-    usage(args.sparql_timeout > 0, "--sparql-timeout must be positive")
-    usage(args.sparql_memory >= 64, "--sparql-memory must be at least 64 (MiB)")
-    usage(args.max_rows >= 1, "--max-rows must be at least 1")
-    usage(args.call_timeout > 0, "--call-timeout must be positive")
-    usage(args.call_idle > 0, "--call-idle must be positive")
-    usage(args.call_concurrency >= 1, "--call-concurrency must be at least 1")
-    usage(args.min_score is None or 0 <= args.min_score <= 1, "--min-score must be between 0 and 1")
-    http = args.transport == "http"
-    usage(http or not (args.no_auth or args.token_file), "--no-auth and --token-file are for --transport http")
-    usage(not (args.no_auth and args.token_file), "--no-auth and --token-file exclude each other")
-    searching = BuildConfig.from_file(args.config).toolsearch if args.config else ToolSearchOptions()
+    options.check()
+    searching = config.toolsearch
     pinned = (*searching.pinned, *args.pin)
     min_score = args.min_score if args.min_score is not None else searching.min_score
-    calling = args.allow_call is not None
-    usage(calling or not args.allow_destructive, "--allow-destructive needs --allow-call")
-    usage(calling or not args.live, "--live supplies servers to call: it needs --allow-call")
-    policy = CallPolicy.from_flags(args.allow_call, args.allow_destructive)
+    usage(min_score is None or 0 <= min_score <= 1, "--min-score must be between 0 and 1")
+    http = options.transport == "http"
+    calling = bool(options.allow_call)
+    policy = CallPolicy.from_flags(options.allow_call or None, options.allow_destructive)
     settings = CallSettings(
-        timeout=args.call_timeout,
-        idle=args.call_idle,
-        per_server=args.call_concurrency,
-        live=tuple(args.live),
-        env=tuple(args.env),
+        timeout=options.call_timeout,
+        idle=options.call_idle,
+        per_server=options.call_concurrency,
+        live=options.live,
+        env=options.env,
     )
-    host, port = parse_bind(args.bind)
+    host, port = parse_bind(options.bind)
     hosts = tokens = None
     if http:
         from toolkg.netpolicy import is_local_bind
 
         usage(
-            not args.no_auth or is_local_bind(host),
+            not options.no_auth or is_local_bind(host),
             f"--no-auth is for a loopback --bind only: on {host} whoever reaches the port could use it",
         )
-        _check_bind(host, args.allow_remote, authenticated=not args.no_auth)
-        hosts = HostPolicy.for_bind(host, args.allow_host)
-        tokens = None if args.no_auth else load_tokens(args.token_file)
+        _check_bind(host, options.allow_remote, authenticated=not options.no_auth)
+        hosts = HostPolicy.for_bind(host, list(options.allow_host))
+        tokens = None if options.no_auth else load_tokens(options.token_file)
     if not ToolStore.exists(args.store):  # checked, not opened: a build may hold the store's lock
         raise StoreError(f"no toolkg store at {args.store} (run 'toolkg build PATH... --store {args.store}' first)")
     progress.enable(False)  # over stdio, standard output is the protocol's
@@ -318,12 +346,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     try:
         serve(
             args.store,
-            args.transport,
+            options.transport,
             host,
             port,
-            sparql_timeout=args.sparql_timeout,
-            max_rows=args.max_rows,
-            sparql_memory_mib=args.sparql_memory,
+            sparql_timeout=options.sparql_timeout,
+            max_rows=options.max_rows,
+            sparql_memory_mib=options.sparql_memory,
             policy=policy,
             call_settings=settings,
             pinned=pinned,
@@ -349,25 +377,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from toolkg.serve.endpoint import make_server, parse_bind
     from toolkg.store.query_guard import QueryLimits
 
-    usage(args.timeout >= 1, "--timeout must be at least 1 second")
-    usage(args.memory_limit >= 64, "--memory-limit must be at least 64 (MiB)")
-    _check_bind(parse_bind(args.bind)[0], args.allow_remote)
-    limits = QueryLimits(allow_service=args.allow_federation)
+    _, options = command_options(args, "serve")
+    _check_bind(parse_bind(options.bind)[0], options.allow_remote)
+    limits = QueryLimits(allow_service=options.allow_federation)
     server = make_server(
         args.store,
-        args.bind,
-        args.timeout,
-        allow_remote=args.allow_remote,
+        options.bind,
+        options.timeout,
+        allow_remote=options.allow_remote,
         limits=limits,
-        allowed_hosts=tuple(args.allow_host),
-        memory_limit_mib=args.memory_limit,
+        allowed_hosts=options.allow_host,
+        memory_limit_mib=options.memory_limit,
     )
     host, port = server.server_address[:2]
     status = server.endpoint.status()
-    federation = "SERVICE allowed" if args.allow_federation else "SERVICE refused"
+    federation = "SERVICE allowed" if options.allow_federation else "SERVICE refused"
     print(
         f"toolkg endpoint on http://{_url_host(str(host))}:{port}/ (SPARQL at /query, read-only, {federation}, "
-        f"snapshot {status['snapshot']}, query timeout {args.timeout}s); Ctrl-C stops it",
+        f"snapshot {status['snapshot']}, query timeout {options.timeout}s); Ctrl-C stops it",
         file=sys.stderr,
         flush=True,
     )

@@ -15,7 +15,6 @@ embeds text it has seen.
 from __future__ import annotations
 
 import hashlib
-import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from toolkg import progress
+from toolkg import environment, progress
 from toolkg.embeddings.weights import MODEL_PACKAGE, MODEL_SHA256, model_dir, sha256_of
 from toolkg.errors import ConfigError
 from toolkg.paths import cache_dir
@@ -137,7 +136,7 @@ def _weights() -> Path:
 
 def precision() -> str:
     """The bulk engine's precision: ``TOOLKG_EMBED_PRECISION`` (fp32, the default, or int8)."""
-    return os.environ.get("TOOLKG_EMBED_PRECISION", "fp32")
+    return environment.EMBED_PRECISION.get()
 
 
 def model_id() -> str:
@@ -188,12 +187,11 @@ def _numpy_model():
 
 
 SHARED_VECTORS = "vectors.sqlite"  # in toolkg.paths.cache_dir(): every store's vectors, once per machine
-SHARED_MAX_VECTORS = 2_000_000  # ~3 GB of float32 rows; past it the oldest go first (TOOLKG_SHARED_VECTORS_MAX)
 
 
 def shared_vector_cache() -> Path | None:
     """The machine-wide vector cache, or None when ``TOOLKG_SHARED_VECTORS=0``."""
-    if os.environ.get("TOOLKG_SHARED_VECTORS", "1") == "0":
+    if environment.SHARED_VECTORS.get() == "0":
         return None
     return cache_dir() / SHARED_VECTORS
 
@@ -217,7 +215,7 @@ class VectorCache:
                 self._shared = open_cache_db(shared, schema)
             except sqlite3.Error:
                 self._shared = None
-        self._limit = int(os.environ.get("TOOLKG_SHARED_VECTORS_MAX", SHARED_MAX_VECTORS))
+        self._limit = environment.SHARED_VECTORS_MAX.integer()
 
     @staticmethod
     def _select(db, keys: list[str], found: dict[str, np.ndarray]) -> None:

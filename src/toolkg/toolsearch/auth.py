@@ -35,11 +35,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolkg.environment import MCP_TOKEN
 from toolkg.errors import ConfigError
 from toolkg.extractors.manifests.formats import server_id_from
 from toolkg.paths import config_dir, private_folder
 
-TOKEN_ENV = "TOOLKG_MCP_TOKEN"
 TOKEN_FILE_NAME = "mcp-tokens.toml"
 MIN_TOKEN_LENGTH = 16
 # RFC 6750's b64token: what an Authorization: Bearer header can carry as it is.
@@ -148,10 +148,10 @@ def load_tokens(token_file: str | Path | None = None, environ: Mapping[str, str]
         path = Path(token_file)
         entries, first = read_token_file(path)
         return Tokens(entries, f"the token file {path}", path, first_secret=first)
-    if environ.get(TOKEN_ENV):
-        secret = environ[TOKEN_ENV].strip()
-        _check_secret(secret, TOKEN_ENV)
-        return Tokens((Token.make("environment", secret, Scope(calls=True), 1),), TOKEN_ENV, first_secret=secret)
+    if (secret := MCP_TOKEN.raw(environ)) is not None:
+        secret = secret.strip()
+        _check_secret(secret, MCP_TOKEN.name)
+        return Tokens((Token.make("environment", secret, Scope(calls=True), 1),), MCP_TOKEN.name, first_secret=secret)
     path = default_token_file()
     created = create_token_file(path)
     entries, first = read_token_file(path)

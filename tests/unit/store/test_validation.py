@@ -167,13 +167,13 @@ def test_both_engines_quarantine_alike():
 
 
 def test_the_engine_is_chosen_by_argument_or_environment(monkeypatch):
+    from toolkg.environment import SHACL_ENGINE
     from toolkg.errors import ConfigError
-    from toolkg.store.validation import ENGINE_ENV
 
     assert Validator().engine == "sparql"
-    monkeypatch.setenv(ENGINE_ENV, "pyshacl")
+    monkeypatch.setenv(SHACL_ENGINE.name, "pyshacl")
     assert Validator().engine == "pyshacl" and Validator(engine="sparql").engine == "sparql"
-    monkeypatch.setenv(ENGINE_ENV, "rdfunit")
+    monkeypatch.setenv(SHACL_ENGINE.name, "rdfunit")
     with pytest.raises(ConfigError, match="SHACL engine"):
         Validator()
 
