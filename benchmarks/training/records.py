@@ -40,7 +40,7 @@ class FittedFile:
 FITTED = (
     FittedFile(
         "canonicalize/inference/pair_model.json",
-        ("benchmarks/labels/train_pairs.py",),
+        ("-m", "benchmarks.labels.train_pairs"),
         "toolkg.canonicalize.inference.pairs:load_weights",
         (  # ToolLinkOS, LiveMCPBench and every label set of data/dependency-labels/ with its catalog
             "data/toollinkos/*_tools.json",
@@ -56,13 +56,13 @@ FITTED = (
     ),
     FittedFile(
         "canonicalize/findings/roles_model.json",
-        ("benchmarks/roles_bench.py", "--fit"),
+        ("-m", "benchmarks.roles_bench", "--fit"),
         "toolkg.canonicalize.findings.roles:load_role_model",
         ("data/roles/*.jsonl", "data/livemcpbench/tools.json", "tests/cases/real/mcp-servers/*.json"),
     ),
     FittedFile(
         "canonicalize/findings/injection_model.json",
-        ("benchmarks/trust_bench.py", "--fit"),
+        ("-m", "benchmarks.trust_bench", "--fit"),
         "toolkg.canonicalize.findings.injection:load_model",
         (  # the poisoned corpus with the other hands' holdouts, and the five public catalogs' real tools
             "benchmarks/poisoned/*.json",
@@ -73,7 +73,7 @@ FITTED = (
     ),
     FittedFile(
         "src/toolkg/retrieval/calibration.json",
-        ("benchmarks/suite/train.py",),
+        ("-m", "benchmarks.suite.train"),
         "toolkg.retrieval.calibration:load_calibration",
         (  # the suite's training catalogs (benchmarks/suite/run.py SETTINGS, TRAINING) and their queries
             *(f"data/{c}/*.json*" for c in ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench")),
@@ -85,7 +85,7 @@ FITTED = (
     ),
     FittedFile(
         "src/toolkg/retrieval/abstain.json",
-        ("benchmarks/abstention_bench.py", "--write"),
+        ("-m", "benchmarks.abstention_bench", "--write"),
         "toolkg.retrieval.abstain:default_min_score",
         (  # abstention_bench.py's CATALOGS' queries and the irrelevant requests, over the calibration's stores
             *(f"data/{c}/queries.jsonl" for c in ("livemcpbench", "toollinkos", "bfcl", "azure-mcp", "apibench")),
