@@ -34,13 +34,13 @@ from functools import lru_cache
 from pathlib import Path
 
 from toolkg.ontology.vocabulary import DEPENDENCY_KINDS, Basis
-from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, interleave, servers_of
+from toolkg.retrieval.base import Hit, Index, Query, Ranking, Retriever, interleave, say_once, servers_of
 from toolkg.retrieval.calibration import Calibration, load_calibration
 from toolkg.retrieval.choice import Choice, blended_ranking, choose, probe_figures
 from toolkg.retrieval.fusion import DEPTH as TEXT_DEPTH
 from toolkg.retrieval.fusion import candidates
 from toolkg.retrieval.graph import dependency_edges
-from toolkg.retrieval.probes import catalog_probes
+from toolkg.retrieval.probes import probes_of
 from toolkg.retrieval.requests import clauses, facets
 from toolkg.store.advice import Effects, read_effects
 
@@ -206,14 +206,20 @@ class AutoRetriever(Retriever):
     @property
     def choice(self) -> Choice:
         """The catalog's blend of fused, dense and BM25 evidence (``toolkg.retrieval.choice``), from its probe
-        queries (made at the first query and kept in the store's ``probes`` cache)."""
+        queries (made by the build's index stage and kept in the store's ``probes`` cache; a store built
+        before that makes them at its first query, and says so on stderr)."""
         if self._choice is None:
             mapping = self.calibration.evidence
             if mapping is None:  # weights without a map: the fused ranking, no probes needed
                 self._choice = choose(None, None)
             else:
-                made = catalog_probes(self.index, self.index.store_dir)
-                self._choice = choose(probe_figures(made, self.calibration.fusion), mapping)
+                probes = probes_of(self.index, self.index.store_dir)
+                if probes.fresh:  # a store built before the index stage made them, or a cache that was lost
+                    say_once(
+                        f"toolkg: made the catalog's {len(probes.made)} probe queries at the first query "
+                        f"({probes.seconds:.1f}s); the next build makes them ahead"
+                    )
+                self._choice = choose(probe_figures(probes.made, self.calibration.fusion), mapping)
         return self._choice
 
     @property

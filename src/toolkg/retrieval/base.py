@@ -105,9 +105,11 @@ class Index:
             raise NotFoundError(f"store {store_dir} has no tools: build it first")
         self._embedder = make_embedder(store_cache(store_dir, "embeddings"))
 
-    def close(self) -> None:
+    def close(self, *, store: bool = True) -> None:
+        """Release the vector cache, and the store unless ``store`` is False (a caller's open store)."""
         self._embedder.close()
-        self.store.close()
+        if store:
+            self.store.close()
 
     @cached_property
     def tool_bm25(self) -> BM25:
@@ -182,11 +184,15 @@ def _saved_index(store: ToolStore, store_dir: str | Path) -> SavedIndex | None:
     try:
         return open_index(store, store_dir)
     except IndexUnusable as why:
-        message = f"toolkg: {why}: reading the catalog from the store instead (slower); the next build writes it"
-        if message not in _said:
-            _said.add(message)
-            print(message, file=sys.stderr)
+        say_once(f"toolkg: {why}: reading the catalog from the store instead (slower); the next build writes it")
         return None
+
+
+def say_once(message: str) -> None:
+    """``message`` on stderr, the first time this process has it to say."""
+    if message not in _said:
+        _said.add(message)
+        print(message, file=sys.stderr)
 
 
 def top(scores: np.ndarray, n: int) -> list[int]:

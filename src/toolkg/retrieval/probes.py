@@ -14,7 +14,8 @@ shared vocabulary shows BM25 weak on its own probes, one of long texts with rare
 They favour BM25 (a probe shares words with its tool by construction); the map from probe figures to
 weights is learned on labelled catalogs (``benchmarks/suite/train.py``), which is where that bias is
 corrected. The probes' candidates are computed once per catalog and kept in the store's ``probes`` cache,
-keyed by the catalog's texts, the model and this module's ``VERSION``.
+keyed by the catalog's texts, the model and this module's ``VERSION``. The build's index stage makes them
+(and a sync that changes the catalog makes them again), so no query pays for them on a store built since.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import io
 import random
 import re
 import sqlite3
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,16 +199,33 @@ class ProbeCache:
             pass  # read-only: nothing kept, the probes are made again next time
 
 
-def catalog_probes(index, store_dir: str | Path | None) -> list[tuple]:
-    """The catalog's probe candidates, from the store's cache when its digest matches, else made and kept."""
+@dataclass(frozen=True)
+class CatalogProbes:
+    """A catalog's probe candidates, and whether this call made them (False: read from the store's cache)."""
+
+    made: list[tuple]
+    fresh: bool
+    seconds: float
+
+
+def probes_of(index, store_dir: str | Path | None) -> CatalogProbes:
+    """The catalog's probe candidates, from the store's cache when its digest matches, else made and kept.
+    The build's index stage makes them (``flows/stages/retrieval_index.py``), and so does a sync that
+    changes the catalog, so a query finds them made; a store built before that makes them at its first
+    query."""
+    started = time.perf_counter()
     key = catalog_digest(index.catalog, index.embedding_model)
     cache = ProbeCache(store_dir) if store_dir is not None else None
     found = cache.get(key) if cache else None
     if found is not None:
-        return found
+        return CatalogProbes(found, False, time.perf_counter() - started)
     probes = make_probes(index.catalog, read_paraphrases(index.store))
     made = probe_candidates(index, probes)
     if cache:
         cache.put(key, made)
-    return made
+    return CatalogProbes(made, True, time.perf_counter() - started)
 
+
+def catalog_probes(index, store_dir: str | Path | None) -> list[tuple]:
+    """``probes_of``'s candidates alone."""
+    return probes_of(index, store_dir).made
