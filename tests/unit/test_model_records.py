@@ -68,18 +68,18 @@ def test_loader_reads_the_shipped_file(name):
 
 
 def test_an_edited_label_or_other_weights_fail_the_record(records, tmp_path, monkeypatch):
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "labels.jsonl").write_text('{"id": 1, "label": true}\n')
+    (tmp_path / "inputs").mkdir()
+    (tmp_path / "inputs" / "labels.jsonl").write_text('{"id": 1, "label": true}\n')
     (tmp_path / "model.json").write_text('{"weights": [1.0]}\n')
     fitted = records.FittedFile("model.json", ("fit.py",), "")
     monkeypatch.setattr(records, "ROOT", tmp_path)
     record = {"sha256": records.sha256(tmp_path / "model.json"), "inputs": {}}
-    record["inputs"]["data/labels.jsonl"] = records.sha256(tmp_path / "data" / "labels.jsonl")
+    record["inputs"]["inputs/labels.jsonl"] = records.sha256(tmp_path / "inputs" / "labels.jsonl")
     records.record_path(tmp_path / "model.json").write_text(json.dumps(record))
     assert records.record_problems(fitted) == []
-    (tmp_path / "data" / "labels.jsonl").write_text('{"id": 1, "label": false}\n')
+    (tmp_path / "inputs" / "labels.jsonl").write_text('{"id": 1, "label": false}\n')
     assert records.record_problems(fitted) == [
-        "model.json was fit on another data/labels.jsonl: refit it (make models)"
+        "model.json was fit on another inputs/labels.jsonl: refit it (make models)"
     ]
     (tmp_path / "model.json").write_text('{"weights": [2.0]}\n')
     assert "model.json is not the file its record describes" in records.record_problems(fitted)[0]
