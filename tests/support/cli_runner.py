@@ -10,7 +10,7 @@ with ``cli_process`` in tests/conftest.py.
 What the run sees, as a subprocess with piped streams would:
 - ``sys.stdin``: the ``input`` text (empty without one), ``sys.stdout`` / ``sys.stderr``: fresh buffers; none
   is a terminal (``isatty()`` is False), as with ``subprocess.run(capture_output=True)``;
-- ``os.environ``: the caller's, plus ``env``; the working folder: ``cwd``.
+- ``os.environ``: the caller's, plus ``env`` (None unsets); the working folder: ``cwd``.
 What it leaves behind is put back: the environment (handlers set Prefect's log level, thread counts), the
 working folder, the streams, and the progress display's on/off switch (``-q`` turns it off).
 """
@@ -37,13 +37,17 @@ class _Pipe(io.StringIO):
 
 
 @contextlib.contextmanager
-def _process_state(env: dict[str, str], cwd: Path | None) -> Iterator[None]:
+def _process_state(env: dict[str, str | None], cwd: Path | None) -> Iterator[None]:
     from toolkg import progress
 
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
     saved_progress = progress._default.enabled
-    os.environ.update(env)
+    for name, value in env.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     if cwd is not None:
         os.chdir(cwd)
     try:
@@ -57,9 +61,10 @@ def _process_state(env: dict[str, str], cwd: Path | None) -> Iterator[None]:
 
 
 def run_in_process(
-    *args: str, input: str | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+    *args: str, input: str | None = None, cwd: Path | None = None, env: dict[str, str | None] | None = None
 ) -> subprocess.CompletedProcess:
-    """``toolkg ARGS...`` through ``toolkg.cli.main``: a CompletedProcess as ``subprocess.run`` would return."""
+    """``toolkg ARGS...`` through ``toolkg.cli.main``: a CompletedProcess as ``subprocess.run`` would return.
+    ``env``: variables to set on top of this process's, a None value unsetting one."""
     from toolkg.cli import main
 
     stdin, stdout, stderr = _Pipe(input or ""), _Pipe(), _Pipe()
