@@ -26,6 +26,10 @@ os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 os.environ.pop("PREFECT_API_URL", None)
 os.environ.pop("TOOLKG_STORE", None)
+# xdist's workers start with COLUMNS=80 in their environment, which a pipe's reader never has: tables would be cut
+# to 80 columns under -n 2 and whole without it. A test that asks for a width sets COLUMNS itself.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 # The machine-wide vector cache stays out of the tests (a test's stub vectors must never reach a user's builds);
 # tests/unit/embeddings/test_vector_cache.py turns it on over a temporary folder.
 os.environ["TOOLKG_SHARED_VECTORS"] = "0"

@@ -26,14 +26,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-class _Pipe(io.StringIO):
-    """A captured stream that says what a pipe says: not a terminal, and a file number it does not have."""
+class _Pipe(io.TextIOWrapper):
+    """A captured stream that acts as a pipe does: text over bytes (``.buffer``, which `toolkg export` writes),
+    UTF-8, no terminal (``isatty()`` False); its text read back as ``subprocess.run(text=True)`` decodes it."""
+
+    def __init__(self, text: str = "") -> None:
+        super().__init__(io.BytesIO(text.encode()), encoding="utf-8", write_through=True)
 
     def isatty(self) -> bool:
         return False
 
     def close(self) -> None:  # a command may close stderr (after a broken pipe): its text is still the result
-        pass
+        self.flush()
+
+    def text(self) -> str:
+        self.flush()
+        raw = self.buffer.getvalue()  # type: ignore[attr-defined]
+        return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8").read()  # universal newlines, as text=True
 
 
 @contextlib.contextmanager
@@ -79,4 +88,4 @@ def run_in_process(
                 print(exit.code, file=stderr)
         finally:
             sys.stdin, sys.stdout, sys.stderr = saved_streams
-    return subprocess.CompletedProcess(["toolkg", *args], code, stdout.getvalue(), stderr.getvalue())
+    return subprocess.CompletedProcess(["toolkg", *args], code, stdout.text(), stderr.text())
