@@ -22,16 +22,31 @@ import io
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+# Modules that take sys.stderr as a default argument when first imported: imported here, before a run swaps the
+# streams, or the first run to import them would leave its (then closed) stderr as their default for the session.
+import mcp.client.stdio  # noqa: F401  (stdio_client(errlog=sys.stderr))
 
 
 class _Pipe(io.TextIOWrapper):
     """A captured stream that acts as a pipe does: text over bytes (``.buffer``, which `toolkg export` writes),
-    UTF-8, no terminal (``isatty()`` False); its text read back as ``subprocess.run(text=True)`` decodes it."""
+    UTF-8, no terminal (``isatty()`` False), and a real file descriptor, so that the processes a command starts
+    (an MCP server over stdio writes its log to toolkg's stderr) write into it as into a pipe they inherit.
+    Its text is read back as ``subprocess.run(text=True)`` decodes a pipe's."""
 
     def __init__(self, text: str = "") -> None:
-        super().__init__(io.BytesIO(text.encode()), encoding="utf-8", write_through=True)
+        super().__init__(tempfile.TemporaryFile(), encoding="utf-8", write_through=True)
+        if text:
+            self.write(text)
+            self.seek(0)
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        self.buffer.flush()  # in order with what child processes write to the same file
+        return written
 
     def isatty(self) -> bool:
         return False
@@ -41,7 +56,9 @@ class _Pipe(io.TextIOWrapper):
 
     def text(self) -> str:
         self.flush()
-        raw = self.buffer.getvalue()  # type: ignore[attr-defined]
+        self.buffer.seek(0)
+        raw = self.buffer.read()
+        super().close()
         return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8").read()  # universal newlines, as text=True
 
 
@@ -88,4 +105,5 @@ def run_in_process(
                 print(exit.code, file=stderr)
         finally:
             sys.stdin, sys.stdout, sys.stderr = saved_streams
+            io.TextIOWrapper.close(stdin)
     return subprocess.CompletedProcess(["toolkg", *args], code, stdout.text(), stderr.text())
