@@ -79,10 +79,13 @@ docs: $(STAMP)  ## check the generated command reference, then build the docs si
 	$(BIN)/python docs/gen_cli.py --check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-test: $(STAMP) browser mcp-servers docs  ## lint, types, the docs, then the whole test suite
+# Two xdist workers, a test file each at a time (--dist loadfile): a file's module fixtures (a store built once,
+# a server started once) are made on one worker only, and each worker has its own Prefect test server and temp
+# folders. Ports are free ones the kernel picks, so the workers never meet.
+test: $(STAMP) browser mcp-servers docs  ## lint, types, the docs, then the whole test suite (two workers)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile
 
 # The fast loop: the unit and integration layers (no CLI subprocess, browser, live server or Prefect server),
 # less the tests marked slow; two xdist workers, each with its own Prefect test harness. `make test` is the

@@ -1,4 +1,5 @@
-"""Shared fixtures: one Prefect test server per session, a temporary store, the CLI in a subprocess, and stores
+"""Shared fixtures: one Prefect test server per session, a temporary store, the CLI in-process (``cli``) or in a
+subprocess (``cli_process``), and stores
 built once per session (``built_store``); each test's layer marker, taken from its folder.
 
 The layers: tests/unit/<package>/ (no Prefect, no subprocess of toolkg: seconds), tests/integration/ (stores
@@ -25,6 +26,10 @@ os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
 os.environ["PREFECT_LOGGING_LEVEL"] = "WARNING"
 os.environ.pop("PREFECT_API_URL", None)
 os.environ.pop("TOOLKG_STORE", None)
+# xdist's workers start with COLUMNS=80 in their environment, which a pipe's reader never has: tables would be cut
+# to 80 columns under -n 2 and whole without it. A test that asks for a width sets COLUMNS itself.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 # The machine-wide vector cache stays out of the tests (a test's stub vectors must never reach a user's builds);
 # tests/unit/embeddings/test_vector_cache.py turns it on over a temporary folder.
 os.environ["TOOLKG_SHARED_VECTORS"] = "0"
@@ -88,7 +93,23 @@ def store_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def cli(prefect_api: str):
-    """Run the installed `toolkg` console script; returns the CompletedProcess."""
+    """Run ``toolkg ARGS...`` in this process through ``toolkg.cli.main`` (tests/support/cli_runner.py): a
+    CompletedProcess (returncode, stdout, stderr) as the console script's subprocess would give, without its
+    seconds of Python and Prefect start-up. For what only a process shows, ``cli_process``."""
+    from tests.support.cli_runner import run_in_process
+
+    def run(
+        *args: str, input: str | None = None, cwd: Path | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess:
+        return run_in_process(*args, input=input, cwd=cwd, env={"PREFECT_API_URL": prefect_api, **(env or {})})
+
+    return run
+
+
+@pytest.fixture
+def cli_process(prefect_api: str):
+    """Run the installed `toolkg` console script in a subprocess; returns the CompletedProcess. For what only a
+    real process shows: a kill at a fault point, signals, Prefect's console logs, a terminal, the script itself."""
 
     def run(
         *args: str, input: str | None = None, cwd: Path | None = None, env: dict[str, str] | None = None

@@ -1,20 +1,20 @@
 """Every text an agent is shown is audited: orders to the model written into a tool's name, a parameter's name or
 type string, a nested property, an output's description, the server's name or description (``server_name`` with
 every tool), a declared dependency's reason (``call_first[].why``) or an encoded blob each get a finding, and
-``hide`` keeps the tool away. `toolkg build` in a subprocess, then `toolkg mcp` through the SDK's client over stdio.
+``hide`` keeps the tool away. `toolkg build` (in-process), then `toolkg mcp` through the SDK's client over stdio.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import subprocess
 from pathlib import Path
 
 import anyio
 import pytest
 
 from tests.conftest import TOOLKG
+from tests.support.cli_runner import run_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -158,7 +158,7 @@ CLEAN = {"server": "clean", "tools": [_tool("lookup"), _tool("fetch", "Fetch a r
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory) -> Path:
+def store(tmp_path_factory, prefect_api) -> Path:
     folder = tmp_path_factory.mktemp("surfaces")
     catalog = folder / "catalog"
     catalog.mkdir()
@@ -166,9 +166,7 @@ def store(tmp_path_factory) -> Path:
         (catalog / file).write_text(json.dumps(content), encoding="utf-8")
     (catalog / "clean.json").write_text(json.dumps(CLEAN), encoding="utf-8")
     store = folder / "store"
-    done = subprocess.run(
-        [str(TOOLKG), "build", str(catalog), "--store", str(store)], capture_output=True, text=True, timeout=600
-    )
+    done = run_in_process("build", str(catalog), "--store", str(store), env={"PREFECT_API_URL": prefect_api})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "quarantined: none" in done.stdout, done.stdout
     return store

@@ -1,4 +1,5 @@
-"""The CLI as a user meets it: the installed `toolkg` script in a subprocess, against a temporary store."""
+"""The CLI as a user meets it, against a temporary store: in-process through ``toolkg.cli.main`` (the ``cli``
+fixture), and the installed `toolkg` script in a subprocess for the build's summary (``cli_process``)."""
 
 from __future__ import annotations
 
@@ -12,23 +13,39 @@ import pytest
 from pyoxigraph import Dataset, RdfFormat, parse
 
 from tests.conftest import CASES, ROOT
+from tests.support.cli_runner import run_in_process
+
+
+def _catalog(folder):
+    folder.mkdir()
+    for name in ("openai_tools.json", "petstore.yaml", "mcp_bing.json"):
+        shutil.copy(CASES / name, folder / name)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def built_once(prefect_api, tmp_path_factory):
+    """A store built by `toolkg build` from three small manifests, once for the module: tests only READ it."""
+    root = tmp_path_factory.mktemp("built")
+    folder, store = _catalog(root / "catalog"), root / "store"
+    result = run_in_process("build", str(folder), "--store", str(store), env={"PREFECT_API_URL": prefect_api})
+    assert result.returncode == 0, result.stderr
+    return store, folder, result
 
 
 @pytest.fixture
 def built(cli, tmp_path):
-    """A store built by `toolkg build` from three small manifests."""
-    folder = tmp_path / "catalog"
-    folder.mkdir()
-    for name in ("openai_tools.json", "petstore.yaml", "mcp_bing.json"):
-        shutil.copy(CASES / name, folder / name)
-    store = tmp_path / "store"
+    """The same store built for one test, which changes it (or its catalog)."""
+    folder, store = _catalog(tmp_path / "catalog"), tmp_path / "store"
     result = cli("build", str(folder), "--store", str(store))
     assert result.returncode == 0, result.stderr
     return store, folder, result
 
 
-def test_build_prints_the_summary(built):
-    _, _, result = built
+def test_build_prints_the_summary(cli_process, tmp_path):
+    """The installed script in a subprocess: its summary, and nothing of Prefect's on stderr."""
+    result = cli_process("build", str(_catalog(tmp_path / "catalog")), "--store", str(tmp_path / "store"))
+    assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "graph: 3 servers, 8 tools" in out
     assert "manifests: 3 seen, 3 new, 0 changed, 0 unchanged (skipped), 0 removed" in out
@@ -63,8 +80,8 @@ def test_build_usage_errors_are_one_line(cli, tmp_path):
     assert bad_flag.returncode == 2 and "invalid choice" in bad_flag.stderr
 
 
-def test_query_table_json_csv_file_and_stdin(cli, built, tmp_path):
-    store, _, _ = built
+def test_query_table_json_csv_file_and_stdin(cli, built_once, tmp_path):
+    store, _, _ = built_once
     sparql = "SELECT ?id WHERE { ?t a tk:Tool ; tk:identifier ?id } ORDER BY ?id"
     table = cli("query", "--store", str(store), sparql)
     assert table.returncode == 0 and "bing-cn-mcp::bing_search" in table.stdout and "(8 rows)" in table.stdout
@@ -79,8 +96,8 @@ def test_query_table_json_csv_file_and_stdin(cli, built, tmp_path):
     assert cli("query", "--store", str(store), "-", input="ASK { ?t tk:name 'nope' }").stdout.strip() == "false"
 
 
-def test_query_errors(cli, built, tmp_path):
-    store, _, _ = built
+def test_query_errors(cli, built_once, tmp_path):
+    store, _, _ = built_once
     bad = cli("query", "--store", str(store), "SELECT WHERE {")
     assert (
         bad.returncode == 2 and bad.stderr.startswith("toolkg: error: invalid SPARQL") and "Traceback" not in bad.stderr
@@ -93,8 +110,8 @@ def test_query_errors(cli, built, tmp_path):
     ("fmt", "rdf_format"),
     [("nq", RdfFormat.N_QUADS), ("trig", RdfFormat.TRIG), ("ttl", RdfFormat.TURTLE), ("jsonld", RdfFormat.JSON_LD)],
 )
-def test_export_round_trips(cli, built, tmp_path, fmt, rdf_format):
-    store, _, _ = built
+def test_export_round_trips(cli, built_once, tmp_path, fmt, rdf_format):
+    store, _, _ = built_once
     out = tmp_path / f"graph.{fmt}"
     result = cli("export", "--store", str(store), "--format", fmt, "-o", str(out))
     assert result.returncode == 0, result.stderr
@@ -106,8 +123,8 @@ def test_export_round_trips(cli, built, tmp_path, fmt, rdf_format):
     assert len(Dataset(quads)) > 100
 
 
-def test_stats_json_and_table(cli, built):
-    store, _, _ = built
+def test_stats_json_and_table(cli, built_once):
+    store, _, _ = built_once
     data = json.loads(cli("stats", "--store", str(store), "--json").stdout)
     assert data["totals"]["tools"] == 8 and data["by_class"]["tk:Tool"] == 8
     petstore = next(s for s in data["servers"] if s["server"] == "Swagger-Petstore")
@@ -128,8 +145,8 @@ def test_every_command_has_help_and_is_in_the_readme(cli):
         assert f"toolkg {command}" in readme, f"README does not document 'toolkg {command}'"
 
 
-def test_json_is_the_same_as_format_json_everywhere(cli, built):
-    store = str(built[0])
+def test_json_is_the_same_as_format_json_everywhere(cli, built_once):
+    store = str(built_once[0])
     sparql = "SELECT ?id WHERE { ?t a tk:Tool ; tk:identifier ?id } ORDER BY ?id"
     for command in (("query", sparql), ("stats",), ("deps", "--links")):
         short = cli(*command, "--store", store, "--json")

@@ -1,7 +1,7 @@
-"""The CLI documents itself (the sqlite-utils way): `toolkg --help` and `toolkg COMMAND --help` in a subprocess,
-each command with a description and help for every option, and docs/cli.md's command reference naming every
-command and, under it, each of its options (tests/e2e/test_docs.py checks that file is what docs/gen_cli.py makes
-from the parsers now). No Prefect server: --help starts nothing."""
+"""The CLI documents itself (the sqlite-utils way): `toolkg --help` and `toolkg COMMAND --help` (in-process;
+bare `toolkg` runs the installed script), each command with a description and help for every option, and
+docs/cli.md's command reference naming every command and, under it, each of its options (tests/e2e/test_docs.py
+checks that file is what docs/gen_cli.py makes from the parsers now). No Prefect server: --help starts nothing."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from tests.conftest import ROOT, TOOLKG
+from tests.support.cli_runner import run_in_process
 from toolkg.cli import build_parser
 
 
@@ -25,7 +26,7 @@ COMMANDS = _subcommands()
 
 
 def _help(*args: str) -> str:
-    result = subprocess.run([str(TOOLKG), *args, "--help"], capture_output=True, text=True, timeout=120)
+    result = run_in_process(*args, "--help")
     assert result.returncode == 0 and result.stderr == "", result.stderr
     return result.stdout
 

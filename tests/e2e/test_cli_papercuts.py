@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CASES, TOOLKG
+from tests.support.cli_runner import run_in_process
 from tests.support.pty_screen import run_on_pty, terminal_text
 from toolkg.ontology import TK_NS as TK
 
@@ -35,8 +36,7 @@ def store(built_store) -> Path:
 
 def toolkg(*args: str, columns: int | None = None) -> subprocess.CompletedProcess:
     # no width asked unless ``columns`` asks one ($COLUMNS cuts even a pipe; a test runner may have set it)
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | ({"COLUMNS": str(columns)} if columns else {})
-    return subprocess.run([str(TOOLKG), *args], capture_output=True, text=True, env=env, timeout=300)
+    return run_in_process(*args, env={"COLUMNS": str(columns) if columns else None})
 
 
 def test_query_errors_point_into_the_query_as_written(store):

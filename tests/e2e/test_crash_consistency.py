@@ -53,11 +53,11 @@ def clean(catalog, prefect_api, tmp_path_factory) -> dict[bool, set[str]]:
 
 
 @pytest.mark.parametrize("point", POINTS)
-def test_a_build_killed_at_a_boundary_is_repaired_by_the_next(cli, build, catalog, clean, tmp_path, point):
+def test_a_build_killed_at_a_boundary_is_repaired_by_the_next(cli, cli_process, build, catalog, clean, tmp_path, point):
     links = point == "link"  # the embedding model loads only where the link stage is the point
     flags = () if links else ("--no-links",)
     store = tmp_path / "store"
-    killed = cli("build", str(catalog), "--store", str(store), *flags, env={"TOOLKG_FAULT": f"kill:{point}"})
+    killed = cli_process("build", str(catalog), "--store", str(store), *flags, env={"TOOLKG_FAULT": f"kill:{point}"})
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
 
     stats = cli("stats", "--store", str(store), "--json")  # the store opens and answers SPARQL
@@ -124,13 +124,13 @@ def test_a_manifest_that_fails_unexpectedly_loses_nothing_already_stored(build, 
     assert comparable(store) == before  # the old version of the manifest is still there, whole
 
 
-def test_graphs_a_killed_bulk_write_left_without_a_record_are_dropped(cli, build, tmp_path):
+def test_graphs_a_killed_bulk_write_left_without_a_record_are_dropped(cli_process, build, tmp_path):
     catalog = tmp_path / "catalog"
     catalog.mkdir()
     shutil.copy(Path(__file__).parents[2] / "data" / "livemcpbench" / "tools.json", catalog / "tools.json")
     store = tmp_path / "store"
     env = {"TOOLKG_FAULT": "kill:before-record"}  # big enough for the bulk loader, killed before its record
-    killed = cli("build", str(catalog), "--store", str(store), "--no-links", env=env)
+    killed = cli_process("build", str(catalog), "--store", str(store), "--no-links", env=env)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     with ToolStore(store, read_only=True) as opened:
         assert not opened.manifest_records()
@@ -175,7 +175,7 @@ def test_a_big_file_loads_in_parts_and_equals_one_load(build, tmp_path, monkeypa
     assert again.loaded_tools == 527 and again.changed
 
 
-def test_a_build_killed_between_parts_is_repaired(cli, build, tmp_path):
+def test_a_build_killed_between_parts_is_repaired(cli_process, build, tmp_path):
     catalog = tmp_path / "catalog"
     catalog.mkdir()
     shutil.copy(CASES / "mcp_catalog.json", catalog / "servers.json")
@@ -183,7 +183,7 @@ def test_a_build_killed_between_parts_is_repaired(cli, build, tmp_path):
     clean = build([catalog], tmp_path / "clean", links=False, limits={"max_tools_per_batch": 2})
     store = tmp_path / "store"
     flags = ("--no-links", "--limit", "max_tools_per_batch=2")
-    killed = cli("build", str(catalog), "--store", str(store), *flags, env={"TOOLKG_FAULT": "kill:load"})
+    killed = cli_process("build", str(catalog), "--store", str(store), *flags, env={"TOOLKG_FAULT": "kill:load"})
     assert killed.returncode == -signal.SIGKILL
     repaired = build([catalog], store, links=False, limits={"max_tools_per_batch": 2})
     assert repaired.exit_code == clean.exit_code == 0

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import http.server
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -19,7 +18,8 @@ from pathlib import Path
 import pytest
 from pyoxigraph import RdfFormat, parse
 
-from tests.conftest import CASES, TOOLKG
+from tests.conftest import CASES
+from tests.support.cli_runner import run_in_process
 from tests.support.rdf_datasets import _canonical, _merged, _via_rdflib
 from toolkg.ontology import TK_NS
 from toolkg.ontology.docs import CONTEXT_IRI, jsonld_context, ontology_html
@@ -44,9 +44,8 @@ def store(built_store) -> Path:
 
 
 def _toolkg(prefect_api: str, *args: str) -> subprocess.CompletedProcess:
-    """The cli fixture's launch, for module-scoped use (the cli fixture is per test)."""
-    env = {**os.environ, "PREFECT_API_URL": prefect_api}
-    return subprocess.run([str(TOOLKG), *args], capture_output=True, text=True, env=env, timeout=300)
+    """The cli fixture's run, for module-scoped use (the cli fixture is per test)."""
+    return run_in_process(*args, env={"PREFECT_API_URL": prefect_api})
 
 
 def _export(prefect_api, store: Path, fmt: str, *extra: str) -> str:

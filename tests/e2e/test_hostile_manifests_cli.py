@@ -31,7 +31,9 @@ def test_the_cli_prints_one_line_per_item_and_no_traceback(cli, catalog, data):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_an_unexpected_failure_is_one_line_and_v_shows_the_traceback(cli, tmp_path):
+def test_an_unexpected_failure_is_one_line_and_v_shows_the_traceback(cli_process, tmp_path):
+    """In a subprocess: the one line is all a user sees, Prefect's own console logs of the crashed run included."""
+    cli = cli_process
     catalog = tmp_path / "one.json"
     catalog.write_text(json.dumps({"tools": [{"name": "ping", "description": "Ping"}]}))
     args = ("build", str(catalog), "--store", str(tmp_path / "store"), "--no-links")

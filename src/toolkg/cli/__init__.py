@@ -21,8 +21,10 @@ port, no LLM endpoint), 3 finished but some inputs were quarantined (see the sum
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 
 from toolkg import __version__
 from toolkg.cli import build, explore, retrieve, serve, trust
@@ -48,15 +50,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _show_tracebacks(verbose: bool) -> None:
-    """With -v, the traceback of every unexpected failure (logged by toolkg.failures) goes to stderr."""
+@contextlib.contextmanager
+def _tracebacks_shown(verbose: bool) -> Iterator[None]:
+    """With -v, the traceback of every unexpected failure (logged by toolkg.failures) goes to stderr, for this
+    call only: a caller running ``main`` again in the same process (the tests, an embedding program) finds the
+    ``toolkg`` logger as it was, not a handler bound to a stream of an earlier call."""
     log = logging.getLogger("toolkg")
-    if verbose and not log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("toolkg: %(message)s"))
-        log.addHandler(handler)
-        log.setLevel(logging.DEBUG)
-        log.propagate = False
+    if not verbose or log.handlers:
+        yield
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("toolkg: %(message)s"))
+    saved = log.level, log.propagate
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     args = parser.parse_args(argv)
     verbose = bool(getattr(args, "verbose", False))
-    _show_tracebacks(verbose)
+    with _tracebacks_shown(verbose):
+        return _run(args, verbose)
+
+
+def _run(args: argparse.Namespace, verbose: bool) -> int:
     try:
         return args.handler(args)
     except RequestError as exc:

@@ -1,0 +1,38 @@
+"""``toolkg.cli.main`` run twice in one process (the in-process ``cli`` fixture, an embedding program) behaves as
+two processes would: what one call sets up for itself (the -v traceback handler, the environment, the progress
+switch, the working folder) is gone before the next."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from tests.support.cli_runner import run_in_process
+from toolkg import progress
+
+
+def test_a_verbose_call_leaves_the_toolkg_logger_as_it_found_it(tmp_path):
+    log = logging.getLogger("toolkg")
+    before = (list(log.handlers), log.level, log.propagate)
+    first = run_in_process("query", "--store", str(tmp_path / "missing"), "-v", "SELECT * WHERE {")
+    assert first.returncode != 0
+    assert (list(log.handlers), log.level, log.propagate) == before
+    # a second -v call gets its own handler on its own stderr, and takes it away again
+    second = run_in_process("query", "--store", str(tmp_path / "missing"), "-v", "SELECT * WHERE {")
+    assert second.stderr == first.stderr and (list(log.handlers), log.level, log.propagate) == before
+
+
+def test_the_environment_folder_and_progress_switch_are_put_back(tmp_path):
+    environment, folder = dict(os.environ), os.getcwd()
+    assert progress._default.enabled
+    result = run_in_process("build", str(tmp_path / "none"), "-q", cwd=tmp_path, env={"TOOLKG_X_TEST": "1"})
+    assert result.returncode == 2 and "no such file or directory" in result.stderr
+    assert dict(os.environ) == environment and os.getcwd() == folder and progress._default.enabled
+
+
+def test_usage_errors_help_and_version_give_the_exit_codes_a_process_would():
+    assert run_in_process("--version").stdout.startswith("toolkg ")
+    assert run_in_process("--version").returncode == 0
+    bad = run_in_process("query", "--format", "nope", "ASK {}")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr and bad.stdout == ""
+    assert run_in_process("query", "--help").returncode == 0
