@@ -20,8 +20,9 @@ help:  ## list the targets with what each does
 
 install: $(STAMP)  ## create .venv with the pinned dependencies
 
-lint: $(STAMP)  ## ruff and mypy, as make test runs them first
+lint: $(STAMP)  ## ruff (lint and format) and mypy, as make test runs them first
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 demo: $(STAMP)  ## build the bundled sample catalogs into ./.toolkg and print the run summary
@@ -84,6 +85,7 @@ docs: $(STAMP)  ## check the generated command reference, then build the docs si
 # folders. Ports are free ones the kernel picks, so the workers never meet.
 test: $(STAMP) browser mcp-servers docs  ## lint, types, the docs, then the whole test suite (two workers)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n 2 --dist loadfile
 

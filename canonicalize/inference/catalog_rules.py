@@ -34,6 +34,7 @@ from toolkg.text.words import split_identifier
 if TYPE_CHECKING:
     from toolkg.canonicalize.inference.index import CatalogIndex
 
+
 def catalog_rule_edges(index: CatalogIndex, consumers: Iterable[Profile]) -> list[InferredEdge]:
     """The four rules' edges into ``consumers``, rule by rule (each consumer's in its producers' order)."""
     consumers = list(consumers)

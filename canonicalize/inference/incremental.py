@@ -163,12 +163,16 @@ class IncrementalInference:
             return {i: self.final.get(i, []) for i in before | set(self.final)}
         servers = {t.server_id for t in changed.values()} | {i.partition("::")[0] for i in removed}
         # a server whose catalog changed (the caller sets it; its tools may be unchanged): filed again
-        regrouped = {
-            p.id
-            for s, members in index.by_server.items()
-            if index.groups[members[0].id] != self.catalogs.get(s, "")
-            for p in members
-        } - removed - changed.keys()
+        regrouped = (
+            {
+                p.id
+                for s, members in index.by_server.items()
+                if index.groups[members[0].id] != self.catalogs.get(s, "")
+                for p in members
+            }
+            - removed
+            - changed.keys()
+        )
         sizes = {s: index.server_sizes[s] for s in servers}
         old = {i: index.profiles[i] for i in (changed.keys() | removed) if i in index.profiles}
         fresh = {i: (t, self.catalogs.get(t.server_id, "")) for i, t in changed.items()}

@@ -38,8 +38,18 @@ from toolkg.canonicalize.inference.roles import is_connectivity_check, is_getter
 from toolkg.models import Tool
 
 RULE_NAMES = (
-    "parameter", "mention", "identifier", "opener", "server login", "rest", "join", "file", "login", "precondition",
-    "connectivity", "state",
+    "parameter",
+    "mention",
+    "identifier",
+    "opener",
+    "server login",
+    "rest",
+    "join",
+    "file",
+    "login",
+    "precondition",
+    "connectivity",
+    "state",
 )
 # A version of a tool: its profile, the catalog it is (or was) filed in, its namespace then.
 Version = tuple[Profile, str, frozenset[str]]

@@ -112,7 +112,6 @@ class NameIndex:
         close = process.extract(key, self.keys, scorer=OSA.distance, score_cutoff=1, limit=None)
         return sorted(t for found, _, _ in close if len(found) >= MIN_TYPO_LENGTH for t in self.by_key[found])
 
-
     def nearest(self, text: str, limit: int = 3) -> list[str]:
         """The ids whose names are closest to ``text`` (a name typed wrong: "did you mean"), nearest first; only
         names within about a third of their length in edits, so a word unlike every name suggests none.

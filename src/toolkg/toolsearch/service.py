@@ -345,9 +345,7 @@ class ToolSearch:
             producer = row["producer"]
             if producer in out or producer in (hidden or {}):
                 continue
-            condition = opened.effects.condition(
-                producer, row["kind"], row["basis"], row["parameter"], row["evidence"]
-            )
+            condition = opened.effects.condition(producer, row["kind"], row["basis"], row["parameter"], row["evidence"])
             out[producer] = {
                 "tool": producer,
                 "kind": row["kind"],
