@@ -22,9 +22,10 @@ def test_a_verbose_call_leaves_the_toolkg_logger_as_it_found_it(tmp_path):
     assert second.stderr == first.stderr and (list(log.handlers), log.level, log.propagate) == before
 
 
-def test_the_environment_folder_and_progress_switch_are_put_back(tmp_path):
+def test_the_environment_folder_and_progress_switch_are_put_back(tmp_path, monkeypatch):
+    # on, whatever an earlier test of this worker left it at (-q turns it off; the run must turn it back on)
+    monkeypatch.setattr(progress._default, "enabled", True)
     environment, folder = dict(os.environ), os.getcwd()
-    assert progress._default.enabled
     result = run_in_process("build", str(tmp_path / "none"), "-q", cwd=tmp_path, env={"TOOLKG_X_TEST": "1"})
     assert result.returncode == 2 and "no such file or directory" in result.stderr
     assert dict(os.environ) == environment and os.getcwd() == folder and progress._default.enabled
