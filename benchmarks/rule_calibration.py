@@ -62,8 +62,6 @@ PRIOR = {
     "rest lists": 0.8,
     "rest creates": 0.75,
     "join similar entity": 0.55,
-    "join names entity": 0.6,
-    "join described entity": 0.6,
     "server login": 0.75,
 }
 FITTED = tuple(PRIOR)
