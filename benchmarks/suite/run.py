@@ -110,7 +110,9 @@ def targets(reports: dict) -> list[dict]:
     out = []
     for name, report in reports.items():
         methods = report["methods"]
-        default = methods.get("auto (LOCO)") or methods["auto"]
+        default = methods.get("auto (LOCO)") or methods.get("auto")
+        if default is None:  # --methods left the default out: nothing to hold to the targets
+            continue
         for metric in ("recall", "complete_recall"):
             ours = default["metrics"][metric][10]
             dense = methods["plain-dense"]["metrics"][metric][10]

@@ -334,11 +334,20 @@ def write_default(calibration: Calibration) -> None:
     DEFAULT_PATH.write_text(json.dumps(calibration.as_json(), indent=1) + "\n", encoding="utf-8")
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> None:
+    """Build the suite's stores, fit on their tuning halves and write the shipped calibration."""
+    import argparse
+
     from benchmarks.suite.catalogs import build_all, tuning_samples  # the suite's stores and query halves
 
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.parse_args(argv)  # no options: --help says what running it does (builds the suite's stores, ~1 h)
     stores = build_all()
     samples = tuning_samples(stores, collect)
     calibration = fit_calibration(samples)
     write_default(calibration)
     print(json.dumps(calibration.as_json(), indent=1))
+
+
+if __name__ == "__main__":
+    main()
