@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from toolkg.canonicalize.inference.calibration import CONFIDENCE
 from toolkg.canonicalize.inference.entities import (
@@ -98,7 +98,9 @@ def _nouns(tool_name: str) -> list[str]:
     return nouns
 
 
-def _own_phrases(tool_name: str, slot: tuple[str, ...], canon) -> list[tuple[str, ...]]:
+def _own_phrases(
+    tool_name: str, slot: tuple[str, ...], canon: Callable[[tuple[str, ...]], tuple[str, ...]]
+) -> list[tuple[str, ...]]:
     """The noun phrases of a tool's name a slot may mean, in this server's spelling: those that hold a word of the
     slot, longest first (``pull_number`` of ``get_pull_request_files`` -> pull request), then each noun, last
     first (``nct_id`` of ``trial_protocol_getter`` -> protocol, trial)."""
@@ -280,6 +282,8 @@ def typed_join_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable
                 what = (" ".join(entity) if entity else param.name) + server.entities.how(
                     slot_entity(param.name, consumer.tool.name, consumer.tool.route)
                 )
+                if (consumer.id, param.name) in server.own:
+                    what += f", a noun of {consumer.tool.name}'s name (nothing here yields what it says)"
                 named = " ".join(entity) or param.name
                 for (_, key, how), found, said in server.producers(consumer, entity, param.name):
                     chosen = sorted(found, key=lambda p: p.id)[:MAX_PRODUCERS]
