@@ -20,16 +20,15 @@ from toolkg.canonicalize.inference.calibration import CONFIDENCE
 from toolkg.canonicalize.inference.profiles import (
     LOCAL_CAPABILITIES,
     PARAMETER_DIRECT,
-    SESSION_WORDS,
     STATUS_WORDS,
     TOOL_DIRECT,
     TOOL_INDIRECT,
     Profile,
     is_near,
+    session_parameter,
 )
 from toolkg.canonicalize.inference.roles import is_getter, is_setter, needed, resource, state_key
 from toolkg.models import InferredEdge
-from toolkg.text.words import split_identifier
 
 if TYPE_CHECKING:
     from toolkg.canonicalize.inference.index import CatalogIndex
@@ -59,9 +58,7 @@ def namespace_auth_edges(index: CatalogIndex, consumers: Iterable[Profile]) -> l
             if not auth.namespace <= consumer.namespace:
                 continue
             brand = sorted(auth.namespace)
-            session = next(
-                (q.name for q in consumer.tool.parameters if set(split_identifier(q.name)) & SESSION_WORDS), None
-            )
+            session = session_parameter(consumer.tool)
             edges.append(
                 InferredEdge(
                     consumer=consumer.id,

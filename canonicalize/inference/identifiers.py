@@ -22,12 +22,12 @@ from toolkg.canonicalize.inference.profiles import (
     IDENTIFIER_SUFFIXES,
     PARAMETER_DIRECT,
     PARAMETER_INDIRECT,
-    SESSION_WORDS,
     TOOL_DIRECT,
     Profile,
     canonical_key,
     is_destination,
     is_informative,
+    session_parameter,
 )
 from toolkg.canonicalize.inference.returns import described_returns
 from toolkg.models import InferredEdge
@@ -239,9 +239,7 @@ def login_edges(by_server: Mapping[str, list[Profile]], consumers: Iterable[Prof
             ends = consumer.action == "logout"
             if consumer is login or not (consumer.capability in ACCOUNT_WRITES or ends):
                 continue
-            session = next(
-                (q.name for q in consumer.tool.parameters if set(split_identifier(q.name)) & SESSION_WORDS), None
-            )
+            session = session_parameter(consumer.tool)
             edges.append(
                 InferredEdge(
                     consumer=consumer.id,

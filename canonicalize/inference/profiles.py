@@ -141,6 +141,12 @@ def _canonical_key(words: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def session_parameter(tool: Tool) -> str | None:
+    """The name of a tool's first parameter that carries a session (a token, a cookie...), else None: the one a
+    login's edge goes through."""
+    return next((q.name for q in tool.parameters if set(split_identifier(q.name)) & SESSION_WORDS), None)
+
+
 def is_informative(key: tuple[str, ...]) -> bool:
     return any(w not in GENERIC_KEYS and len(w) > 2 for w in key)
 
