@@ -8,11 +8,12 @@ A build is told one ``toolkg.config.BuildConfig``, assembled from, lowest first:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -158,27 +159,49 @@ def _require_manifests(paths: list[str], env_names: Iterable[str] = ()) -> list[
     return skipped
 
 
-def _quiet_prefect(verbose: bool) -> None:
+@contextlib.contextmanager
+def _quiet_prefect(verbose: bool) -> Iterator[None]:
     """Prefect's console logs only with -v: without it every failure is toolkg's one line, whatever the
-    environment asks of Prefect (its flow-run error log repeats the failure with a traceback)."""
+    environment asks of Prefect (its flow-run error log repeats the failure with a traceback).
+
+    For this call only: the environment variables and logger levels it sets are put back after, so a caller that
+    runs ``main`` again in the same process (the tests, an embedding program) finds them as they were."""
+    names = ("PREFECT_SERVER_ANALYTICS_ENABLED", "PREFECT_LOGGING_LEVEL")
+    saved_env = {name: os.environ.get(name) for name in names}
+    # instructor would log each failure toolkg summarises; Prefect's event and log senders say "Still processing
+    # items" as they flush at exit
+    loggers = {"instructor": logging.CRITICAL, "EventsWorker": logging.ERROR, "APILogWorker": logging.ERROR}
+    saved_levels = {name: logging.getLogger(name).level for name in loggers}
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ["PREFECT_LOGGING_LEVEL"] = "INFO" if verbose else "CRITICAL"
-    if not verbose:  # failures are summarised by toolkg; instructor would also log each one
-        logging.getLogger("instructor").setLevel(logging.CRITICAL)
-        # Prefect's event and log senders say "Still processing items" as they flush at exit
-        for name in ("EventsWorker", "APILogWorker"):
-            logging.getLogger(name).setLevel(logging.ERROR)
+    if not verbose:
+        for name, level in loggers.items():
+            logging.getLogger(name).setLevel(level)
+    try:
+        yield
+    finally:
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        for name, level in saved_levels.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from toolkg import progress
-
     skipped = _require_manifests(args.paths, args.env or ())  # fail fast, before Prefect starts
     config = build_config(args)
     runner = args.dask or ("local" if config.dask else None)
     in_process = "--dask fans out the offline extractor; the LLM extractor is concurrent in-process"
     usage(not runner or config.extractor == "offline", in_process)
-    _quiet_prefect(args.verbose)
+    with _quiet_prefect(args.verbose):
+        return _run_build(args, config, runner, skipped)
+
+
+def _run_build(args: argparse.Namespace, config: BuildConfig, runner: str | None, skipped: list[str]) -> int:
+    from toolkg import progress
+
     progress.enable(not args.quiet)
     started = time.perf_counter()
     if args.only:

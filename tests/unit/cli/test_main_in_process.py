@@ -37,3 +37,29 @@ def test_usage_errors_help_and_version_give_the_exit_codes_a_process_would():
     bad = run_in_process("query", "--format", "nope", "ASK {}")
     assert bad.returncode == 2 and "invalid choice" in bad.stderr and bad.stdout == ""
     assert run_in_process("query", "--help").returncode == 0
+
+
+def test_a_quiet_build_puts_back_the_logger_levels_it_lowers(tmp_path, monkeypatch):
+    """Without -v a build silences instructor's and Prefect's senders' loggers for itself only: the next call in
+    the process (a -v build, an embedding program's own logging) finds them at the levels it left them. (The
+    environment the build sets is put back by ``cmd_build`` too; the in-process runner restores it as well, so only
+    the loggers are checked here.)"""
+    import toolkg.cli.build as build_command
+
+    seen: dict[str, int] = {}
+
+    def record_levels(*_args: object) -> int:
+        seen.update({name: logging.getLogger(name).level for name in ("instructor", "EventsWorker")})
+        seen["prefect"] = int(os.environ["PREFECT_LOGGING_LEVEL"] == "CRITICAL")
+        return 0
+
+    monkeypatch.setattr(build_command, "_run_build", record_levels)
+    (tmp_path / "tools.json").write_text('{"tools": [{"name": "echo", "description": "Echo the text."}]}')
+    instructor, senders = logging.getLogger("instructor"), logging.getLogger("EventsWorker")
+    monkeypatch.setattr(instructor, "level", logging.INFO)
+    monkeypatch.setattr(senders, "level", logging.NOTSET)
+    result = run_in_process("build", str(tmp_path / "tools.json"), "-q")
+    assert result.returncode == 0, result.stderr
+    # inside the build they were lowered; after it, put back
+    assert seen == {"instructor": logging.CRITICAL, "EventsWorker": logging.ERROR, "prefect": 1}
+    assert (instructor.level, senders.level) == (logging.INFO, logging.NOTSET)
