@@ -164,19 +164,20 @@ def _quiet_prefect(verbose: bool) -> Iterator[None]:
     """Prefect's console logs only with -v: without it every failure is toolkg's one line, whatever the
     environment asks of Prefect (its flow-run error log repeats the failure with a traceback).
 
-    For this call only: the environment variables and logger levels it sets are put back after, so a caller that
-    runs ``main`` again in the same process (the tests, an embedding program) finds them as they were."""
+    For this call only: the environment variables and instructor's logger level are put back after, so a caller
+    that runs ``main`` again in the same process (the tests, an embedding program) finds them as they were."""
     names = ("PREFECT_SERVER_ANALYTICS_ENABLED", "PREFECT_LOGGING_LEVEL")
     saved_env = {name: os.environ.get(name) for name in names}
-    # instructor would log each failure toolkg summarises; Prefect's event and log senders say "Still processing
-    # items" as they flush at exit
-    loggers = {"instructor": logging.CRITICAL, "EventsWorker": logging.ERROR, "APILogWorker": logging.ERROR}
-    saved_levels = {name: logging.getLogger(name).level for name in loggers}
+    instructor = logging.getLogger("instructor")  # would log each failure toolkg summarises
+    saved_level = instructor.level
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ["PREFECT_LOGGING_LEVEL"] = "INFO" if verbose else "CRITICAL"
     if not verbose:
-        for name, level in loggers.items():
-            logging.getLogger(name).setLevel(level)
+        instructor.setLevel(logging.CRITICAL)
+        # Prefect's event and log senders say "Still processing items" as they flush at interpreter exit, after
+        # the command has returned: these two stay lowered for the rest of the process, not put back.
+        for name in ("EventsWorker", "APILogWorker"):
+            logging.getLogger(name).setLevel(logging.ERROR)
     try:
         yield
     finally:
@@ -185,8 +186,7 @@ def _quiet_prefect(verbose: bool) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        for name, level in saved_levels.items():
-            logging.getLogger(name).setLevel(level)
+        instructor.setLevel(saved_level)
 
 
 def cmd_build(args: argparse.Namespace) -> int:
