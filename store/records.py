@@ -5,10 +5,10 @@ parsed tool) plus what only the store knows: the server's display name and the t
 fill it, to two depths, because they serve different costs:
 
 * :func:`read_tools` -- every tool, with what the catalog-wide stages and the retrievers read (name,
-  description, parameters with name, required, location, description and sorted enum values, output
-  names, and the schema names ``$ref``s gave the outputs). Other fields keep their model defaults:
-  inference has always seen stored tools this way (a parameter's JSON type reads ``any``), and its
-  figures depend on it.
+  description, parameters with name, JSON type, required, location, description and sorted enum values,
+  output names and JSON types, and the schema names ``$ref``s gave the outputs). Other fields keep their
+  model defaults. Inference reads the JSON types (a boolean flag is no identifier another tool returns), so
+  a build sees what ``infer_dependencies`` sees over the parsed manifest.
 * :func:`read_tool_records` / :func:`read_tool` -- the few tools an agent asked for, complete: JSON
   types, defaults, enum values, outputs with their types, annotations (title, hints, other keys) and
   the server's name. ``store/tool_details.tool_json`` renders one as ``toolkg mcp`` answers it.
@@ -56,14 +56,16 @@ def read_tools(store: ToolStore) -> list[ToolRecord]:
             "output_schema_name": row["schema"].value if row.get("schema") else None,
         }
     parameters: dict[str, list[tuple[int, Parameter]]] = defaultdict(list)
-    for row in store.select("""SELECT ?t ?name ?required ?location ?position ?description WHERE {
+    for row in store.select("""SELECT ?t ?name ?type ?required ?location ?position ?description WHERE {
             ?t tk:hasParameter ?p . ?p tk:name ?name ; tk:required ?required ; tk:location ?location ;
-               tk:position ?position . OPTIONAL { ?p dcterms:description ?description } }"""):
+               tk:position ?position . OPTIONAL { ?p dcterms:description ?description }
+            OPTIONAL { ?p tk:jsonType ?type } }"""):
         parameters[row["t"].value].append(
             (
                 int(row["position"].value),
                 Parameter(
                     name=row["name"].value,
+                    json_type=_text(row.get("type")) or "any",
                     required=row["required"].value == "true",
                     location=row["location"].value,
                     description=row["description"].value if row.get("description") else "",
@@ -83,10 +85,12 @@ def read_tools(store: ToolStore) -> list[ToolRecord]:
         ]
     outputs: dict[str, list[OutputField]] = defaultdict(list)
     for row in store.select(
-        "SELECT ?t ?name ?schema WHERE { ?t tk:hasOutput ?o . ?o tk:name ?name OPTIONAL { ?o tk:schemaName ?schema } }"
+        """SELECT ?t ?name ?type ?schema WHERE { ?t tk:hasOutput ?o . ?o tk:name ?name
+            OPTIONAL { ?o tk:schemaName ?schema } OPTIONAL { ?o tk:jsonType ?type } }"""
     ):
         schema = row["schema"].value if row.get("schema") else None
-        outputs[row["t"].value].append(OutputField(name=row["name"].value, schema_name=schema))
+        output = OutputField(name=row["name"].value, json_type=_text(row.get("type")) or "any", schema_name=schema)
+        outputs[row["t"].value].append(output)
     out = [
         ToolRecord(
             **fields,

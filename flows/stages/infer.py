@@ -236,8 +236,8 @@ def _all_edges(engine: IncrementalInference) -> list[InferredEdge]:
 def as_read(tool: Tool) -> Tool:
     """A tool as a rebuild reads it back from the store (``read_tools``), which is what inference must see
     to infer what a rebuild infers: its name, description, parameters (name, requirement, location,
-    description, sorted enum values), output names and the schema names ``$ref``s gave the outputs; a parameter's
-    JSON type reads ``any``."""
+    description, JSON type, sorted enum values), output names and types, and the schema names ``$ref``s gave the
+    outputs."""
     return ToolRecord(
         server_id=tool.server_id,
         name=tool.name,
@@ -245,6 +245,7 @@ def as_read(tool: Tool) -> Tool:
         parameters=tuple(
             Parameter(
                 name=p.name,
+                json_type=p.json_type,
                 required=p.required,
                 location=p.location,
                 description=p.description or "",
@@ -252,7 +253,7 @@ def as_read(tool: Tool) -> Tool:
             )  # fmt: skip
             for p in tool.parameters
         ),
-        outputs=tuple(OutputField(name=o.name, schema_name=o.schema_name) for o in tool.outputs),
+        outputs=tuple(OutputField(name=o.name, json_type=o.json_type, schema_name=o.schema_name) for o in tool.outputs),
         route=tool.route,
         output_schema_name=tool.output_schema_name,
         # the hints a store keeps: which tools change state orders a loop's pairs (acyclic.py)

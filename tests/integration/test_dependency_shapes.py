@@ -103,3 +103,30 @@ def test_a_server_s_one_login_precedes_its_writes_and_its_logout_not_its_public_
         assert edges[consumer, "shop_login"].rule in ("server-login", "namespace-authentication")
     assert ("get_product_price", "shop_login") not in edges
     assert ("shop_login", "shop_logout") not in edges
+
+
+def test_the_store_gives_inference_back_what_as_read_says(built_store):
+    """A build infers over the tools it reads back from the store (``read_tools``); sync infers over
+    ``as_read`` of the parsed tools. The two are the same tool for tool, JSON types of parameters and outputs
+    included (a boolean flag is no slot another tool's value fills: pair_candidates.is_slot), so a sync infers
+    what a rebuild infers."""
+    from toolkg.store.oxigraph_store import ToolStore
+    from toolkg.store.records import read_tools
+
+    catalog = CASES / "real" / "openai" / "bfcl-multi-turn"
+    store = ToolStore(str(built_store(catalog)), read_only=True)
+    try:
+        stored = {t.id: t for t in read_tools(store)}
+    finally:
+        store.close()
+    parsed = {}
+    for path in sorted(catalog.glob("*.json")):
+        file, data = fingerprint_file(path)
+        parsed |= {t.id: as_read(t) for s in ingest_manifest(file, data).manifest.servers for t in s.tools}
+    assert stored.keys() == parsed.keys()
+    for tool_id, tool in parsed.items():
+        read = stored[tool_id]
+        assert read.parameters == tool.parameters, tool_id
+        assert sorted(read.outputs, key=lambda o: o.name) == sorted(tool.outputs, key=lambda o: o.name), tool_id
+    types = {p.json_type for t in stored.values() for p in t.parameters}
+    assert {"boolean", "string", "integer"} <= types

@@ -18,7 +18,7 @@ from toolkg.config import InferenceOptions
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import fingerprint_file
 from toolkg.flows.stages.base import Change
-from toolkg.flows.stages.infer import Infer, InferState
+from toolkg.flows.stages.infer import Infer, InferState, as_read
 from toolkg.models import Parameter, Tool
 from toolkg.ontology import TK, iris
 from toolkg.ontology.graphs import INFERRED_GRAPH
@@ -40,9 +40,11 @@ OPTIONS = {
 
 
 def _tools(path) -> list[Tool]:
+    """A manifest's tools as the store gives them back (``as_read``, no declared dependencies): what both a
+    rebuild and sync infer over."""
     file, data = fingerprint_file(path)
     servers = ingest_manifest(file, data).manifest.servers
-    return [t.model_copy(update={"depends_on": ()}) for s in servers for t in s.tools]
+    return [as_read(t) for s in servers for t in s.tools]
 
 
 @cache
