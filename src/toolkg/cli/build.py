@@ -168,12 +168,18 @@ def _quiet_prefect(verbose: bool) -> Iterator[None]:
     that runs ``main`` again in the same process (the tests, an embedding program) finds them as they were."""
     names = ("PREFECT_SERVER_ANALYTICS_ENABLED", "PREFECT_LOGGING_LEVEL")
     saved_env = {name: os.environ.get(name) for name in names}
-    instructor = logging.getLogger("instructor")  # would log each failure toolkg summarises
-    saved_level = instructor.level
+    # instructor would log each failure toolkg summarises; Prefect's own loggers read PREFECT_LOGGING_LEVEL only
+    # when Prefect first configures logging, which a process that imported it before (an embedding program, the
+    # tests) has done: its task-run logger would print a failed task's traceback before toolkg's one line
+    quieted = [logging.getLogger(name) for name in ("instructor", "prefect")]
+    saved_levels = [logger.level for logger in quieted]
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ["PREFECT_LOGGING_LEVEL"] = "INFO" if verbose else "CRITICAL"
     if not verbose:
-        instructor.setLevel(logging.CRITICAL)
+        import prefect.main  # noqa: F401  (Prefect configures its logging at this first import: the levels set next stay)
+
+        for logger in quieted:
+            logger.setLevel(logging.CRITICAL)
         # Prefect's event and log senders say "Still processing items" as they flush at interpreter exit, after
         # the command has returned: these two stay lowered for the rest of the process, not put back.
         for name in ("EventsWorker", "APILogWorker"):
@@ -186,7 +192,8 @@ def _quiet_prefect(verbose: bool) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        instructor.setLevel(saved_level)
+        for logger, level in zip(quieted, saved_levels, strict=True):
+            logger.setLevel(level)
 
 
 def cmd_build(args: argparse.Namespace) -> int:
