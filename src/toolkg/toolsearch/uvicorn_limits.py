@@ -23,6 +23,10 @@ the same ones):
   Transfer-Encoding, two Content-Lengths) gets 400 and the connection is closed, before h11 reads it: h11
   unfolds folded lines and keeps the connection after Content-Length with Transfer-Encoding.
 - Oversized request headers (h11's 16 KiB) get 431 rather than uvicorn's 400, as ``toolkg serve`` answers.
+- A client that stops reading its answer is cut: once the answer's bytes fill the transport's buffer (asyncio
+  pauses writing), the client has ``WRITE_TIMEOUT_S`` to read some before the connection is aborted. Without
+  it the application waited on uvicorn's drain for ever, holding the connection and the answer; ``toolkg
+  serve`` bounds each write of an answer by the same time.
 - No WebSocket support: MCP's Streamable HTTP does not use it, and an upgraded connection would leave
   these limits (and the gate, which checks HTTP requests).
 """
@@ -47,6 +51,7 @@ from toolkg.netpolicy import (
     MAX_HEAD_BYTES,
     REQUEST_DEADLINE_S,
     SLOW_AFTER_S,
+    WRITE_TIMEOUT_S,
     beyond_slow_cap,
     closing_answer,
     fd_limit,
@@ -134,6 +139,7 @@ class GuardedH11Protocol(H11Protocol):
         self._timers: list[asyncio.TimerHandle] = []
         self._received = False  # bytes of a request arrived since the wait started
         self._head: bytearray | None = bytearray()  # the next request's head so far; None once it is checked
+        self._write_timer: asyncio.TimerHandle | None = None  # armed while the client reads nothing of its answer
 
     # -- the wait: from opening (or the last answer) until the request is whole ----------------------------
 
@@ -180,7 +186,29 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_waiting()
+        self._stop_write_timer()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The transport's buffer is full: the client has not read what was sent (module doc)."""
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(WRITE_TIMEOUT_S, self._write_stalled)
+
+    def resume_writing(self) -> None:
+        self._stop_write_timer()
+        super().resume_writing()
+
+    def _stop_write_timer(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _write_stalled(self) -> None:
+        self._write_timer = None
+        # abort, not close: close waits for the buffer to drain, which is what is not happening. The application
+        # hears a disconnect (uvicorn's connection_lost), so its drain returns and what it sends next is dropped.
+        self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
         self._received = True
