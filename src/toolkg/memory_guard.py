@@ -1,5 +1,5 @@
-"""A memory limit for the processes that run strangers' SPARQL (``toolkg serve``'s backend, ``toolkg mcp``'s
-``sparql`` worker): a limit on what a query may allocate, besides the time it may take.
+"""A memory limit for the processes that run strangers' SPARQL (the SPARQL sandbox, ``toolkg.store.sparql_sandbox``,
+of ``toolkg serve`` and ``toolkg mcp``'s ``sparql`` tool): a limit on what a query may allocate, besides its time.
 
 Why: one GET (``{ ?a ?b ?c . ?d ?e ?f . ?g ?h ?i } ORDER BY ?c ?f ?i LIMIT 1``, which an ``<img>`` on any web
 page can send) grew the backend by 0.3-0.8 GB/s, past 3 GiB in 4-10 s, well inside the 30 s timeout: Oxigraph

@@ -1,5 +1,8 @@
-"""Where toolkg's HTTP servers may listen and which requests they answer: one policy for ``toolkg serve`` and
-``toolkg mcp --transport http``.
+"""Where toolkg's HTTP servers may listen and which requests they answer: the one policy of ``toolkg serve``
+(``toolkg.serve.http_server``, its own selector server) and ``toolkg mcp --transport http``
+(``toolkg.toolsearch.uvicorn_limits``, uvicorn). The two servers are different machinery, so each enforces it
+its own way; what is decided (the names a server answers to, where a request ends, how long and how many
+connections may wait, how big a request head may be, what a refused connection is told) is decided here, once.
 
 **Local** is 127.0.0.1 or ::1, or ``localhost`` when every address it resolves to is one of those two. The rest
 of 127.0.0.0/8 is loopback too, but nothing else takes 127.0.0.2 for "this machine" (browsers, clients, the checks
@@ -15,6 +18,25 @@ what a rebinding page cannot forge, and a proxy or a port mapping may change the
 (browsers send one on cross-site requests), must name one of those hosts too; ``null`` (a sandboxed or local
 file's page) never does.
 
+**Framing** (``framing_refusal``): where two readers may disagree on where a request ends, the bytes after it
+are another request to one and a body to the other (request smuggling). An attack battery found
+``Content-Length: 0, 5``, two Content-Length headers, one with Transfer-Encoding (RFC 9112 6.1, 6.3), a folded
+or space-padded header name (``Content-Length : 5``) each gave the body's bytes to the next request. Such a
+request is refused and its connection closed; only the header bytes are looked at, as they are.
+
+**Slow clients**: a connection that has not yet sent a whole request (just opened, dripping header lines or a
+body, or idle between two requests) costs a file descriptor, so a client that opens them and sends slowly must
+not keep them for ever, nor take every descriptor:
+
+- a request must be whole within ``REQUEST_DEADLINE_S`` of the connection opening (or of the previous answer):
+  a deadline for the whole request, which a drip of bytes cannot push back (a timeout per read could);
+- one client address may keep ``MAX_SLOW_PER_CLIENT`` connections that have waited over ``SLOW_AFTER_S``;
+  past that its oldest ones are cut (``beyond_slow_cap``; a newcomer is never refused: on loopback every
+  client shares the address);
+- all addresses together may keep ``waiting_cap()`` waiting connections; past that the oldest is cut;
+- a client that stops reading its answer is cut after ``WRITE_TIMEOUT_S`` (``toolkg serve``: each write of an
+  answer's headers, and of its body).
+
 >>> is_local_bind("127.0.0.1"), is_local_bind("::1"), is_local_bind("127.0.0.2"), is_local_bind("0.0.0.0")
 (True, True, False, False)
 >>> policy = HostPolicy.for_bind("127.0.0.1")
@@ -29,8 +51,10 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from http import HTTPStatus
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from toolkg.errors import ConfigError
@@ -218,3 +242,116 @@ def listening_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise bind_failure(host, port, exc) from None
     return sock
+
+
+# -- framing ------------------------------------------------------------------------------------------------------
+
+
+def head_end(data: bytes | bytearray) -> int | None:
+    """Where the request line and headers end in ``data`` (the body starts there), or None until they do."""
+    line_end = data.find(b"\n")
+    if line_end < 0:
+        return None
+    if len(data[:line_end].split()) < 3:  # no HTTP version: an HTTP/0.9-style line, no headers follow
+        return line_end + 1
+    ends = [i + n for i, n in ((data.find(b"\r\n\r\n"), 4), (data.find(b"\n\n"), 2)) if i >= 0]
+    return min(ends) if ends else None
+
+
+CHUNKED_REFUSED = "send the body with a Content-Length (chunked request bodies are not accepted)"
+
+
+def framing_refusal(head: bytes | bytearray, *, chunked_allowed: bool = False) -> tuple[HTTPStatus, str] | None:
+    """Why the request whose request line and headers are ``head`` must be refused, its connection closed, or
+    None: more than one Content-Length, one that is not ASCII digits (Python's ``int`` reads ``²``), one with
+    Transfer-Encoding, a folded line or a header name with spaces around it. ``chunked_allowed``: a server
+    that reads chunked bodies (uvicorn) takes Transfer-Encoding alone; one that does not (``toolkg serve``)
+    answers it 411, since the body it does not read must not be taken for the next request."""
+    lengths: list[bytes] = []
+    chunked = False
+    for line in bytes(head).split(b"\n")[1:]:
+        line = line.removesuffix(b"\r")
+        if not line:
+            continue
+        if line[:1] in (b" ", b"\t"):
+            return HTTPStatus.BAD_REQUEST, "obsolete line folding in the request headers"
+        name, colon, value = line.partition(b":")
+        if not colon or not name or name != name.strip(b" \t"):
+            return HTTPStatus.BAD_REQUEST, f"malformed header line: {line[:40].decode('latin-1')!r}"
+        name = name.lower()
+        if name == b"content-length":
+            lengths.append(value.strip(b" \t"))
+        elif name == b"transfer-encoding":
+            chunked = True
+    if len(lengths) > 1:
+        return HTTPStatus.BAD_REQUEST, "more than one Content-Length header"
+    if lengths and not (lengths[0].isdigit() and lengths[0].isascii()):
+        return HTTPStatus.BAD_REQUEST, f"bad Content-Length: {lengths[0][:40].decode('latin-1')!r}"
+    if chunked and lengths:
+        return HTTPStatus.BAD_REQUEST, "both Content-Length and Transfer-Encoding"
+    if chunked and not chunked_allowed:
+        return HTTPStatus.LENGTH_REQUIRED, CHUNKED_REFUSED
+    return None
+
+
+# The request line and headers. toolkg serve's are bigger: a GET carries the SPARQL query (up to the guard's 64
+# KiB, more once URL-encoded) in its URL, and the standard library refuses a line over 64 KiB anyway.
+MAX_HEAD_BYTES = 16 * 1024  # toolkg mcp's (h11's default limit, given to it explicitly)
+MAX_QUERY_HEAD_BYTES = 128 * 1024  # toolkg serve's
+
+
+def head_too_large(limit: int) -> str:
+    """What a request whose head passes ``limit`` is told (with 431)."""
+    return f"request headers over {limit} bytes"
+
+
+# -- slow clients -------------------------------------------------------------------------------------------------
+
+REQUEST_DEADLINE_S = 10.0  # from the connection opening (or the last answer) to the whole request read
+SLOW_AFTER_S = 1.0  # a connection still without a whole request after this long is a slow one
+MAX_SLOW_PER_CLIENT = 8
+MAX_WAITING = 512  # connections waiting for their request, from every client together
+WRITE_TIMEOUT_S = 15.0  # a client that reads nothing of its answer for this long is cut
+DEADLINE_PASSED = f"the request was not whole within {REQUEST_DEADLINE_S:g}s"
+T = TypeVar("T")
+
+
+def fd_limit() -> int | None:
+    """The process's soft limit on open file descriptors, None when it has none (or none is known)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # no such limit here
+        return None
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def waiting_cap() -> int:
+    """``MAX_WAITING``, or half the process's file descriptor limit when that is lower (the other half is kept
+    for answering: the connections being answered, and the files answering opens)."""
+    soft = fd_limit()
+    return MAX_WAITING if soft is None else max(16, min(MAX_WAITING, soft // 2))
+
+
+def beyond_slow_cap(slow: Sequence[T]) -> list[T]:
+    """Of one address's connections that have waited over ``SLOW_AFTER_S``, oldest first, the ones to cut: all
+    but the newest ``MAX_SLOW_PER_CLIENT``."""
+    return list(slow[: max(0, len(slow) - MAX_SLOW_PER_CLIENT)])
+
+
+def too_many_slow(client: str) -> str:
+    """Why a connection cut by ``beyond_slow_cap`` was cut (its client gets it with 408)."""
+    return f"more than {MAX_SLOW_PER_CLIENT} slow connections from {client}"
+
+
+def closing_answer(status: HTTPStatus, message: str, headers: Mapping[str, str] | None = None) -> bytes:
+    """The whole answer of a refused connection, written before it is closed: ``status`` and one plain line
+    (``toolkg serve`` adds its security headers, ``headers``)."""
+    body = f"{status.value} {message}\n".encode()
+    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+    head = (
+        f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n{extra}"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode() + body

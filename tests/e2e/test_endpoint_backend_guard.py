@@ -176,8 +176,8 @@ def test_the_backend_has_no_address_to_attack(store, recorder):
 
 def test_the_backend_refuses_service_itself(store, recorder):
     """Defence in depth: a SERVICE query that reaches the backend unchecked is refused there too."""
-    from toolkg.serve.backend import Backend
     from toolkg.store.snapshots import current_snapshot
+    from toolkg.store.sparql_sandbox import Backend
 
     target, hits = recorder
     backend = Backend.start(current_snapshot(store))
@@ -199,7 +199,7 @@ def test_without_federation_the_backend_process_cannot_open_an_internet_socket(r
     script = f"""
 import socket, sys
 from pyoxigraph import QueryResultsFormat, Store
-from toolkg.serve.backend_worker import forbid_internet_sockets
+from toolkg.store.sparql_sandbox_worker import forbid_internet_sockets
 if sys.argv[1] == "filtered":
     assert forbid_internet_sockets()
 try:

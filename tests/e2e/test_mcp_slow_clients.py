@@ -30,7 +30,7 @@ from tests.support.live_helpers import wait_listening
 TOKEN = "slow-" + os.urandom(12).hex()
 SLOW_CONNECTIONS = 40
 DRIP_EVERY_S = 1.5
-DEADLINE_S = 10.0  # the documented whole-request deadline (toolkg.slow_clients.REQUEST_DEADLINE_S)
+DEADLINE_S = 10.0  # the documented whole-request deadline (toolkg.netpolicy.REQUEST_DEADLINE_S)
 SLOW_PER_CLIENT = 8  # the documented cap on one address's slow connections (MAX_SLOW_PER_CLIENT)
 FD_LIMIT = 256
 HALF_SENT = 300
@@ -169,9 +169,9 @@ def test_slow_clients_do_not_starve_the_server_and_are_cut(served):
     # A request cut mid-body is no error of the server's: no traceback (32 of them, logged by the SDK, once
     # held the event loop for 6 s).
     assert "Traceback" not in stderr() and "ClientDisconnect" not in stderr(), stderr()[-2000:]
-    from toolkg import slow_clients
+    from toolkg import netpolicy
 
-    assert (slow_clients.REQUEST_DEADLINE_S, slow_clients.MAX_SLOW_PER_CLIENT) == (DEADLINE_S, SLOW_PER_CLIENT)
+    assert (netpolicy.REQUEST_DEADLINE_S, netpolicy.MAX_SLOW_PER_CLIENT) == (DEADLINE_S, SLOW_PER_CLIENT)
 
 
 def test_half_sent_requests_past_the_fd_limit_do_not_stop_the_server(store, tmp_path):

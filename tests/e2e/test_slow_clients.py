@@ -20,7 +20,7 @@ from tests.support.endpoint_helpers import serve_process
 
 SLOW_CONNECTIONS = 40
 DRIP_EVERY_S = 1.5
-DEADLINE_S = 10.0  # the documented whole-request deadline (toolkg.serve.http_server.REQUEST_DEADLINE_S)
+DEADLINE_S = 10.0  # the documented whole-request deadline (toolkg.netpolicy.REQUEST_DEADLINE_S)
 SLOW_PER_CLIENT = 8  # the documented cap on one address's slow connections (MAX_SLOW_PER_CLIENT)
 COUNT_TOOLS = "SELECT (COUNT(DISTINCT ?t) AS ?n) WHERE { ?t a tk:Tool }"
 
@@ -85,6 +85,6 @@ def test_slow_clients_do_not_starve_the_endpoint_and_are_cut(store):
         assert cut_early >= SLOW_CONNECTIONS - SLOW_PER_CLIENT, sorted(lasted)
         assert _query(base, timeout=8)[1].count('"20"') == 1
         assert process.poll() is None
-    from toolkg.serve import http_server
+    from toolkg import netpolicy
 
-    assert (http_server.REQUEST_DEADLINE_S, http_server.MAX_SLOW_PER_CLIENT) == (DEADLINE_S, SLOW_PER_CLIENT)
+    assert (netpolicy.REQUEST_DEADLINE_S, netpolicy.MAX_SLOW_PER_CLIENT) == (DEADLINE_S, SLOW_PER_CLIENT)

@@ -1,4 +1,4 @@
-"""``toolkg.http_framing``: a request head whose end two HTTP readers could place differently is refused,
+"""``toolkg.netpolicy.framing_refusal``: a request head whose end two HTTP readers could place differently is refused,
 whatever the spelling of the headers that make it so; an unambiguous one passes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from http import HTTPStatus
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolkg.http_framing import framing_refusal
+from toolkg.netpolicy import framing_refusal
 
 NAMES = st.sampled_from(["Content-Length", "content-length", "CONTENT-LENGTH", "Content-length"])
 LENGTHS = st.integers(0, 10**6).map(str)

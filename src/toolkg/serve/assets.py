@@ -2,7 +2,7 @@
 
 The UI is Oxigraph's YASGUI build, served from this machine (no CDN). The binary embeds each file verbatim
 (``include_str!``) and used to serve them itself; the endpoint no longer runs an Oxigraph HTTP server (its
-backend has no address, see ``toolkg.serve.backend``), so it reads them out of the binary: each file opens
+backend has no address, see ``toolkg.store.sparql_sandbox``), so it reads them out of the binary: each file opens
 with bytes found once in it (the webpack banner, the first rule, the XML declaration) and ends at its closing
 bytes (the source-map comment, ``</svg>``).
 ``tests/e2e/test_endpoint_backend_guard.py`` checks the result against what ``oxigraph serve`` itself serves,

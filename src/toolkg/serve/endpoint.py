@@ -43,13 +43,13 @@ from toolkg.netpolicy import HostPolicy, bind_failure, is_local_bind
 from toolkg.ontology import PREFIXES, iris
 from toolkg.serve.assets import asset
 from toolkg.serve.backend import MEMORY_LIMIT_MIB, Backends
-from toolkg.serve.backend_worker import MEMORY_EXCEEDED_STATUS
 from toolkg.serve.http_server import OneRequestHandler, PooledHTTPServer
 from toolkg.serve.page_policy import DEFAULT_POLICY, STRICT_POLICY, policy_with_inline_styles, security_headers
 from toolkg.serve.resource_page import BadIri, checked_iri, read_resource, resource_html
 from toolkg.serve.sparql_protocol import READ_ONLY, BadRequest, parse_request, read_body
 from toolkg.store.query_guard import DEFAULT_LIMITS, QueryLimits, QueryRefused, check_query
 from toolkg.store.saved_queries import saved_queries, saved_query
+from toolkg.store.sparql_sandbox_worker import MEMORY_EXCEEDED_STATUS
 
 if TYPE_CHECKING:  # loaded on the first /search
     from toolkg.toolsearch.service import ToolSearch

@@ -25,7 +25,8 @@ timeout never cut them (each line resets it). Here:
   it; an answer is written with a total timeout (``sendall``'s), so a client that stops reading cannot hold a
   worker past ``WRITE_TIMEOUT_S``.
 
-The deadline and the caps are ``toolkg.slow_clients``'s: ``toolkg mcp --transport http`` holds to them too.
+The rules (framing, the head limit, the deadline, the caps, the refusal's bytes) are ``toolkg.netpolicy``'s:
+``toolkg mcp --transport http`` holds to them too. This module is how this server enforces them.
 """
 
 from __future__ import annotations
@@ -45,14 +46,24 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 from toolkg.display import one_line
-from toolkg.http_framing import framing_refusal, head_end
+from toolkg.netpolicy import (
+    DEADLINE_PASSED,
+    MAX_QUERY_HEAD_BYTES,
+    REQUEST_DEADLINE_S,
+    SLOW_AFTER_S,
+    WRITE_TIMEOUT_S,
+    beyond_slow_cap,
+    closing_answer,
+    framing_refusal,
+    head_end,
+    head_too_large,
+    too_many_slow,
+    waiting_cap,
+)
 from toolkg.serve.page_policy import security_headers
 from toolkg.serve.sparql_protocol import MAX_BODY_BYTES
-from toolkg.slow_clients import MAX_SLOW_PER_CLIENT, REQUEST_DEADLINE_S, SLOW_AFTER_S, waiting_cap
 
 WORKERS = 32
-MAX_HEAD_BYTES = 128 * 1024  # request line and headers; the standard library refuses lines over 64 KiB anyway
-WRITE_TIMEOUT_S = 15.0  # the whole of one answer's headers, and again of its body
 SWEEP_EVERY_S = 0.2  # how often deadlines and the per-client cap are looked at
 
 
@@ -217,8 +228,8 @@ class PooledHTTPServer(HTTPServer):
         """Hand the connection over if its request is whole; else send 100 Continue or refuse huge headers."""
         head = head_end(waiting.data)
         if head is None:
-            if len(waiting.data) > MAX_HEAD_BYTES:
-                self._refuse(waiting, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "request headers too large")
+            if len(waiting.data) > MAX_QUERY_HEAD_BYTES:
+                self._refuse(waiting, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, head_too_large(MAX_QUERY_HEAD_BYTES))
             return
         if refusal := framing_refusal(waiting.data[:head]):
             return self._refuse(waiting, *refusal)
@@ -252,31 +263,23 @@ class PooledHTTPServer(HTTPServer):
         for waiting in list(self._waiting.values()):
             if now - waiting.since > REQUEST_DEADLINE_S:
                 if waiting.data:
-                    message = f"the request was not whole within {REQUEST_DEADLINE_S:g}s"
-                    self._refuse(waiting, HTTPStatus.REQUEST_TIMEOUT, message)
+                    self._refuse(waiting, HTTPStatus.REQUEST_TIMEOUT, DEADLINE_PASSED)
                 else:  # an idle connection (kept alive, or opened and never used): nothing to say
                     self._drop(waiting)
             elif now - waiting.since > SLOW_AFTER_S:
                 slow.setdefault(waiting.address[0], []).append(waiting)
         for client, connections in slow.items():
             connections.sort(key=lambda waiting: waiting.since)
-            for waiting in connections[: len(connections) - MAX_SLOW_PER_CLIENT]:
-                message = f"more than {MAX_SLOW_PER_CLIENT} slow connections from {client}"
-                self._refuse(waiting, HTTPStatus.REQUEST_TIMEOUT, message)
+            for waiting in beyond_slow_cap(connections):
+                self._refuse(waiting, HTTPStatus.REQUEST_TIMEOUT, too_many_slow(client))
 
     def _drop_oldest(self) -> None:
         if self._waiting:
             self._drop(min(self._waiting.values(), key=lambda waiting: waiting.since))
 
     def _refuse(self, waiting: Waiting, status: HTTPStatus, message: str) -> None:
-        body = f"{status.value} {message}\n".encode()
         # the same security headers as every answer the handler writes (serve/page_policy)
-        extra = "".join(f"{name}: {value}\r\n" for name, value in security_headers().items())
-        head = (
-            f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n{extra}"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-        )
-        self._send_quietly(waiting.sock, head.encode() + body)
+        self._send_quietly(waiting.sock, closing_answer(status, message, security_headers()))
         self._drop(waiting)
 
     @staticmethod

@@ -1,7 +1,7 @@
 """toolkg for agents: tool search, tool lookup, dependencies and SPARQL over a store's published snapshot
 (``service.ToolSearch``), served over MCP by ``toolkg mcp`` (``mcp_server.py``).
 
-Imports are lazy: the SPARQL worker process imports this package and needs none of the retrieval stack.
+Imports are lazy: a name's module, and the retrieval stack behind it, loads when the name is first used.
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ from toolkg.store.records import read_tool, read_tool_records
 from toolkg.store.snapshots import current_snapshot, ensure_snapshot
 from toolkg.store.tool_details import resolve_tool, tool_json
 from toolkg.toolsearch.names import NameIndex, first_named
-from toolkg.toolsearch.sparql_worker import MEMORY_LIMIT_MIB as SPARQL_MEMORY_MIB
-from toolkg.toolsearch.sparql_worker import SparqlWorker
+from toolkg.toolsearch.sparql_tool import MEMORY_LIMIT_MIB as SPARQL_MEMORY_MIB
+from toolkg.toolsearch.sparql_tool import SparqlWorker
 from toolkg.toolsearch.trust import TrustPolicy, TrustView, refusal
 
 MAX_K = 50

@@ -4,7 +4,8 @@ uvicorn (0.54, h11) has no timeout on reading a request: its keep-alive timeout 
 and any byte cancels it. A review found 40 connections dripping one header line every 1-2 s all still open
 after 40 s, and, under a file descriptor limit of 256, 300 half-sent requests (from any local process, before
 any token is checked) stopped the server: every descriptor held, ``accept`` failing, and the error's logging
-itself failing to open a file. Here, with ``toolkg.slow_clients``'s numbers:
+itself failing to open a file. Here, with ``toolkg.netpolicy``'s rules and numbers (``toolkg serve`` holds to
+the same ones):
 
 - ``GuardedH11Protocol`` (uvicorn's h11 protocol, given as ``http=``) arms a deadline when a connection opens
   and again after each answer, and disarms it once the request is whole, body included (h11 says the client
@@ -18,10 +19,14 @@ itself failing to open a file. Here, with ``toolkg.slow_clients``'s numbers:
 - ``limit_concurrency`` (uvicorn's 503 to a new request past that many connections) is three quarters of
   the descriptor limit, at most ``MAX_CONNECTIONS``: above the waiting cap, so a flood of waiting
   connections does not turn normal requests away, and below the limit itself.
-- A request whose end is ambiguous (``toolkg.http_framing``: a folded header line, Content-Length with
+- A request whose end is ambiguous (``netpolicy.framing_refusal``: a folded header line, Content-Length with
   Transfer-Encoding, two Content-Lengths) gets 400 and the connection is closed, before h11 reads it: h11
   unfolds folded lines and keeps the connection after Content-Length with Transfer-Encoding.
 - Oversized request headers (h11's 16 KiB) get 431 rather than uvicorn's 400, as ``toolkg serve`` answers.
+- A client that stops reading its answer is cut: once the answer's bytes fill the transport's buffer (asyncio
+  pauses writing), the client has ``WRITE_TIMEOUT_S`` to read some before the connection is aborted. Without
+  it the application waited on uvicorn's drain for ever, holding the connection and the answer; ``toolkg
+  serve`` bounds each write of an answer by the same time.
 - No WebSocket support: MCP's Streamable HTTP does not use it, and an upgraded connection would leave
   these limits (and the gate, which checks HTTP requests).
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import sys
+from http import HTTPStatus
 from itertools import takewhile
 from typing import Any
 
@@ -40,11 +46,23 @@ from uvicorn.config import STARTUP_FAILURE
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolkg.errors import ToolkgError
-from toolkg.http_framing import framing_refusal, head_end
-from toolkg.slow_clients import MAX_SLOW_PER_CLIENT, REQUEST_DEADLINE_S, SLOW_AFTER_S, fd_limit, waiting_cap
+from toolkg.netpolicy import (
+    DEADLINE_PASSED,
+    MAX_HEAD_BYTES,
+    REQUEST_DEADLINE_S,
+    SLOW_AFTER_S,
+    WRITE_TIMEOUT_S,
+    beyond_slow_cap,
+    closing_answer,
+    fd_limit,
+    framing_refusal,
+    head_end,
+    head_too_large,
+    too_many_slow,
+    waiting_cap,
+)
 
 MAX_CONNECTIONS = 1024  # connections in all before a new request gets 503 (uvicorn's limit_concurrency)
-MAX_HEAD_BYTES = 16 * 1024  # the request line and headers (h11's default limit, given to it explicitly)
 CUT_WHEN_OUT_OF_FDS = 16  # waiting connections closed each time accept runs out of descriptors
 _OUT_OF_FDS = "socket.accept() out of system resource"  # asyncio's message (selector_events)
 _WHOLE = (h11.DONE, h11.MUST_CLOSE, h11.MIGHT_SWITCH_PROTOCOL)  # h11's states for a client whose request is in
@@ -54,15 +72,6 @@ def concurrency_limit() -> int:
     """uvicorn's ``limit_concurrency``: ``MAX_CONNECTIONS``, or three quarters of the descriptor limit."""
     soft = fd_limit()
     return MAX_CONNECTIONS if soft is None else max(waiting_cap() + 16, min(MAX_CONNECTIONS, soft * 3 // 4))
-
-
-def _response(status: int, phrase: str, message: str) -> bytes:
-    body = f"{status} {message}\n".encode()
-    head = (
-        f"HTTP/1.1 {status} {phrase}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    )
-    return head.encode() + body
 
 
 class Waiting:
@@ -99,8 +108,8 @@ class Waiting:
         if conn not in group:  # its request became whole, or it was cut, in the meantime
             return
         slow = [*takewhile(lambda other: other is not conn, group), conn]
-        for oldest in slow[: max(0, len(slow) - MAX_SLOW_PER_CLIENT)]:
-            oldest.cut(f"more than {MAX_SLOW_PER_CLIENT} slow connections from {conn.address}")
+        for oldest in beyond_slow_cap(slow):
+            oldest.cut(too_many_slow(conn.address))
 
     def out_of_descriptors(self, now: float) -> None:
         """``accept`` failed for want of a descriptor: close the oldest waiting connections (once per half
@@ -130,6 +139,7 @@ class GuardedH11Protocol(H11Protocol):
         self._timers: list[asyncio.TimerHandle] = []
         self._received = False  # bytes of a request arrived since the wait started
         self._head: bytearray | None = bytearray()  # the next request's head so far; None once it is checked
+        self._write_timer: asyncio.TimerHandle | None = None  # armed while the client reads nothing of its answer
 
     # -- the wait: from opening (or the last answer) until the request is whole ----------------------------
 
@@ -150,7 +160,7 @@ class GuardedH11Protocol(H11Protocol):
         self.waiting.discard(self)
 
     def _deadline(self) -> None:
-        self.cut(f"the request was not whole within {REQUEST_DEADLINE_S:g}s")
+        self.cut(DEADLINE_PASSED)
 
     def cut(self, reason: str) -> None:
         """Close the connection: with 408 if the client has started a request that has no answer yet (and
@@ -164,7 +174,7 @@ class GuardedH11Protocol(H11Protocol):
             self.cycle.disconnected = True
             self.cycle.message_event.set()
         if self._received and self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-            self.transport.write(_response(408, "Request Timeout", reason))
+            self.transport.write(closing_answer(HTTPStatus.REQUEST_TIMEOUT, reason))
         self.transport.close()
 
     # -- uvicorn's hooks ------------------------------------------------------------------------------------
@@ -176,7 +186,29 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_waiting()
+        self._stop_write_timer()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The transport's buffer is full: the client has not read what was sent (module doc)."""
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(WRITE_TIMEOUT_S, self._write_stalled)
+
+    def resume_writing(self) -> None:
+        self._stop_write_timer()
+        super().resume_writing()
+
+    def _stop_write_timer(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _write_stalled(self) -> None:
+        self._write_timer = None
+        # abort, not close: close waits for the buffer to drain, which is what is not happening. The application
+        # hears a disconnect (uvicorn's connection_lost), so its drain returns and what it sends next is dropped.
+        self.transport.abort()
 
     def data_received(self, data: bytes) -> None:
         self._received = True
@@ -185,7 +217,7 @@ class GuardedH11Protocol(H11Protocol):
         super().data_received(data)
 
     def _framing_ok(self, data: bytes) -> bool:
-        """Check the request's head for an ambiguous end (``toolkg.http_framing``) once it is in, before h11
+        """Check the request's head for an ambiguous end (``netpolicy.framing_refusal``) once it is in, before h11
         reads it: h11 refuses two different Content-Lengths itself, but unfolds a folded header line and keeps
         the connection after Content-Length with Transfer-Encoding; False (answered 400, closed) if refused."""
         assert self._head is not None, "called while the head is being read"
@@ -201,7 +233,7 @@ class GuardedH11Protocol(H11Protocol):
             return True
         status, message = refusal
         self._stop_waiting()
-        self.transport.write(_response(status.value, status.phrase, message))
+        self.transport.write(closing_answer(status, message))
         self.transport.close()
         return False
 
@@ -225,9 +257,8 @@ class GuardedH11Protocol(H11Protocol):
     def send_400_response(self, msg: str) -> None:
         """h11 refuses a request line and headers over 16 KiB as a protocol error: that one is a 431."""
         if len(self.conn.trailing_data[0]) > MAX_HEAD_BYTES:
-            self.transport.write(
-                _response(431, "Request Header Fields Too Large", f"request headers over {MAX_HEAD_BYTES} bytes")
-            )
+            status = HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
+            self.transport.write(closing_answer(status, head_too_large(MAX_HEAD_BYTES)))
             self.transport.close()
             return
         super().send_400_response(msg)

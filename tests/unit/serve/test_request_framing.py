@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from toolkg.serve.backend_worker import negotiate
 from toolkg.serve.http_server import head_end, header_fields, request_end
 from toolkg.serve.sparql_protocol import MAX_BODY_BYTES
+from toolkg.store.sparql_sandbox_worker import negotiate
 
 
 def _whole(data: bytes) -> int | None:

@@ -3,7 +3,7 @@
 The project's prefixes used to be prepended to the query as eight lines of its text, so every position Oxigraph
 reported was eight lines down from the user's; they now go to Oxigraph beside the text (``prefixes=``). The
 same reading serves ``toolkg query``, the MCP ``sparql`` tool (both through ``ToolStore.query``) and the
-endpoint's backend (``serve.backend_worker.run_query``). The CLI and MCP answers are checked in
+SPARQL sandbox (``store.sparql_sandbox_worker.run_query``). The CLI and MCP answers are checked in
 tests/e2e/test_cli_papercuts.py and tests/integration/test_mcp_listing.py.
 """
 
@@ -13,9 +13,9 @@ import pytest
 from pyoxigraph import Literal, NamedNode, Quad, Store
 
 from toolkg.ontology import TK
-from toolkg.serve.backend_worker import run_query
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.query_guard import syntax_error_line, undefined_prefix
+from toolkg.store.sparql_sandbox_worker import run_query
 
 ON_LINE_3 = "SELECT * WHERE {\n  ?s ?p ?o\n  FILTR }"
 UNDECLARED = "SELECT * WHERE { ?s foo:bar ?o }"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import anyio
 
-from toolkg import slow_clients
+from toolkg import netpolicy
 from toolkg.toolsearch import uvicorn_limits
 from toolkg.toolsearch.http_gate import _buffered
 from toolkg.toolsearch.uvicorn_limits import Waiting
@@ -36,7 +36,7 @@ def _open(waiting: Waiting, address: str, count: int, prefix: str) -> list[Conn]
 def test_an_address_past_its_slow_connections_loses_its_oldest_and_no_other_address_does() -> None:
     waiting = Waiting(cap=1000)
     other = _open(waiting, "10.0.0.2", 3, "o")
-    mine = _open(waiting, "10.0.0.1", slow_clients.MAX_SLOW_PER_CLIENT + 5, "m")
+    mine = _open(waiting, "10.0.0.1", netpolicy.MAX_SLOW_PER_CLIENT + 5, "m")
     waiting.add(mine[2])  # its wait started again (an answer went out): now the newest
     waiting.slow(mine[-1])  # it has waited SLOW_AFTER_S, and so has every one waiting since before it: 12
     cut = [conn for conn in mine if conn.reason]
@@ -71,11 +71,11 @@ def test_out_of_descriptors_cuts_the_oldest_at_most_every_half_second(capsys) ->
 
 def test_the_limits_follow_a_low_file_descriptor_limit(monkeypatch) -> None:
     for soft, waiting, concurrency in ((256, 128, 192), (64, 32, 48), (20000, 512, 1024), (None, 512, 1024)):
-        monkeypatch.setattr(slow_clients, "fd_limit", lambda soft=soft: soft)
+        monkeypatch.setattr(netpolicy, "fd_limit", lambda soft=soft: soft)
         monkeypatch.setattr(uvicorn_limits, "fd_limit", lambda soft=soft: soft)
-        assert (slow_clients.waiting_cap(), uvicorn_limits.concurrency_limit()) == (waiting, concurrency), soft
+        assert (netpolicy.waiting_cap(), uvicorn_limits.concurrency_limit()) == (waiting, concurrency), soft
         # a flood of waiting connections leaves room under limit_concurrency for normal requests
-        assert uvicorn_limits.concurrency_limit() > slow_clients.waiting_cap()
+        assert uvicorn_limits.concurrency_limit() > netpolicy.waiting_cap()
 
 
 def test_a_body_the_client_abandons_is_not_passed_on() -> None:

@@ -1,4 +1,6 @@
-"""The process that answers `toolkg serve`'s SPARQL: pyoxigraph over one snapshot, reachable by its parent only.
+"""The SPARQL sandbox's process (``toolkg.store.sparql_sandbox``): pyoxigraph over one snapshot, reachable by its
+parent only. It answers `toolkg serve`'s queries (a SPARQL results format) and `toolkg mcp`'s ``sparql`` tool
+(``rows_answer``: JSON rows, at most as many as asked).
 
 Why a process of its own (as when it was ``oxigraph serve-read-only``): a query that overflows its stack ends
 this process, not the endpoint, and a query that runs away can be stopped, by killing the process (pyoxigraph has
@@ -19,8 +21,9 @@ threads exist (``toolkg.memory_guard.limit_data``, ``RLIMIT_DATA``). A query pas
 allocator aborts, printing ``memory allocation of N bytes failed``) or, if Python's allocation is the one
 refused, gets 507 here; the parent tells the first from a crash by that line and restarts the process.
 
-One query per socket: the parent writes a JSON object (``query``, ``graphs``, ``accept``, ``base``) and closes its
-writing side; the answer is one JSON line (``status``, ``content_type``) and then the body.
+One query per socket: the parent writes a JSON object (``query``, ``graphs``, ``accept``, ``base``, and ``rows``
+for the MCP tool) and closes its writing side; the answer is one JSON line (``status``, ``content_type``) and
+then the body.
 """
 
 from __future__ import annotations
@@ -102,6 +105,67 @@ def negotiate(accept: str, parse, default, by_base: dict[str, object], example: 
 
 
 MEMORY_EXCEEDED_STATUS = 507  # Insufficient Storage: the server cannot hold what answering needs
+XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+
+
+def _term(term) -> dict[str, str]:
+    from pyoxigraph import BlankNode, Literal, NamedNode
+
+    if isinstance(term, NamedNode):
+        return {"type": "uri", "value": term.value}
+    if isinstance(term, BlankNode):
+        return {"type": "bnode", "value": term.value}
+    if isinstance(term, Literal):
+        out = {"type": "literal", "value": term.value}
+        if term.language:
+            out["xml:lang"] = term.language
+        elif term.datatype.value != XSD_STRING:
+            out["datatype"] = term.datatype.value
+        return out
+    return {"type": "triple", "value": str(term)}
+
+
+def rows_answer(results, max_rows: int) -> dict:
+    """The MCP tool's answer, SPARQL-JSON-like values: SELECT rows, ASK's boolean or a graph's triples, at most
+    ``max_rows`` of them (``truncated`` says when there were more): the rows stop being read at the cap."""
+    from pyoxigraph import QueryBoolean, QuerySolutions
+
+    if isinstance(results, QueryBoolean):
+        return {"type": "ask", "boolean": bool(results)}
+    rows: list = []  # SELECT: dicts of variable -> term; a graph: [subject, predicate, object] lists
+    truncated = False
+    if isinstance(results, QuerySolutions):
+        names = [v.value for v in results.variables]
+        for solution in results:
+            if len(rows) == max_rows:
+                truncated = True
+                break
+            rows.append({n: _term(solution[n]) for n in names if solution[n] is not None})
+        return {"type": "select", "variables": names, "rows": rows, "truncated": truncated}
+    for triple in results:
+        if len(rows) == max_rows:
+            truncated = True
+            break
+        rows.append([_term(triple.subject), _term(triple.predicate), _term(triple.object)])
+    return {"type": "graph", "triples": rows, "truncated": truncated}
+
+
+def _too_large(max_result_bytes: int) -> tuple[int, str, bytes]:
+    return 413, "text/plain", f"result larger than {max_result_bytes // 2**20} MiB: add a LIMIT".encode()
+
+
+def _rows(results, max_rows: int, max_result_bytes: int) -> tuple[int, str, bytes]:
+    """``rows_answer`` as a response; an evaluation error met while reading rows is one line, as the MCP tool
+    has always said it (the exception's type and message)."""
+    try:
+        body = json.dumps(rows_answer(results, max_rows), ensure_ascii=False).encode()
+    except MemoryError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the message goes back to the caller as one line
+        return 500, "text/plain; charset=utf-8", f"{type(exc).__name__}: {exc}".encode()
+    if len(body) > max_result_bytes:
+        return _too_large(max_result_bytes)
+    return 200, "application/json", body
 
 
 def run_query(store, request: dict, allow_service: bool, max_result_bytes: int) -> tuple[int, str, bytes]:
@@ -137,6 +201,8 @@ def run_query(store, request: dict, allow_service: bool, max_result_bytes: int) 
         return 400, "text/plain; charset=utf-8", syntax_error_line(exc, query).encode()
     except ValueError as exc:
         return 400, "text/plain; charset=utf-8", str(exc).encode()
+    if request.get("rows") is not None:
+        return _rows(results, int(request["rows"]), max_result_bytes)
     accept = request.get("accept") or ""
     if isinstance(results, QueryTriples):
         fmt, refused = negotiate(
@@ -160,10 +226,10 @@ def run_query(store, request: dict, allow_service: bool, max_result_bytes: int) 
     try:
         results.serialize(buffer, format=fmt)
     except ResultTooLarge:
-        return 413, "text/plain", f"result larger than {max_result_bytes // 2**20} MiB: add a LIMIT".encode()
+        return _too_large(max_result_bytes)
     except Exception as exc:  # an evaluation error met while streaming (pyoxigraph raises it from serialize)
         if buffer.size > max_result_bytes:
-            return 413, "text/plain", f"result larger than {max_result_bytes // 2**20} MiB: add a LIMIT".encode()
+            return _too_large(max_result_bytes)
         return 500, "text/plain; charset=utf-8", str(exc).encode()
     return 200, fmt.media_type, buffer.getvalue()
 
@@ -242,7 +308,7 @@ def forbid_internet_sockets() -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="toolkg serve's SPARQL process (started by toolkg serve)")
+    parser = argparse.ArgumentParser(description="the SPARQL sandbox's process (toolkg serve and toolkg mcp start it)")
     parser.add_argument("--snapshot", required=True)
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--threads", type=int, default=32)
@@ -254,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     control = socket.socket(fileno=args.control_fd)
     if not args.allow_service and not forbid_internet_sockets():
         print(
-            "toolkg serve backend: no seccomp filter on this machine; SERVICE is refused by the guard only",
+            "toolkg SPARQL sandbox: no seccomp filter on this machine; SERVICE is refused by the guard only",
             file=sys.stderr,
             flush=True,
         )
@@ -274,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             pool.submit(started.wait)
         started.wait()
         if not limit_data(args.memory_limit_mib * 2**20):
-            print("toolkg serve backend: RLIMIT_DATA not set; the memory watchdog only", file=sys.stderr, flush=True)
+            print("toolkg SPARQL sandbox: RLIMIT_DATA not set; the memory watchdog only", file=sys.stderr, flush=True)
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 1, 1)
