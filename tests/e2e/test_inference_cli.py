@@ -96,3 +96,35 @@ def test_cli_deps_shows_every_rule_that_feeds_a_slot_with_its_evidence(cli, tmp_
     # each edge says which rule found it (the most confident of those that did) and why
     assert all(e["rule"] and e["evidence"] and e["basis"] == "inferred" for e in producers.values())
     assert "searchPets" in producers["searchPets"]["evidence"]
+
+
+def test_deps_explain_says_which_step_dropped_each_proposal(cli, cli_process, tmp_path):
+    """`toolkg deps --tool ID --explain`, run as a user runs it: every edge inference proposed into the tool,
+    the kept ones exactly the stored edges, each dropped one with its step's reason; the settings file the
+    build used changes the answer; misuse is a one-line usage error."""
+    store = tmp_path / "store"
+    assert cli("build", str(SHOP), "--store", str(store), "-q").returncode == 0
+    shown = cli_process("deps", "--store", str(store), "--tool", "acme_place_order", "--explain", "--json")
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert data["tool"] == "shop::acme_place_order" and data["matches_store"] is True
+    stored = json.loads(cli("deps", "--store", str(store), "--tool", "acme_place_order", "--json").stdout)["edges"]
+    into = {(e["producer"], e["parameter"]) for e in stored if e["consumer"] == "shop::acme_place_order"}
+    assert {(c["producer"], c["parameter"]) for c in data["considered"] if c["fate"] == "kept"} == into
+    dropped = [c for c in data["considered"] if c["fate"] == "dropped"]
+    assert dropped and all(c["reason"] and c["rule"] for c in dropped)
+    assert any("learned_veto" in c["reason"] for c in dropped)  # the connectivity check the judge doubts
+    table = cli_process("deps", "--store", str(store), "--tool", "acme_place_order", "--explain")
+    assert "shop::acme_place_order.product_code <- shop::get_product_code  kept  [output-to-parameter 1.00]" in (
+        table.stdout
+    )
+    # settings other than the build's: the answer follows them, and says the store was built otherwise
+    settings = tmp_path / "strict.toml"
+    settings.write_text("[inference]\nmin_confidence = 1.0\n", encoding="utf-8")
+    strict = cli("deps", "--store", str(store), "--tool", "acme_place_order", "--explain", "--config", str(settings))
+    assert strict.returncode == 0 and "under min_confidence 1.0" in strict.stdout
+    assert strict.stderr.strip().startswith("note: the stored inferred edges differ")
+    alone = cli("deps", "--store", str(store), "--explain")
+    assert alone.returncode == 2 and "--explain explains one tool's edges: give --tool ID" in alone.stderr
+    stray = cli("deps", "--store", str(store), "--config", str(settings))
+    assert stray.returncode == 2 and "--config only applies with --explain" in stray.stderr

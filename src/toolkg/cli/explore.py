@@ -110,6 +110,17 @@ def _add_deps(sub) -> None:
     deps.add_argument(
         "--links", action="store_true", help="also list structural links (co-invoked, schema compatible, shared params)"
     )
+    deps.add_argument(
+        "--explain",
+        action="store_true",
+        help="with --tool: every edge inference proposed into that tool, kept or dropped, and the step and reason "
+        "that dropped it (re-runs inference over the stored catalog)",
+    )
+    deps.add_argument(
+        "--config",
+        metavar="FILE.toml",
+        help="with --explain: the build's settings file, whose [inference] section the build used (default: defaults)",
+    )
     add_output(deps)
     add_verbosity(deps)
     deps.set_defaults(handler=cmd_deps)
@@ -269,8 +280,13 @@ def _did_you_mean(store, name: str) -> str:
 def cmd_deps(args: argparse.Namespace) -> int:
     from toolkg.store.dependencies import dependency_rows, link_rows, transitive_dependencies
 
+    usage(args.tool or not args.explain, "--explain explains one tool's edges: give --tool ID")
+    usage(args.explain or not args.config, "--config only applies with --explain")
     store = open_store(args.store)
     tool = _resolve_tool(store, args.tool) if args.tool else None
+    if args.explain:
+        assert tool is not None, "usage() required --tool"
+        return _explain(store, tool, args)
     rows = dependency_rows(store, tool)
     closure = transitive_dependencies(store, tool) if tool else None
     links = link_rows(store, tool) if args.links else None
@@ -279,6 +295,43 @@ def cmd_deps(args: argparse.Namespace) -> int:
         print_json({"edges": rows, **extra})
     else:
         _print_deps(tool, rows, closure, links)
+    return EXIT_OK
+
+
+def _explain(store, tool: str, args: argparse.Namespace) -> int:
+    """``canonicalize.inference.explain`` over the stored catalog, as the build's infer stage reads it."""
+    from toolkg.canonicalize.inference.entities import keep_label_vectors_in
+    from toolkg.canonicalize.inference.explain import KEPT, explain
+    from toolkg.config import BuildConfig
+    from toolkg.display import one_line as o
+    from toolkg.ontology.vocabulary import Basis
+    from toolkg.paths import store_cache
+    from toolkg.store.catalog_reads import server_catalogs
+    from toolkg.store.dependencies import declared_pairs, dependency_rows
+    from toolkg.store.records import read_tools
+
+    options = (BuildConfig.from_file(args.config) if args.config else BuildConfig()).inference
+    keep_label_vectors_in(store_cache(store.directory, "embeddings"))  # the vectors the build's infer stage kept
+    considered = explain(read_tools(store), tool, options, declared_pairs(store), server_catalogs(store))
+    rows = dependency_rows(store, tool)  # its edges either way: those into it are what inference explains
+    stored = {(r["producer"], r["parameter"]) for r in rows if r["consumer"] == tool and r["basis"] != Basis.DECLARED}
+    kept = {(c.edge.producer, c.edge.parameter) for c in considered if c.fate == KEPT}
+    matches = stored == kept
+    if args.output_format == "json":
+        print_json({"tool": tool, "considered": [c.as_dict() for c in considered], "matches_store": matches})
+    else:
+        if not considered:
+            print(f"{o(tool)}: inference proposed no edge into it")
+        for c in considered:
+            e = c.edge
+            via = f".{o(e.parameter)}" if e.parameter else ""
+            print(f"{o(tool)}{via} <- {o(e.producer)}  {c.fate}  [{o(e.rule)} {e.confidence:.2f}]  {o(c.reason, 300)}")
+    if not matches:
+        print(
+            "note: the stored inferred edges differ from what these settings infer now (the build used other "
+            "settings, an LLM review, or another toolkg version): pass the build's --config, or rebuild",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
