@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 # Prefect reads its settings at import: isolate it before anything imports it. Under pytest-xdist every worker
@@ -77,7 +78,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def prefect_api() -> str:
+def prefect_api() -> Iterator[str]:
     """A temporary Prefect server for the whole session; its API URL for subprocesses."""
     from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness

@@ -61,6 +61,7 @@ def _start(command: str, store, bind: str, *flags: str) -> subprocess.Popen:
 def running(command: str, store, bind: str, address: str, port: int, *flags: str):
     """The server started on ``bind``, once ``address``:``port`` accepts connections; stopped after."""
     process = _start(command, store, bind, *flags)
+    assert process.stderr is not None  # piped by _start
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -118,7 +119,9 @@ def test_a_loopback_address_other_than_127_0_0_1_needs_allow_remote(store, comma
         process.wait(45)
     except subprocess.TimeoutExpired:
         process.send_signal(signal.SIGINT)
-        pytest.fail(f"toolkg {command} listens on 127.0.0.2 without --allow-remote: {process.communicate(20)[1]}")
+        said = process.communicate(timeout=20)[1]
+        pytest.fail(f"toolkg {command} listens on 127.0.0.2 without --allow-remote: {said}")
+    assert process.stderr is not None  # piped above
     stderr = process.stderr.read()
     assert process.returncode == 2, stderr
     assert stderr.count("\n") == 1 and "127.0.0.2" in stderr and "--allow-remote" in stderr

@@ -83,6 +83,13 @@ def _server_graphs(store: Path) -> dict[str, frozenset[str]]:
         }
 
 
+def _published(store: Path) -> Path:
+    """The snapshot readers see: a build has published one."""
+    snapshot = current_snapshot(store)
+    assert snapshot is not None, f"no snapshot published in {store}"
+    return snapshot
+
+
 def _links(snapshot: Path) -> int:
     store = ToolStore.open_snapshot(snapshot)
     try:
@@ -101,7 +108,7 @@ def test_a_full_disk_stops_the_build_in_one_line_and_publishes_nothing(cli, buil
         first = build([folder], store)
         assert first.exit_code == 0, [str(q) for q in first.quarantined]
         before = _server_graphs(store)
-        links = _links(current_snapshot(store))
+        links = _links(_published(store))
         assert links
 
         _edit(folder)
@@ -113,8 +120,8 @@ def test_a_full_disk_stops_the_build_in_one_line_and_publishes_nothing(cli, buil
         assert "Traceback" not in failed.stderr and "internal error" not in failed.stderr, failed.stderr[-2000:]
 
         # Nothing published: the previous snapshot, with its links, is what readers see.
-        assert current_snapshot(store).name == first.run_id
-        assert _links(current_snapshot(store)) == links
+        assert _published(store).name == first.run_id
+        assert _links(_published(store)) == links
         assert [p.name for p in (store / "snapshots").iterdir() if p.is_dir()] == [first.run_id]
         # Nothing lost or half-written: each server graph is as before or as the edited catalog makes it.
         after = _server_graphs(store)
@@ -139,8 +146,8 @@ def test_a_full_disk_stops_the_build_in_one_line_and_publishes_nothing(cli, buil
             filler.unlink()
         rerun = build([folder], store)  # with space again: the marks the failed run left make it redo the rest
         assert rerun.exit_code == 0, [str(q) for q in rerun.quarantined]
-        assert current_snapshot(store).name == rerun.run_id
-        assert _links(current_snapshot(store)) > 0
+        assert _published(store).name == rerun.run_id
+        assert _links(_published(store)) > 0
         with ToolStore(store, read_only=True) as repaired:
             assert pending_stages(repaired) == set()
         assert _catalog_graphs(store) == edited.store  # what a clean build of the edited catalog makes

@@ -58,6 +58,7 @@ def test_serve_takes_its_section_and_a_flag_wins(built_store, tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert process.stderr is not None  # piped
     try:
         deadline = time.monotonic() + 60
         while True:

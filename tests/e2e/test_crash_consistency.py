@@ -72,7 +72,7 @@ def test_a_build_killed_at_a_boundary_is_repaired_by_the_next(cli, cli_process, 
     assert comparable(store) == clean[links]
     with ToolStore(store, read_only=True) as repaired:
         assert pending_stages(repaired) == set()
-    assert current_snapshot(store) is not None and current_snapshot(store).name == summary.run_id
+    assert (snapshot := current_snapshot(store)) is not None and snapshot.name == summary.run_id
 
     if point == "infer":  # and then it is quiet: nothing owed, nothing redone
         again = build([catalog], store, links=links)

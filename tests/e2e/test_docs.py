@@ -18,6 +18,7 @@ MKDOCS = Path(sys.executable).with_name("mkdocs")
 
 def _gen_cli():
     spec = importlib.util.spec_from_file_location("gen_cli", ROOT / "docs" / "gen_cli.py")
+    assert spec is not None and spec.loader is not None  # a .py file: the source loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -180,7 +180,9 @@ def test_the_backend_refuses_service_itself(store, recorder):
     from toolkg.store.sparql_sandbox import Backend
 
     target, hits = recorder
-    backend = Backend.start(current_snapshot(store))
+    snapshot = current_snapshot(store)
+    assert snapshot is not None
+    backend = Backend.start(snapshot)
     try:
         query = f"SELECT * WHERE {{ SERVICE <{target}> {{ ?s ?p ?o }} }}"
         status, body, _ = backend.ask(query, time.monotonic() + 10)

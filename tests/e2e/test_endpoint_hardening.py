@@ -204,6 +204,7 @@ def test_non_loopback_binds_need_allow_remote(store, cli):
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert process.stderr is not None  # piped
     try:
         warning = process.stderr.readline()
         assert "warning" in warning and "no authentication" in warning

@@ -151,7 +151,10 @@ def test_call_tool_is_listed_only_when_calls_are_allowed(store) -> None:
 def test_a_live_tool_is_callable_and_ranks_ahead_of_a_catalog_copy(tmp_path: Path) -> None:
     config = tmp_path / "servers.json"
     config.write_text(json.dumps({"mcpServers": {"alpha": {"command": sys.executable, "args": [str(CALL_SERVER)]}}}))
-    copy = {"name": "echo", "description": "Say the text back, repeated, and repeated again as many times as asked."}
+    copy: dict[str, object] = {
+        "name": "echo",
+        "description": "Say the text back, repeated, and repeated again as many times as asked.",
+    }
     copy["inputSchema"] = {"type": "object", "properties": {"text": {"type": "string"}, "times": {"type": "integer"}}}
     catalog = tmp_path / "mirror.json"
     catalog.write_text(json.dumps({"server": "mirror", "tools": [copy]}))

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import anyio
@@ -266,6 +267,7 @@ def test_twenty_concurrent_clients_over_http_and_no_session_leaks(world, tmp_pat
 
             async def one_client(number: int, answers: dict) -> None:
                 async with bearer_client(url, mcp_token) as client:
+                    call: tuple[str, Mapping[str, object]]  # a tool's id and its arguments
                     if number % 3 == 0:
                         convert = {"source_timezone": "UTC", "time": "08:00", "target_timezone": "Asia/Tokyo"}
                         call = ("time::convert_time", convert)

@@ -101,6 +101,7 @@ def test_schedule_registers_a_cron_deployment_and_a_run_builds(prefect_server, t
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert serving.stderr is not None  # piped
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -110,6 +111,7 @@ def test_schedule_registers_a_cron_deployment_and_a_run_builds(prefect_server, t
                 break
             assert time.monotonic() < deadline, "the deployment was not registered"
             time.sleep(1)
+        assert isinstance(found, list), found  # the filter's answer: the deployments it matched
         (deployment,) = found
         assert [s["schedule"]["cron"] for s in deployment["schedules"]] == ["0 3 * * *"]
         assert deployment["parameters"]["store_dir"] == str(store.resolve())
@@ -144,6 +146,7 @@ def test_a_scheduled_configuration_relists_and_reloads_only_the_changed_server(p
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert serving.stderr is not None  # piped
 
     def run_now() -> dict:
         _run_deployment("toolkg-build/mcp", env)

@@ -48,6 +48,13 @@ def _env(prefect_api: str) -> dict[str, str]:
     return {**os.environ, "PREFECT_API_URL": prefect_api, "TERM": "xterm-256color"}
 
 
+def _stage(line: str) -> str:
+    """The stage a drawn progress line is for."""
+    match = PROGRESS_LINE.fullmatch(line)
+    assert match, f"not a progress line: {line!r}"
+    return match["name"]
+
+
 @pytest.mark.parametrize("columns", [0, 40])  # and 200, with 0 and 40 in detail: tests/unit/progress/test_pty.py
 def test_build_on_a_terminal_redraws_one_bar_per_stage(prefect_api, catalog, tmp_path, columns):
     """stderr is a pseudo-terminal (stdout a pipe): bars redrawn in place, every drawn line whole at any width
@@ -60,13 +67,13 @@ def test_build_on_a_terminal_redraws_one_bar_per_stage(prefect_api, catalog, tmp
     drawn = [line for line in drawn_lines(terminal) if line.startswith("[toolkg] ")]
     broken = [line for line in drawn if not PROGRESS_LINE.fullmatch(line)]
     assert not broken, f"cut or garbled at {columns} columns: {broken}"
-    ingest = [line for line in drawn if PROGRESS_LINE.fullmatch(line)["name"] == "ingest"]
+    ingest = [line for line in drawn if _stage(line) == "ingest"]
     assert len(ingest) >= 2, terminal  # drawn, then redrawn in place
     screen = Screen.replay(terminal)
     finals = [line for line in screen.text.split("\n") if line.startswith("[toolkg] ")]
     # Ours never reach the last column (Prefect's own notice, a line of its own, may be wider).
     assert not screen.unknown and all(len(line) < (columns or 80) for line in drawn + finals), screen.text
-    assert len({PROGRESS_LINE.fullmatch(line)["name"] for line in finals}) == len(finals)  # one line per stage
+    assert len({_stage(line) for line in finals}) == len(finals)  # one line per stage
     if columns == 40:  # no room for a bar
         assert "[toolkg] ingest: 100/100 manifests" in finals, screen.text
     else:

@@ -120,7 +120,7 @@ def test_a_failure_while_ranking_leaves_no_partial_out_file(store, tmp_path, mon
                 raise OSError(28, "No space left on device")
             return type(retriever).retrieve(retriever, query, k)
 
-        retriever.retrieve = retrieve
+        retriever.retrieve = retrieve  # type: ignore[method-assign]  # this one retriever fails, on purpose
         return retriever
 
     monkeypatch.setattr(retrieval, "make_retriever", failing)

@@ -215,7 +215,9 @@ def test_a_big_graph_fits_its_section_and_names_other_servers(big_store, cli):
         assert HUBS <= len(boxes) <= HUB_TOOLS and arrows <= 3 * HUB_TOOLS, (len(boxes), arrows)
         body_width = browser.execute_script("return arguments[0].querySelector('.body').clientWidth", section)
         assert 0 < svg.size["width"] <= body_width and no_horizontal_scroll(browser)
-        natural = float(re.search(r"max-width:\s*([\d.]+)px", svg.get_attribute("style")).group(1))
+        width = re.search(r"max-width:\s*([\d.]+)px", svg.get_attribute("style"))
+        assert width, svg.get_attribute("style")
+        natural = float(width.group(1))
         assert svg.size["width"] >= 0.95 * natural  # drawn at its own size: labels unshrunk
         labels = {t.text for t in svg.find_elements(By.CSS_SELECTOR, "g.node text")}
         assert {f"hub · hub_tool_{h}" for h in range(HUBS)} <= labels  # other servers' tools, by name
@@ -239,9 +241,9 @@ def test_a_big_graph_fits_its_section_and_names_other_servers(big_store, cli):
         assert len(needing) == TOP_ROWS and all(r[1] == "4" and r[2].count("hub_tool_") == 3 for r in needing)
         # Every dependency is somewhere: an arrow in the picture or a row in the table under it.
         caption = section.find_element(By.CSS_SELECTOR, "figcaption").text
-        drawn, left = map(
-            int, re.search(r"the (\d+) dependencies among them .*the other (\d+) dependencies", caption).groups()
-        )
+        counts = re.search(r"the (\d+) dependencies among them .*the other (\d+) dependencies", caption)
+        assert counts, caption
+        drawn, left = map(int, counts.groups())
         assert drawn == arrows and drawn + left == BIG * 4 - 1
         table = section.find_element(By.CSS_SELECTOR, "details.edges")
         assert table.get_attribute("open") is None and f"({left})" in table.text

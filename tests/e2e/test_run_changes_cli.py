@@ -115,7 +115,7 @@ def test_summaries_name_each_tool_and_the_fields_that_changed(cli, shop):
             {"tool": f"shop::{second}", "change": "changed", "fields": [f"parameter {parameter!r}: type"]},
             {"tool": f"shop::{gone}", "change": "removed", "fields": []},
         ],
-        key=lambda c: c["tool"],
+        key=lambda c: str(c["tool"]),
     )
 
     # --force reads every manifest again: none of them changed, and no tool did.

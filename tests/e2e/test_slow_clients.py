@@ -80,9 +80,10 @@ def test_slow_clients_do_not_starve_the_endpoint_and_are_cut(store):
             assert waited < 5 and '"20"' in answer, (waited, answer)
             lasted = [future.result() for future in slow]
         assert all(seconds is not None and seconds < DEADLINE_S + 2 * DRIP_EVERY_S for seconds in lasted), lasted
+        ended = [seconds for seconds in lasted if seconds is not None]  # all of them, as just asserted
         # One address may keep a few slow connections; the rest are cut as soon as they count as slow.
-        cut_early = sum(1 for seconds in lasted if seconds < 2 + 2 * DRIP_EVERY_S)
-        assert cut_early >= SLOW_CONNECTIONS - SLOW_PER_CLIENT, sorted(lasted)
+        cut_early = sum(1 for seconds in ended if seconds < 2 + 2 * DRIP_EVERY_S)
+        assert cut_early >= SLOW_CONNECTIONS - SLOW_PER_CLIENT, sorted(ended)
         assert _query(base, timeout=8)[1].count('"20"') == 1
         assert process.poll() is None
     from toolkg import netpolicy

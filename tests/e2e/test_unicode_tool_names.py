@@ -69,7 +69,7 @@ def _get_tools(store: Path, ids: list[str]) -> list[dict]:
             answers = []
             for tool_id in ids:
                 answer = await client.call_tool("get_tool", {"id": tool_id})
-                assert not answer.is_error, f"get_tool {tool_id!r}: {answer.content[0].text}"
+                assert not answer.is_error, f"get_tool {tool_id!r}: {answer.content}"
                 answers.append(answer.structured_content)
             return answers
 

@@ -14,7 +14,7 @@ from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import fingerprint_file
 from toolkg.flows.stages.infer import as_read
-from toolkg.models import InferredEdge
+from toolkg.models import InferredEdge, Tool
 
 SHAPES = CASES / "shapes"
 
@@ -119,10 +119,10 @@ def test_the_store_gives_inference_back_what_as_read_says(built_store):
         stored = {t.id: t for t in read_tools(store)}
     finally:
         store.close()
-    parsed = {}
+    parsed: dict[str, Tool] = {}
     for path in sorted(catalog.glob("*.json")):
         file, data = fingerprint_file(path)
-        parsed |= {t.id: as_read(t) for s in ingest_manifest(file, data).manifest.servers for t in s.tools}
+        parsed |= {t.id: as_read(t) for s in ingest_manifest(file, data).parsed.servers for t in s.tools}
     assert stored.keys() == parsed.keys()
     for tool_id, tool in parsed.items():
         read = stored[tool_id]

@@ -5,6 +5,7 @@ takes the sink away, and an incremental sync that removes the sink removes the f
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from toolkg.toolsearch.trust import HiddenTool, TrustPolicy
 pytestmark = pytest.mark.slow  # a build each
 
 
-def _tool(name: str, description: str, params: dict[str, str], needs: list[tuple[str, str]] = ()) -> dict:
+def _tool(name: str, description: str, params: dict[str, str], needs: Sequence[tuple[str, str]] = ()) -> dict:
     return {
         "name": name,
         "description": description,

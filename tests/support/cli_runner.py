@@ -56,7 +56,7 @@ class _Pipe(io.TextIOWrapper):
 
     def text(self) -> str:
         self.flush()
-        self.buffer.seek(0)
+        self.seek(0)  # the wrapper's seek rewinds its buffer too (typeshed's .buffer has no seek)
         raw = self.buffer.read()
         super().close()
         return io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8").read()  # universal newlines, as text=True

@@ -42,6 +42,7 @@ def serve_process(store: Path, *extra: str, toolkg: Path = TOOLKG, env: dict | N
         env=env or os.environ.copy(),
         cwd=cwd,
     )
+    assert process.stderr is not None  # piped
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _setup():
     spec = importlib.util.spec_from_file_location("toolkg_setup", ROOT / "setup.py")
+    assert spec is not None and spec.loader is not None  # a .py file: the source loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # defines the layout; setup() runs only as __main__
     return module

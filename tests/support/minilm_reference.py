@@ -49,7 +49,7 @@ def real_texts() -> list[str]:
     from toolkg.extractors.manifests.reading import fingerprint_file
 
     file, data = fingerprint_file(ROOT / "data" / "livemcpbench" / "tools.json", None)
-    manifest = ingest_manifest(file, data).manifest
+    manifest = ingest_manifest(file, data).parsed
     tools = sorted((t for server in manifest.servers for t in server.tools), key=lambda t: t.id)
     return [tool_text(t) for t in tools[::8][:REAL_TEXTS]]
 

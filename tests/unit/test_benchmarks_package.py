@@ -134,10 +134,14 @@ def test_the_prose_check_reads_both_forms():
     assert [m.group(1) for m in _BY_MODULE.finditer(text)] == ["benchmarks.suite.nope"]
 
 
-def test_mypy_checks_the_benchmarks_with_the_package():
-    """``make lint`` and ``make test`` run plain ``mypy``: what it checks is pyproject.toml's list."""
+def test_mypy_checks_the_benchmarks_and_the_tests_with_the_package():
+    """``make lint`` and ``make test`` run plain ``mypy``: what it checks is pyproject.toml's list. No override
+    hides the tests' errors, and their unannotated functions' bodies are checked."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
-    assert {"toolkg", "benchmarks"} <= set(config["packages"])
+    assert {"toolkg", "benchmarks", "tests"} <= set(config["packages"])
+    for_tests = [o for o in config.get("overrides", []) if {"tests", "tests.*"} & set(o["module"])]
+    hiding = [o for o in for_tests if o.get("ignore_errors") or o.get("follow_imports", "normal") != "normal"]
+    assert hiding == [] and any(o.get("check_untyped_defs") for o in for_tests), for_tests
 
 
 # One fresh interpreter in the checkout, as ``python -m`` runs a benchmark (the checkout first on sys.path): every

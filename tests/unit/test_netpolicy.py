@@ -92,7 +92,7 @@ def test_a_foreign_name_is_refused_on_every_bind(bind: str, name: str, port: str
     assert reason and reason.startswith("Host ") and "\n" not in reason
     own = _own(bind)
     assert policy.refusal([own]) is None
-    assert policy.refusal([own], [f"https://{name}{port}"]).startswith("cross-site request from")
+    assert (policy.refusal([own], [f"https://{name}{port}"]) or "").startswith("cross-site request from")
     listed = HostPolicy.for_bind(bind, [name])
     assert listed.accepts(name + port) and listed.accepts(name.upper() + port)
     assert not listed.accepts(f"x{name}{port}") and not listed.accepts(f"{name}.{port}")
@@ -153,9 +153,9 @@ def test_an_origin_must_be_scheme_and_an_allowed_host_only(host: str, port: str)
 
 def test_a_request_needs_exactly_one_host() -> None:
     policy = HostPolicy.for_bind("127.0.0.1")
-    assert "without a Host" in policy.refusal([])
-    assert "exactly one" in policy.refusal(["127.0.0.1", "evil.example"])
-    assert "exactly one" in policy.refusal(["127.0.0.1", "127.0.0.1"])
+    assert "without a Host" in (policy.refusal([]) or "")
+    assert "exactly one" in (policy.refusal(["127.0.0.1", "evil.example"]) or "")
+    assert "exactly one" in (policy.refusal(["127.0.0.1", "127.0.0.1"]) or "")
 
 
 @MANY

@@ -23,9 +23,9 @@ def hand_built(path: Path) -> list[str]:
     """'file:line' for each ``... / "cache"`` and each store cache's file name written in ``path``."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        joined = isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)
-        if joined and any(isinstance(side, ast.Constant) and side.value == "cache" for side in (node.left, node.right)):
-            found.add(f"{path.relative_to(ROOT)}:{node.lineno}")
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):  # a path joined
+            if any(isinstance(side, ast.Constant) and side.value == "cache" for side in (node.left, node.right)):
+                found.add(f"{path.relative_to(ROOT)}:{node.lineno}")
         elif isinstance(node, ast.Constant) and node.value in FILES:
             found.add(f"{path.relative_to(ROOT)}:{node.lineno}")
     return sorted(found)

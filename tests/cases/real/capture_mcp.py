@@ -181,7 +181,7 @@ async def capture(spec: Spec) -> dict[str, Any]:
     """Start the server, initialize, page through tools/list; the raw results, as the server sent them."""
     import anyio
     import mcp_types as types
-    from mcp.client.session import ClientSession
+    from mcp.client.session import ClientRequestContext, ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
     from mcp.shared.message import SessionMessage
     from pydantic import ValidationError
@@ -198,10 +198,10 @@ async def capture(spec: Spec) -> dict[str, Any]:
 
     # The client advertises sampling, elicitation and roots (servers such as server-everything list some tools
     # only to clients that support them). No tool is called, so the first two are never asked for.
-    async def sampling(context: Any, request: Any) -> Any:
+    async def sampling(context: ClientRequestContext, params: types.CreateMessageRequestParams) -> types.ErrorData:
         return types.ErrorData(code=types.INVALID_REQUEST, message="capture client: no sampling")
 
-    async def elicitation(context: Any, request: Any) -> Any:
+    async def elicitation(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ErrorData:
         return types.ErrorData(code=types.INVALID_REQUEST, message="capture client: no elicitation")
 
     async def roots(context: Any) -> Any:

@@ -100,7 +100,7 @@ def test_no_catalog_of_the_suite_gets_a_loop_it_did_not_declare(source):
     tools = []
     for path in discover_all([ROOT / source]).files:
         file, data = fingerprint_file(Path(path))
-        tools += [t for s in ingest_manifest(file, data).manifest.servers for t in s.tools]
+        tools += [t for s in ingest_manifest(file, data).parsed.servers for t in s.tools]
     by_name = {t.id: t for t in tools}
     declared = {(t.id, f"{t.server_id}::{d.target}") for t in tools for d in t.depends_on}
     declared = {d for d in declared if d[1] in by_name}

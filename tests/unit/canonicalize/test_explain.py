@@ -20,7 +20,7 @@ from toolkg.models import Parameter, Tool
 
 def _read(path) -> list[Tool]:
     file, data = fingerprint_file(path)
-    return [as_read(t) for s in ingest_manifest(file, data).manifest.servers for t in s.tools]
+    return [as_read(t) for s in ingest_manifest(file, data).parsed.servers for t in s.tools]
 
 
 @cache

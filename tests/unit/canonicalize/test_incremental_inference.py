@@ -4,6 +4,7 @@ declared dependencies added and dropped (canonicalize/inference/incremental.py, 
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from functools import cache
 
 import pytest
@@ -43,7 +44,7 @@ def _tools(path) -> list[Tool]:
     """A manifest's tools as the store gives them back (``as_read``, no declared dependencies): what both a
     rebuild and sync infer over."""
     file, data = fingerprint_file(path)
-    servers = ingest_manifest(file, data).manifest.servers
+    servers = ingest_manifest(file, data).parsed.servers
     return [as_read(t) for s in servers for t in s.tools]
 
 
@@ -98,7 +99,7 @@ class Run:
         assert +kept.fanout == +fresh.fanout and +kept.feeders == +fresh.feeders
         assert kept.candidate_fanout == fresh.candidate_fanout
 
-    def step(self, changed: list[Tool] = (), removed: set[str] = frozenset()) -> None:
+    def step(self, changed: Sequence[Tool] = (), removed: Collection[str] = frozenset()) -> None:
         """One change as sync makes it, then the edges and triples compared with inference afresh."""
         before = list(self.catalog.values())
         for i in removed:
@@ -123,7 +124,8 @@ class Run:
         everything = [t for tools in pool().values() for t in tools]
         changed: dict[str, Tool] = {}
         removed: set[str] = set()
-        declared = ([], [])  # pairs a manifest now declares, and no longer does
+        # pairs a manifest now declares, and no longer does
+        declared: tuple[list[tuple[str, str]], list[tuple[str, str]]] = ([], [])
         if operation == "add-server" and absent:
             changed = {t.id: t for t in pool()[absent[pick % len(absent)]]}
         elif operation == "remove-server" and present:

@@ -18,7 +18,7 @@ SHOP = CASES / "inference" / "shop.json"
 
 def _tools():
     file, data = fingerprint_file(SHOP)
-    return [t for s in ingest_manifest(file, data).manifest.servers for t in s.tools]
+    return [t for s in ingest_manifest(file, data).parsed.servers for t in s.tools]
 
 
 RULES_ONLY = InferenceOptions(learned=False)  # the rules' own behaviour; the learned model has its tests below

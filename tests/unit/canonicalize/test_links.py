@@ -98,7 +98,7 @@ def test_incremental_links_after_changes_matches_linking_the_final_catalog_afres
     tools = {t.id: t for t in (random_tool(f"s{i % 12}", i) for i in range(120))}
     # One name held by exactly MAX_HOLDERS tools: adding one more holder silences it everywhere.
     tools.update({t.id: t for t in (_tool("crowd", f"c_{i}", params=("pallet_label",)) for i in range(MAX_HOLDERS))})
-    vectors = {}
+    vectors: dict[str, np.ndarray] = {}
 
     def vector_of(tool_id: str) -> np.ndarray:
         v = vectors.setdefault(tool_id, rng.normal(size=8) + 3.0)  # mostly similar: plenty of co-invoked links

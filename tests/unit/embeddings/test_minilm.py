@@ -98,6 +98,7 @@ def test_embedding_ahead_fills_the_cache_with_the_vectors_the_link_stage_would_c
     texts = _texts(MIN_TEXTS + 24)
     assert EmbedAhead.start(tmp_path / "small.sqlite", texts[: MIN_TEXTS - 1]) is None  # not worth a process
     ahead = EmbedAhead.start(tmp_path / "cache.sqlite", texts)
+    assert ahead is not None  # enough texts: a worker started
     ahead._process.join(timeout=600)  # let it run to the end (finish() would stop it early)
     assert ahead._process.exitcode == 0
     ahead.finish()
@@ -116,6 +117,7 @@ def test_embedding_ahead_stops_after_its_current_chunk(tmp_path):
 
     texts = _texts(20 * CHUNK)
     ahead = EmbedAhead.start(tmp_path / "cache.sqlite", texts)
+    assert ahead is not None  # enough texts: a worker started
     ahead.finish()  # at once: the link stage embeds the rest itself
     assert not ahead._process.is_alive()
     left = Embedder(tmp_path / "cache.sqlite").missing(texts)

@@ -130,7 +130,12 @@ def test_weights_found_to_match_are_not_hashed_again_until_the_file_changes(tmp_
     shutil.copytree(model_files, folder)
     hashed = []
     real = encoder.sha256_of
-    monkeypatch.setattr(encoder, "sha256_of", lambda path: hashed.append(path) or real(path))
+
+    def counted(path: Path) -> str:
+        hashed.append(path)
+        return real(path)
+
+    monkeypatch.setattr(encoder, "sha256_of", counted)
     encoder._check_weights.__wrapped__(folder)  # no per-process memo: what a new process does
     encoder._check_weights.__wrapped__(folder)
     assert len(hashed) == 1  # the second process trusts the stamp

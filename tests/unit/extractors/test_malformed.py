@@ -217,7 +217,7 @@ def test_long_values_are_trimmed_with_a_notice(tmp_path):
     path.write_text(json.dumps(doc))
     file, raw = fingerprint_file(path)
     result = ingest_manifest(file, raw, limits=Limits(max_description_chars=100, max_enum_values=10))
-    (tool,) = result.manifest.servers[0].tools
+    (tool,) = result.parsed.servers[0].tools
     assert len(tool.description) == 100 and len(tool.parameters[0].enum) == 10
     assert [n.what for n in result.notices] == [
         "description trimmed from 5,000 to 100 characters",

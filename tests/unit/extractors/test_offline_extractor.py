@@ -27,7 +27,7 @@ def _tools() -> dict[str, tuple[Tool, Server]]:
     found = {}
     for path in CATALOGS:
         file, data = fingerprint_file(Path(path))
-        for server in ingest_manifest(file, data).manifest.servers:
+        for server in ingest_manifest(file, data).parsed.servers:
             for tool in server.tools:
                 found[tool.id] = (tool, server)
     return found

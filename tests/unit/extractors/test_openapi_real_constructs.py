@@ -109,7 +109,7 @@ def test_the_specifications_own_swagger_2_example_loads_whole():
     file, data = fingerprint_file(CASES / "real" / "openapi" / "swagger2-petstore-expanded.yaml")
     result = ingest_manifest(file, data)
     assert not result.quarantined and not result.notices
-    tools = {t.name: t for t in result.manifest.servers[0].tools}
+    tools = {t.name: t for t in result.parsed.servers[0].tools}
     assert sorted(tools) == ["addPet", "deletePet", "find pet by id", "findPets"]
     assert parameters(tools["addPet"]) == {"name": ("string", True, "body"), "tag": ("string", False, "body")}
     assert outputs(tools["find pet by id"]) == ["name", "tag", "id"]  # Pet is allOf NewPet and {id}

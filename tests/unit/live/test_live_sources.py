@@ -12,6 +12,7 @@ import json
 import shutil
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -97,7 +98,7 @@ def test_cursor_and_claude_code_http_entries_expand_environment_variables(monkey
 
 
 def test_vscode_servers_with_an_input_prompt_are_reported_not_listable() -> None:
-    vscode = {
+    vscode: dict[str, Any] = {
         "inputs": [
             {"type": "promptString", "id": "perplexity-key", "description": "Perplexity API Key", "password": True}
         ],
@@ -304,6 +305,7 @@ _ENTRY_KEYS = st.sampled_from(
     ),
 )
 def test_any_configuration_is_read_entry_by_entry_without_raising(wrapper: str, entries: dict) -> None:
+    document: dict[str, Any]  # a client's configuration, or a registry's
     if wrapper == "registry":
         document = {"name": "io.x/y", "packages": [e for e in entries.values()], "remotes": list(entries.values())}
     elif wrapper == "registry-list":

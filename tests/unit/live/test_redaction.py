@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import tempfile
 
 import anyio
@@ -145,7 +146,7 @@ def test_a_failing_servers_reason_and_stderr_hold_no_secret(tmp_path) -> None:
         name="leak",
         source="x",
         transport="stdio",
-        command=os.sys.executable,
+        command=sys.executable,
         args=(str(script), f"--api-key={arg_key}"),
         env={"KEY": KEY},
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from tests.support import fake_openai
 from tests.support.fake_openai import (
@@ -89,7 +90,7 @@ def test_a_server_that_accepts_a_schema_and_ignores_it_is_not_believed(tmp_path)
         extractor = _extractor(fake, tmp_path)
         (result,) = extractor.extract_many([(TOOL, SERVER)], "run-1")
     assert isinstance(result, ToolExtraction)
-    assert extractor.llm.probe.name == "tools"
+    assert extractor.llm.probe is not None and extractor.llm.probe.name == "tools"
     assert "json_schema accepted but not followed" in extractor.llm.probe.evidence
 
 
@@ -156,6 +157,7 @@ def test_a_busy_server_during_the_probe_is_retried_and_rejected_credentials_stop
         extractor = _extractor(fake, tmp_path)
         (result,) = extractor.extract_many([(TOOL, SERVER)], "run-1")
     assert isinstance(result, ToolExtraction) and calls == ["json_schema", "json_schema"]
+    assert extractor.llm.probe is not None  # the probe ran
     assert extractor.usage()["retries"] == 1 and extractor.llm.probe.name == "json_schema"
 
     def refuses(request: dict) -> Reply:
@@ -181,6 +183,13 @@ def test_a_reply_cut_off_at_the_token_limit_is_quarantined_in_one_line(tmp_path)
     assert fake.requests[0].body["max_tokens"] == 64
 
 
+def _for_decoding() -> type[BaseModel]:
+    """The reply model a server that constrains decoding is asked for (response_model() always sets one)."""
+    model = response_model().for_constrained_decoding
+    assert model is not None
+    return model
+
+
 def _admitted(schema: dict) -> set[tuple[str, str, str]]:
     """The (head type, relation, tail type) combinations a decoder held to the tool-centred schema can write."""
     admitted = set()
@@ -201,7 +210,7 @@ def _admitted(schema: dict) -> set[tuple[str, str, str]]:
 
 def test_the_decoding_schema_admits_exactly_the_typed_triples_the_ontology_allows():
     schema = extraction_schema()
-    decoding = response_model().for_constrained_decoding.model_json_schema()
+    decoding = _for_decoding().model_json_schema()
     allowed = {
         (head, relation, tail)
         for head, relation, tail in itertools.product(schema.types, schema.predicates, schema.types)
@@ -213,7 +222,7 @@ def test_the_decoding_schema_admits_exactly_the_typed_triples_the_ontology_allow
     capabilities = decoding["properties"]["hasCapability"]["items"]["enum"]
     assert "search" in capabilities and "read" in capabilities  # the action classes the offline extractor uses
     # the same validators: what the decoder may write is still checked against the tool
-    model = response_model().for_constrained_decoding
+    model = _for_decoding()
     context = {"tool": ToolContext(name="get_widget", parameters=("widget_id",))}
     with pytest.raises(ValueError, match="'color' is not a parameter of 'get_widget'; its parameters are: widget_id"):
         model.model_validate(
@@ -258,12 +267,10 @@ def _facts(draw) -> list[dict]:
 def test_a_tool_centred_reply_reads_back_as_the_triples_it_lays_out(facts):
     """Any allowed facts, laid out as the decoding schema asks (as the fake's constrained decoder does), are
     read back as exactly those triples: nothing lost, moved or retyped on the way."""
-    request = {
-        "response_format": {"json_schema": {"schema": response_model().for_constrained_decoding.model_json_schema()}}
-    }
+    request = {"response_format": {"json_schema": {"schema": _for_decoding().model_json_schema()}}}
     reply = fake_openai.laid_out(request, facts)
     context = {"tool": ToolContext(name="get_widget", parameters=("widget_id",))}
-    read = to_extracted(response_model().for_constrained_decoding.model_validate(reply, context=context))
+    read = to_extracted(_for_decoding().model_validate(reply, context=context))
 
     def key(head, head_type, relation, tail, tail_type):  # names compare as the validators do: case, spaces
         return (" ".join(head.split()).casefold(), head_type, relation, " ".join(tail.split()).casefold(), tail_type)

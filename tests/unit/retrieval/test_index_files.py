@@ -40,8 +40,8 @@ def per_term_bm25(texts: list[list[str]], k1: float = 1.2, b: float = 0.75) -> d
     average = float(lengths.mean()) if size else 1.0
     postings: dict[str, list[tuple[int, int]]] = {}
     for i, counts in enumerate(docs):
-        for term, tf in counts.items():
-            postings.setdefault(term, []).append((i, tf))
+        for term, count in counts.items():
+            postings.setdefault(term, []).append((i, count))
     out = {}
     for term, items in postings.items():
         ids = np.fromiter((i for i, _ in items), dtype=np.int32, count=len(items))
@@ -113,8 +113,8 @@ def test_an_index_maps_back_what_was_written(tmp_path, texts):
     in_memory = BM25.from_texts([t.text for t in tools])
     for query in ("get users", "天气 table", "nothing here"):
         assert saved.tool_bm25.scores(query).tobytes() == in_memory.scores(query).tobytes()
-    assert saved.tool_vectors.shape == (len(tools), 4) and saved.model == "model-a"
-    catalog = saved.catalog(store=None, with_nodes=False)
+    assert saved.tool_vectors is not None and saved.tool_vectors.shape == (len(tools), 4) and saved.model == "model-a"
+    catalog = saved.catalog(store=None, with_nodes=False)  # type: ignore[arg-type]  # no nodes: the store is unread
     assert catalog.tool_at == {t.iri: i for i, t in enumerate(tools)}  # found by binary search, no dict built
     assert catalog.tool_at.get("urn:nothing") is None and "urn:t" not in catalog.tool_at
 
@@ -177,6 +177,6 @@ def test_a_missing_folder_is_not_usable(tmp_path: Path):
 
 def test_tools_are_found_by_iri_whatever_the_iris_sort_order(tmp_path: Path):
     tools, servers = _docs([f"tool number {i}" for i in range(12)])  # urn:t10 and urn:t11 sort before urn:t2
-    catalog = SavedIndex(write_index(tmp_path, "seed", tools, servers, None, lambda: None).path).catalog(None)
+    catalog = SavedIndex(write_index(tmp_path, "seed", tools, servers, None, lambda: None).path).catalog(None)  # type: ignore[arg-type]  # nodes never asked
     assert [catalog.tool_at[t.iri] for t in tools] == list(range(12))
     assert [catalog.tools[catalog.tool_at[t.iri]] for t in tools] == tools

@@ -31,7 +31,7 @@ def test_suite_catalog_reads_whole_and_answers_every_query(name):
         file, data = fingerprint_file(Path(path), None)
         result = ingest_manifest(file, data)
         assert not result.quarantined, [q.reason for q in result.quarantined[:3]]
-        ids += [t.id for s in result.manifest.servers for t in s.tools]
+        ids += [t.id for s in result.parsed.servers for t in s.tools]
     tools, queries = SETS[name]
     assert len(ids) == len(set(ids)) == tools
     rows = [json.loads(line) for line in (folder / "queries.jsonl").open(encoding="utf-8")]
@@ -122,7 +122,7 @@ def test_conversational_sets_answer_every_query_and_keep_a_conversation_in_one_h
         file, data = fingerprint_file(Path(path), None)
         result = ingest_manifest(file, data)
         assert not result.quarantined, [q.reason for q in result.quarantined[:3]]
-        ids += [t.id for s in result.manifest.servers for t in s.tools]
+        ids += [t.id for s in result.parsed.servers for t in s.tools]
     assert len(ids) == len(set(ids)) == tools
     found = rows(name)
     assert len(found) == queries and len({r["id"] for r in found}) == queries

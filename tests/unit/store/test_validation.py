@@ -18,7 +18,7 @@ from toolkg.store.validation import Validator
 
 def extracted_openai():
     file, data = fingerprint_file(CASES / "openai_tools.json")
-    return extract_structure(ingest_manifest(file, data).manifest, NameIndex())
+    return extract_structure(ingest_manifest(file, data).parsed, NameIndex())
 
 
 def tamper(extracted, drop=(), add=()):
@@ -95,7 +95,7 @@ def extracted_with_dependencies() -> list[Triple]:
     manifests = []
     for name in ("toollinkos/core.json", "toollinkos/regular.json", "openai_tools.json", "notes_openapi31.json"):
         file, data = fingerprint_file(CASES / name)
-        manifests.append(ingest_manifest(file, data).manifest)
+        manifests.append(ingest_manifest(file, data).parsed)
     index = NameIndex()
     for m in manifests:
         index.add([t.id for s in m.servers for t in s.tools], m.path)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from starlette.types import Message
 
 from toolkg.errors import ConfigError, RequestError
 from toolkg.toolsearch import auth
@@ -38,8 +39,8 @@ def test_scopes_parse_and_refuse() -> None:
     assert Scope.parse("call").call_refusal("x::y", "x") is None
     assert Scope.parse("call:x").call_refusal("x::y", "x") is None
     refusal = Scope.parse("call:x").call_refusal("z::y", "z")
-    assert refusal.startswith("z::y:") and "'z'" in refusal and "call:x" in refusal
-    assert "may search but not call" in Scope.parse("search").call_refusal("x::y", "x")
+    assert refusal is not None and refusal.startswith("z::y:") and "'z'" in refusal and "call:x" in refusal
+    assert "may search but not call" in (Scope.parse("search").call_refusal("x::y", "x") or "")
 
 
 def test_a_token_file_with_entries(tmp_path: Path) -> None:
@@ -125,12 +126,18 @@ def test_the_default_file_is_created_once_when_servers_start_together(tmp_path: 
 
 def test_a_token_matches_exactly_and_every_entry_is_compared(monkeypatch) -> None:
     tokens = Tokens(tuple(Token.make(f"t{i}", s, Scope(True), i) for i, s in enumerate((A, B, C))), "test")
-    assert tokens.match(A).name == "t0" and tokens.match(C).name == "t2"
+    first, last = tokens.match(A), tokens.match(C)
+    assert first is not None and first.name == "t0" and last is not None and last.name == "t2"
     for wrong in (A[:-1], A + "a", A.upper(), " " + A, "", B.replace("=", "")):
         assert tokens.match(wrong) is None, wrong
     compared: list[int] = []
     real = hmac.compare_digest
-    monkeypatch.setattr(hmac, "compare_digest", lambda x, y: compared.append(len(x) + len(y)) or real(x, y))
+
+    def counted(x: bytes, y: bytes) -> bool:  # sha256 digests
+        compared.append(len(x) + len(y))
+        return real(x, y)
+
+    monkeypatch.setattr(hmac, "compare_digest", counted)
     for presented in (A, C, "nothing"):
         compared.clear()
         tokens.match(presented)
@@ -139,25 +146,28 @@ def test_a_token_matches_exactly_and_every_entry_is_compared(monkeypatch) -> Non
 
 def test_call_tool_refuses_without_a_scope_or_outside_it() -> None:
     from toolkg.toolsearch.mcp_server import _within_scope
+    from toolkg.toolsearch.service import ToolSearch
 
     class Search:
         def get_tool(self, tool):  # a bare name resolves to its server's tool, as ToolSearch resolves it
             found = tool if "::" in tool else f"alpha::{tool}"
             return {"id": found, "server": found.partition("::")[0]}
 
+    search: ToolSearch = Search()  # type: ignore[assignment]  # a stand-in: _within_scope calls get_tool only
+
     with pytest.raises(RequestError, match="no token scope"):
-        _within_scope(Search(), "alpha::echo")  # fail closed: a request without a scope calls nothing
+        _within_scope(search, "alpha::echo")  # fail closed: a request without a scope calls nothing
     marker = auth.caller_scope.set(Scope.parse("call:alpha"))
     try:
-        assert _within_scope(Search(), "echo") == "alpha::echo"  # the id checked is the id called
+        assert _within_scope(search, "echo") == "alpha::echo"  # the id checked is the id called
         with pytest.raises(RequestError, match="call:alpha"):
-            _within_scope(Search(), "beta::echo2")
+            _within_scope(search, "beta::echo2")
     finally:
         auth.caller_scope.reset(marker)
     marker = auth.caller_scope.set(Scope.parse("search"))
     try:
         with pytest.raises(RequestError, match="may search"):
-            _within_scope(Search(), "alpha::echo")
+            _within_scope(search, "alpha::echo")
     finally:
         auth.caller_scope.reset(marker)
 
@@ -168,14 +178,16 @@ def test_the_gate_reads_call_tool_requests_and_replays_the_body() -> None:
     assert not _calls_call_tool(call.replace(b"call_tool", b"search_tools"))
     assert not _calls_call_tool(b"{not json") and not _calls_call_tool(b'"x"') and not _calls_call_tool(b"[1, null]")
 
-    async def replayed() -> tuple[bytes, list[dict]]:
+    async def replayed() -> tuple[bytes, list[Message]]:
         parts = [call[:10], call[10:40], call[40:]]
         messages = [{"type": "http.request", "body": p, "more_body": i < 2} for i, p in enumerate(parts)]
 
         async def receive():
             return messages.pop(0) if messages else {"type": "http.disconnect"}
 
-        body, again = await _buffered(receive)
+        buffered = await _buffered(receive)
+        assert buffered is not None  # the body came whole
+        body, again = buffered
         return body, [await again(), await again()]
 
     body, after = anyio.run(replayed)

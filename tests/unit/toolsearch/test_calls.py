@@ -38,18 +38,18 @@ def test_calls_are_off_unless_allowed_and_each_refusal_names_the_flag() -> None:
     off = CallPolicy.from_flags(None)
     assert not off.enabled
     said = off.refusal("time::now", "time", {})
-    assert "--allow-call" in said and "\n" not in said
+    assert said is not None and "--allow-call" in said and "\n" not in said
 
     narrowed = CallPolicy.from_flags(["git", "My Server"])
     assert narrowed.servers == {"git", "My-Server"}  # as server ids
     assert narrowed.refusal("git::log", "git", {}) is None
     assert narrowed.refusal("My-Server::x", "My-Server", {}) is None
-    assert "--allow-call time" in narrowed.refusal("time::now", "time", {})
+    assert "--allow-call time" in (narrowed.refusal("time::now", "time", {}) or "")
 
     every = CallPolicy.from_flags(["*"])
     assert every.enabled and every.servers == frozenset()
     assert every.refusal("fs::write_file", "fs", {"destructiveHint": False}) is None
-    assert "--allow-destructive" in every.refusal("fs::write_file", "fs", {"destructiveHint": True})
+    assert "--allow-destructive" in (every.refusal("fs::write_file", "fs", {"destructiveHint": True}) or "")
     bold = CallPolicy.from_flags(["*"], allow_destructive=True)
     assert bold.refusal("fs::w", "fs", {"destructiveHint": True}) is None
     assert every.refusal("x::y", "x", {"destructiveHint": "true"}) is None  # only a real true is a claim

@@ -4,6 +4,8 @@ and the gate's body reading, without a server: which connections are cut, and in
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 
 from toolkg import netpolicy
@@ -16,11 +18,12 @@ class Conn:
     """A stand-in for a connection: its address, and why it was cut (None while it is not)."""
 
     def __init__(self, waiting: Waiting, address: str, name: str) -> None:
-        self.waiting, self.address, self.name, self.reason = waiting, address, name, None
+        self.waiting, self.address, self.name = waiting, address, name
+        self.reason: str | None = None
 
     def cut(self, reason: str) -> None:
         self.reason = reason
-        self.waiting.discard(self)
+        self.waiting.discard(self)  # type: ignore[arg-type]  # a stand-in connection
 
     def __repr__(self) -> str:
         return self.name
@@ -29,7 +32,7 @@ class Conn:
 def _open(waiting: Waiting, address: str, count: int, prefix: str) -> list[Conn]:
     conns = [Conn(waiting, address, f"{prefix}{i}") for i in range(count)]
     for conn in conns:
-        waiting.add(conn)
+        waiting.add(conn)  # type: ignore[arg-type]  # a stand-in connection
     return conns
 
 
@@ -37,15 +40,15 @@ def test_an_address_past_its_slow_connections_loses_its_oldest_and_no_other_addr
     waiting = Waiting(cap=1000)
     other = _open(waiting, "10.0.0.2", 3, "o")
     mine = _open(waiting, "10.0.0.1", netpolicy.MAX_SLOW_PER_CLIENT + 5, "m")
-    waiting.add(mine[2])  # its wait started again (an answer went out): now the newest
-    waiting.slow(mine[-1])  # it has waited SLOW_AFTER_S, and so has every one waiting since before it: 12
+    waiting.add(mine[2])  # type: ignore[arg-type]  # its wait started again (an answer went out): now the newest
+    waiting.slow(mine[-1])  # type: ignore[arg-type]  # it has waited SLOW_AFTER_S, and so has every one waiting since before it: 12
     cut = [conn for conn in mine if conn.reason]
     assert cut == [mine[0], mine[1], mine[3], mine[4]], cut
-    assert "slow connections from 10.0.0.1" in cut[0].reason
+    assert "slow connections from 10.0.0.1" in (cut[0].reason or "")
     assert not any(conn.reason for conn in other)
-    waiting.slow(mine[2])  # the newest: every one of the address counts, 9 of them
+    waiting.slow(mine[2])  # type: ignore[arg-type]  # the newest: every one of the address counts, 9 of them
     assert [conn for conn in mine if conn.reason] == [*cut, mine[5]]
-    waiting.slow(mine[5])  # cut already: nothing to do
+    waiting.slow(mine[5])  # type: ignore[arg-type]  # cut already: nothing to do
     assert sum(1 for conn in mine if conn.reason) == 5
 
 
@@ -54,7 +57,7 @@ def test_past_the_cap_the_oldest_waiting_connection_makes_room() -> None:
     conns = _open(waiting, "10.0.0.1", 3, "a") + _open(waiting, "10.0.0.2", 3, "b")
     assert [conn for conn in conns if conn.reason] == conns[:2]
     assert list(waiting.connections) == conns[2:]
-    waiting.discard(conns[5])
+    waiting.discard(conns[5])  # type: ignore[arg-type]  # a stand-in connection
     assert list(waiting.by_client) == ["10.0.0.1", "10.0.0.2"] and len(waiting.by_client["10.0.0.2"]) == 2
 
 
@@ -85,7 +88,7 @@ def test_a_body_the_client_abandons_is_not_passed_on() -> None:
 
         return await _buffered(receive)
 
-    part = {"type": "http.request", "body": b'{"jsonrpc": "2.0", ', "more_body": True}
+    part: dict[str, Any] = {"type": "http.request", "body": b'{"jsonrpc": "2.0", ', "more_body": True}
     assert anyio.run(read, [part, {"type": "http.disconnect"}]) is None
     assert anyio.run(read, [dict(part)]) is None  # the disconnect after it, from the stand-in's receive
     body, _ = anyio.run(read, [{**part, "more_body": False}])
