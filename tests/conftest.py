@@ -37,6 +37,12 @@ os.environ["TOOLKG_SHARED_VECTORS"] = "0"
 # Nor do the tests touch the user's settings: `toolkg mcp --transport http` creates its token file there.
 os.environ["TOOLKG_CONFIG_DIR"] = tempfile.mkdtemp(prefix="toolkg-config-")
 os.environ.pop("TOOLKG_MCP_TOKEN", None)
+# One OpenBLAS thread per process (NumPy reads the variable once, as it loads; a setting of the user's wins). Under
+# `-n 2` each worker is one of the two cores' processes, and OpenBLAS's default two threads each make four busy
+# waiters on two cores. Measured (2 cores): test_onnx_graph's property test 5.4 s alone on the default threads,
+# 1.2 s on one, 28-30 s under -n 2 beside the other worker. `toolkg retrieve` sets the same for the same reason.
+if "numpy" not in sys.modules:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402

@@ -291,6 +291,38 @@ def _running_flow_runs(url: str) -> list:
         return []
 
 
+# A build whose event sender still holds a backlog when the command returns, as on a loaded machine: Prefect's
+# EventsWorker then says "Still processing items: N items remaining" as it flushes at interpreter exit, unless
+# the build drained it while its logger was still lowered (toolkg.cli.build._quiet_prefect).
+BACKLOG = """
+import sys
+import toolkg.cli.build as build_command
+from toolkg.cli import main
+
+run = build_command._run_build
+
+
+def with_a_backlog(*args):
+    code = run(*args)
+    from prefect.events import emit_event
+
+    for i in range(300):
+        emit_event(event="toolkg.test.backlog", resource={"prefect.resource.id": f"toolkg.test.{i}"})
+    return code
+
+
+build_command._run_build = with_a_backlog
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_build_sends_its_events_before_it_returns_and_says_nothing_of_them(home, tmp_path):
+    command = [sys.executable, "-c", BACKLOG, "build", str(CATALOG), "--store", str(tmp_path / "store"), "--no-links"]
+    result = subprocess.run(command, env=_env(home), capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr
+    assert _errors(result.stderr) == [], result.stderr
+
+
 def test_a_build_killed_with_sigkill_leaves_no_server_behind(home, tmp_path):
     env = _env(home, TOOLKG_PREFECT_IDLE_SECONDS="3")
     build = subprocess.Popen(

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support.layout import ROOT
+from tests.support.layout import ROOT, parsed
 from tests.support.layout import modules as _modules
 from toolkg import environment
 from toolkg.environment import KNOWN, EnvVar
@@ -56,7 +56,7 @@ def test_no_module_reads_a_toolkg_variable_but_through_the_registry():
         f"{module}: {name}"
         for module, path in _modules().items()
         if module != "toolkg.environment"
-        for name in _direct_reads(ast.parse(path.read_text(), str(path)))
+        for name in _direct_reads(parsed(path))
     }
     assert not direct, f"read these through toolkg.environment: {sorted(direct)}"
 
@@ -76,7 +76,7 @@ def test_each_variable_is_read_by_the_modules_it_names():
     for module, path in _modules().items():
         if module == "toolkg.environment":
             continue
-        for constant in _registry_names_used(ast.parse(path.read_text(), str(path))):
+        for constant in _registry_names_used(parsed(path)):
             for name in _variables_of(constant):
                 readers[name].add(module)
     declared = {name: set(var.readers) for name, var in KNOWN.items()}

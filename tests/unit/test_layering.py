@@ -11,7 +11,7 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-from tests.support.layout import import_cycles
+from tests.support.layout import import_cycles, parsed
 from tests.support.layout import module_imports as _imports
 from tests.support.layout import modules as _modules  # a name the checker test swaps for a fake tree
 
@@ -107,7 +107,7 @@ def _third_party(modules: dict[str, Path]) -> dict[str, set[str]]:
     """Module -> the top-level names of everything outside toolkg it imports anywhere in its body."""
     out: dict[str, set[str]] = defaultdict(set)
     for name, path in modules.items():
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.Import):
                 out[name] |= {alias.name.partition(".")[0] for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:

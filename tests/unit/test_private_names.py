@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.support.layout import ROOT
+from tests.support.layout import ROOT, parsed
 from tests.support.layout import modules as package_modules
 
 
@@ -32,7 +32,7 @@ def _absolute(node: ast.ImportFrom, module: str, path: Path) -> str:
 def private_imports(module: str, path: Path, modules: dict[str, Path]) -> list[str]:
     """'file:line: what' for each private name ``module`` takes from another toolkg module."""
     found, aliases = [], {}
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = parsed(path)
     where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.layout import ROOT, package_folders
+from tests.support.layout import ROOT, package_folders, parsed
 from toolkg.paths import STORE_CACHES, store_cache
 
 FILES = {f"{name}.sqlite" for name in STORE_CACHES}
@@ -22,7 +22,7 @@ FILES = {f"{name}.sqlite" for name in STORE_CACHES}
 def hand_built(path: Path) -> list[str]:
     """'file:line' for each ``... / "cache"`` and each store cache's file name written in ``path``."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):  # a path joined
             if any(isinstance(side, ast.Constant) and side.value == "cache" for side in (node.left, node.right)):
                 found.add(f"{path.relative_to(ROOT)}:{node.lineno}")
