@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
-
 from toolkg.canonicalize.entities.clustering import canonicalize_store
 from toolkg.display import one_line
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, StageState
@@ -37,12 +35,10 @@ class Canonicalize(CatalogStage[StageState]):
     """Fuzzy-merge near-identical entities store-wide and swap the canonical-entities graph."""
 
     name = StageName.CANONICALIZE
+    section = "entities"
     graph = CANONICAL_GRAPH
     unit = "entities"
     code = ("toolkg.canonicalize.entities", "toolkg.text")
-
-    def options(self, run: CatalogRun) -> BaseModel:
-        return run.config.entities
 
     def run(self, run: CatalogRun) -> CanonicalInfo:
         return CanonicalInfo(canonical=canonicalize_store(run.store, run.config.entities))

@@ -19,10 +19,10 @@ from toolkg.config import BuildConfig
 from toolkg.errors import NotFoundError, RequestError
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import discover, fingerprint_file
+from toolkg.flows.stages.listing import LIST
 from toolkg.flows.sync.catalog import CatalogSync
 from toolkg.flows.sync.result import SyncResult
 from toolkg.limits import Limits
-from toolkg.live import refresh_live
 from toolkg.live.snapshots import snapshot_dir
 from toolkg.models import Manifest, ManifestFile, QuarantinedItem, Server
 from toolkg.ontology import TK, iris
@@ -236,7 +236,7 @@ def sync_paths(paths: list[str], store_dir: str, servers: list[str], config: Bui
     config = config or BuildConfig()
     summary = new_sync_summary(store_dir)
     live = config.live
-    listed = refresh_live(
+    listed = LIST.run(
         paths, store_dir, timeout=live.timeout, concurrency=live.concurrency, only=set(servers), env_names=live.env
     )
     summary.live = [asdict(report) for report in listed.servers]

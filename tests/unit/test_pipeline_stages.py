@@ -1,0 +1,67 @@
+"""One declared pipeline: ``toolkg.flows.stages.PIPELINE`` holds every stage, once, in order, each a ``Stage``."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+from toolkg.config import BuildConfig
+from toolkg.flows.stages import CATALOG_STAGES, PIPELINE, CatalogStage
+from toolkg.stages import IncrementalStage, Stage, StageBase, StageName
+
+
+def test_every_stage_name_is_declared_exactly_once_in_pipeline_order():
+    assert [stage.name for stage in PIPELINE] == list(StageName)
+
+
+def test_each_declared_stage_implements_the_protocol():
+    sections = BuildConfig.sections()
+    for stage in PIPELINE:
+        assert isinstance(stage, Stage), stage
+        assert callable(stage.run), stage.name
+        assert stage.section is None or stage.section in sections, (stage.name, stage.section)
+        fingerprint = stage.fingerprint()
+        assert len(fingerprint) == 16 and fingerprint == stage.fingerprint(), stage.name
+
+
+def test_each_stage_names_code_that_exists_and_an_enclosing_stage_that_is_declared():
+    """A module missing from ``code`` would hash as nothing (``source_fingerprint`` skips it): a stage whose code
+    changed would look unchanged."""
+    declared = {stage.name for stage in PIPELINE}
+    for stage in PIPELINE:
+        assert isinstance(stage, StageBase) and stage.code, stage.name
+        for module in stage.code:
+            assert importlib.util.find_spec(module) is not None, (stage.name, module)
+        if stage.part_of is not None:
+            assert stage.part_of in declared - {stage.name}, (stage.name, stage.part_of)
+
+
+def test_the_catalog_stages_are_the_declared_ones_and_follow_incremental_sync():
+    assert CATALOG_STAGES == tuple(s for s in PIPELINE if isinstance(s, CatalogStage))
+    assert [s.name for s in CATALOG_STAGES] == [
+        StageName.CANONICALIZE,
+        StageName.INFER,
+        StageName.LINK,
+        StageName.AUDIT,
+        StageName.INDEX,
+    ]
+    assert all(isinstance(s, IncrementalStage) for s in CATALOG_STAGES)
+    assert not any(isinstance(s, IncrementalStage) for s in PIPELINE if s not in CATALOG_STAGES)
+
+
+def test_the_protocol_check_is_not_vacuous():
+    """An object lacking part of the contract (here ``run``, or the fingerprint) is no ``Stage``."""
+
+    class NoRun(StageBase):
+        name = StageName.LOAD
+
+    class NoFingerprint:
+        name = StageName.LOAD
+        section = None
+        part_of = None
+
+        def run(self, *args: Any) -> None:
+            return None
+
+    assert not isinstance(NoRun(), Stage)
+    assert not isinstance(NoFingerprint(), Stage)
