@@ -19,7 +19,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -43,9 +43,20 @@ from toolkg.flows.stages import (
     prefetch_catalog_stages,
     run_catalog_stages,
 )
-from toolkg.flows.stages.listing import LIST
-from toolkg.flows.steps import EXTRACT, INGEST, LOAD, TransformInfo, batches, tool_batches
-from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem
+from toolkg.flows.stages.listing import LIST, ListInfo
+from toolkg.flows.steps import (
+    EXTRACT,
+    INGEST,
+    LOAD,
+    FoundInfo,
+    IngestedInfo,
+    ManifestOutcome,
+    StoreInfo,
+    TransformInfo,
+    batches,
+    tool_batches,
+)
+from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem, StageInfo
 from toolkg.ontology import iris
 from toolkg.paths import store_cache
 from toolkg.stages import Stage, StageContext, StageName
@@ -231,7 +242,9 @@ def _pipeline(run: BuildRun, paths: list[str]) -> PreparedSnapshot | None:
     manifests = [r for r in parsed if r.manifest is not None]
     if absent and not gone:  # kept: a typo'd folder or a partial checkout removes nothing unless asked
         ids, defined = server_ids_by_graph(store), {s.id for r in manifests for s in r.parsed.servers}
-        summary.kept = sorted({ids[g] for rec in absent for g in rec.graphs if g in ids} - defined)
+        summary.fold(
+            StoreInfo(kept=tuple(sorted({ids[g] for rec in absent for g in rec.graphs if g in ids} - defined)))
+        )
     del parsed
     owners = {g: rec.path for rec in run.records.values() if rec not in gone for g in rec.graphs}
     with run.ctx.stage(StageName.INGEST, show=False):  # the names declared dependencies resolve against
@@ -256,7 +269,7 @@ def _drop_orphans(run: BuildRun) -> None:
     orphans = run.store.drop_orphans(run.records.values())
     if orphans:
         run.before_write()  # the catalog-wide graphs may have counted them: redo those stages
-        run.summary.orphans_dropped = len(orphans)
+        run.summary.fold(StoreInfo(orphans_dropped=len(orphans)))
 
 
 def _list_live(run: BuildRun, paths: list[str]) -> tuple[list[str], set[str]]:
@@ -273,11 +286,8 @@ def _list_live(run: BuildRun, paths: list[str]) -> tuple[list[str], set[str]]:
             )
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-    run.summary.live_skipped = [asdict(skipped) for skipped in live.skipped]  # found in folders: never started
-    if live.servers:
-        run.summary.live = [asdict(report) for report in live.servers]
-        run.summary.quarantined += live.quarantined
-    else:  # nothing live among the paths: no time to show for a stage that did not run
+    run.summary.fold(ListInfo.of(live))
+    if not live.servers:  # nothing live among the paths: no time to show for a stage that did not run
         run.summary.stage_seconds.pop(StageName.LIST, None)
     return live.paths, live.configurations
 
@@ -285,11 +295,11 @@ def _list_live(run: BuildRun, paths: list[str]) -> tuple[list[str], set[str]]:
 def _discover(paths: list[str], summary: BuildSummary, exclude: set[str], live: bool) -> list[str]:
     found = discover_all(paths) if paths else Discovered()
     files = [str(p) for p in found.files if str(p) not in exclude]
-    for path, why in found.skipped:
-        summary.quarantined.append(QuarantinedItem(source=path, item=path, stage=StageName.READ, reason=why))
+    skipped = (QuarantinedItem(source=path, item=path, stage=StageName.READ, reason=why) for path, why in found.skipped)
+    summary.fold(StageInfo(quarantined=tuple(skipped)))
     if not files and not live:
         raise NotFoundError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(paths)}")
-    summary.manifests_seen = len(files)
+    summary.fold(FoundInfo(files=len(files)))
     return files
 
 
@@ -320,9 +330,8 @@ def _ingest_files(run: BuildRun, files: list[str]) -> list[IngestResult]:
         again = run.step(INGEST, waiting, {}, run.options, True)
         summary.fold(again)
         parsed += again.parsed
-        summary.reprocessed = waiting
         skipped = [f for f in skipped if f.path not in set(waiting)]
-    summary.skipped = [f.path for f in skipped]
+    summary.fold(IngestedInfo(skipped=tuple(f.path for f in skipped), reprocessed=tuple(waiting)))
     for r in parsed:
         summary.fold(r)
     return parsed
@@ -438,7 +447,7 @@ def _load(
     except Exception as exc:  # the store refused this manifest even after retries
         path = r.file.path
         entry = quarantine(exc, source=path, item=path, stage=StageName.LOAD, context="store write failed")
-        summary.quarantined.append(entry)
+        summary.fold(StageInfo(quarantined=(entry,)))
         if parts is not None:
             parts.incomplete = True
         return False
@@ -449,10 +458,9 @@ def _load(
     summary.fold(result)
     if final and r.file.path not in summary.reprocessed:
         previous = run.records.get(r.file.path)
-        if previous is None:
-            summary.new.append(r.file.path)
-        else:  # bytes read again unchanged (--force, other options) are no change of the manifest's
-            (summary.rebuilt if previous.sha256 == r.file.sha256 else summary.changed).append(r.file.path)
+        # bytes read again unchanged (--force, other options) are no change of the manifest's
+        outcome = "new" if previous is None else "rebuilt" if previous.sha256 == r.file.sha256 else "changed"
+        summary.fold(ManifestOutcome(path=r.file.path, outcome=outcome))
     return True
 
 
@@ -462,7 +470,7 @@ def _remove(run: BuildRun, gone: Iterable[ManifestRecord]) -> None:
         with run.ctx.stage(StageName.LOAD, contain=True, item=rec.path, source=rec.path, show=False):
             run.before_write()
             run.store.remove_manifest(rec)
-            run.summary.removed.append(rec.path)
+            run.summary.fold(ManifestOutcome(path=rec.path, outcome="removed"))
 
 
 def _record(run: BuildRun, used: list[ManifestFile], changed: bool) -> None:
@@ -473,5 +481,5 @@ def _record(run: BuildRun, used: list[ManifestFile], changed: bool) -> None:
             ended = datetime.now(UTC)
             started = datetime.fromisoformat(summary.started)
             record_run(run.store, summary.run_id, started, ended, used, summary.removed, run.options)
-        summary.totals = totals(run.store)
+        summary.fold(StoreInfo(totals=totals(run.store)))
     summary.tools.sort(key=lambda change: (change.tool, change.change))

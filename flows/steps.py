@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pyoxigraph import NamedNode
 
@@ -55,6 +55,49 @@ class TransformInfo(StageInfo):
 
     def summary_fields(self) -> dict[str, Any]:
         return {"workers": [self.worker]} if self.worker else {}
+
+
+class FoundInfo(StageInfo):
+    """The manifest files found under the paths (``manifests_seen``); the files skipped are quarantined."""
+
+    files: int = 0
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {"manifests_seen": self.files}
+
+
+class IngestedInfo(StageInfo):
+    """What ingest decided over all its batches: the files unchanged (skipped) and those read again unchanged
+    because a missing dependency target appeared or their record is owed a rebuild (reprocessed)."""
+
+    skipped: tuple[str, ...] = ()
+    reprocessed: tuple[str, ...] = ()
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {"skipped": list(self.skipped), "reprocessed": list(self.reprocessed)}
+
+
+class ManifestOutcome(StageInfo):
+    """One manifest the run loaded (new, changed, or rebuilt: bytes unchanged) or removed (``--prune``)."""
+
+    path: str
+    outcome: Literal["new", "changed", "rebuilt", "removed"]
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {self.outcome: [self.path]}
+
+
+class StoreInfo(StageInfo):
+    """What the run found in, and left, the store as a whole: graphs an interrupted build left without their
+    record (dropped), servers no path defines any more (kept without --prune), the totals after the run."""
+
+    orphans_dropped: int = 0
+    kept: tuple[str, ...] = ()
+    totals: dict[str, int] = {}
+
+    def summary_fields(self) -> dict[str, Any]:
+        fields = {"orphans_dropped": self.orphans_dropped, "kept": list(self.kept), "totals": self.totals}
+        return {name: value for name, value in fields.items() if value}
 
 
 def batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:

@@ -4,8 +4,32 @@ them as the build's inputs. The stage object only names the work; the pipeline f
 
 from __future__ import annotations
 
-from toolkg.live import refresh_live
+from dataclasses import asdict
+from typing import Any
+
+from toolkg.live import LiveRefresh, refresh_live
+from toolkg.models import StageInfo
 from toolkg.stages import StageBase, StageName
+
+
+class ListInfo(StageInfo):
+    """What listing adds to the run summary: each live server's report, the configurations found in folders and
+    not listed (never started), and the listings that failed (quarantined)."""
+
+    live: tuple[dict[str, Any], ...] = ()
+    live_skipped: tuple[dict[str, Any], ...] = ()
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {"live": list(self.live), "live_skipped": list(self.live_skipped)}
+
+    @classmethod
+    def of(cls, live: LiveRefresh) -> ListInfo:
+        servers = tuple(asdict(report) for report in live.servers)
+        return cls(
+            live=servers,
+            live_skipped=tuple(asdict(skipped) for skipped in live.skipped),
+            quarantined=tuple(live.quarantined) if servers else (),
+        )
 
 
 class ListLive(StageBase):

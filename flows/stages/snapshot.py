@@ -10,10 +10,20 @@ from __future__ import annotations
 
 from toolkg.failures import fault_point
 from toolkg.flows.stages.base import CatalogRun
+from toolkg.models import StageInfo
 from toolkg.stages import StageBase, StageName
 from toolkg.store.build_state import clear_pending
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.snapshots import PreparedSnapshot, current_snapshot, prepare_snapshot
+
+
+class SnapshotInfo(StageInfo):
+    """The snapshot a run prepared (``snapshots/<name>``), as the run summary names it."""
+
+    snapshot: str
+
+    def summary_fields(self) -> dict[str, str]:
+        return {"snapshot": self.snapshot}
 
 
 class Snapshot(StageBase):
@@ -32,7 +42,7 @@ class Snapshot(StageBase):
         if changed or StageName.SNAPSHOT in pending or current_snapshot(store.directory) is None:
             with run.ctx.stage(StageName.SNAPSHOT, contain=True):
                 prepared = prepare_snapshot(store, summary.run_id)
-                summary.snapshot = prepared.name
+                summary.fold(SnapshotInfo(snapshot=prepared.name))
         return prepared
 
     def publish(self, store: ToolStore, prepared: PreparedSnapshot) -> None:

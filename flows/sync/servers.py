@@ -20,6 +20,7 @@ from toolkg.errors import NotFoundError, RequestError
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import discover, fingerprint_file
 from toolkg.flows.stages.listing import LIST
+from toolkg.flows.stages.snapshot import SnapshotInfo
 from toolkg.flows.sync.catalog import CatalogSync
 from toolkg.flows.sync.result import SyncResult
 from toolkg.limits import Limits
@@ -164,7 +165,7 @@ def sync_found_servers(
     _record(store, summary, results, found, {s: owners[s] & set(read or ()) for s in removing}, options)
     if store.publishes_snapshots:
         publish_snapshot(store, run_id)
-        summary.snapshot = run_id
+        summary.fold(SnapshotInfo(snapshot=run_id))
         clear_pending(store, "snapshot")
     return results
 

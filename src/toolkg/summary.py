@@ -127,6 +127,11 @@ def skipped_live_line(entry: dict) -> str:
     )
 
 
+def _key(value: object) -> object:
+    """``value`` as a set member: itself, or for a dict (a live server's report) its JSON."""
+    return json.dumps(value, sort_keys=True, default=str) if isinstance(value, dict) else value
+
+
 class BuildSummary(BaseModel):
     run_id: str
     store: str
@@ -199,7 +204,9 @@ class BuildSummary(BaseModel):
         self.stage_seconds[stage] = round(self.stage_seconds.get(stage, 0.0) + seconds, 4)
 
     def fold(self, info: StageInfo) -> None:
-        """Add what one step did: its seconds, quarantine entries, notices and summary fields."""
+        """Add what one step did: its seconds, quarantine entries, notices and summary fields. The one way a
+        stage's result enters the summary (the pipeline sets only the run's own fields: times, peaks, why it
+        stopped, the extractor's usage)."""
         for stage, seconds in info.seconds.items():
             self.add_time(stage, seconds)
         self.quarantined += info.quarantined
@@ -210,8 +217,8 @@ class BuildSummary(BaseModel):
         for name, value in info.summary_fields().items():
             current = getattr(self, name)
             if isinstance(current, list):  # e.g. the Dask workers that ran extraction: each once
-                seen = set(current)  # (a set: a catalog's tool changes are thousands)
-                current.extend(v for v in value if v not in seen)
+                seen = {_key(v) for v in current}  # (a set: a catalog's tool changes are thousands)
+                current.extend(v for v in value if _key(v) not in seen)
             elif isinstance(current, dict):
                 current.update(value)
             elif isinstance(current, int | float) and not isinstance(current, bool):

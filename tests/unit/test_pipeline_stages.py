@@ -65,3 +65,28 @@ def test_the_protocol_check_is_not_vacuous():
 
     assert not isinstance(NoRun(), Stage)
     assert not isinstance(NoFingerprint(), Stage)
+
+
+def test_stage_results_enter_the_summary_by_folding():
+    """The pipeline writes no stage's figures into the summary itself: each stage's typed result is folded
+    (``BuildSummary.fold``), lists extended once per value (a live server's report is a dict), numbers added."""
+    from toolkg.flows.stages.listing import ListInfo
+    from toolkg.flows.stages.snapshot import SnapshotInfo
+    from toolkg.flows.steps import FoundInfo, ManifestOutcome, StoreInfo
+    from toolkg.models import QuarantinedItem
+    from toolkg.summary import BuildSummary
+
+    summary = BuildSummary(run_id="r", store="s", started="t")
+    report = {"server": "shop", "status": "new", "tools": 2}
+    failed = QuarantinedItem(source="shop", item="shop", stage=StageName.LIST, reason="timed out")
+    for _ in range(2):
+        summary.fold(ListInfo(live=(report,), live_skipped=(), quarantined=(failed,)))
+    summary.fold(FoundInfo(files=3))
+    summary.fold(ManifestOutcome(path="a.json", outcome="new"))
+    summary.fold(ManifestOutcome(path="b.json", outcome="rebuilt"))
+    summary.fold(StoreInfo(orphans_dropped=1))
+    summary.fold(StoreInfo(totals={"tools": 5}))
+    summary.fold(SnapshotInfo(snapshot="r"))
+    assert summary.live == [report] and summary.quarantined == [failed, failed]
+    assert (summary.manifests_seen, summary.new, summary.rebuilt, summary.changed) == (3, ["a.json"], ["b.json"], [])
+    assert (summary.orphans_dropped, summary.totals, summary.kept, summary.snapshot) == (1, {"tools": 5}, [], "r")
