@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
@@ -18,6 +18,8 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_QUARANTINED = 3
+
+Info = TypeVar("Info", bound=StageInfo)
 
 TOOLS_SHOWN = 20  # tool changes a printed summary names (summary.json names them all)
 
@@ -195,6 +197,12 @@ class BuildSummary(BaseModel):
     def canonical(self) -> dict[str, Any]:
         """Entities, fuzzy clusters, the largest clusters."""
         return self.stages.get("canonicalize", {}).get("canonical", {})
+
+    def result(self, kind: type[Info]) -> Info | None:
+        """A catalog-wide stage's typed result read back from its figures (``stages[kind.stage]``), e.g.
+        ``summary.result(AuditInfo).findings.by_kind``; None when the stage did not run."""
+        figures = self.stages.get(kind.stage)
+        return None if figures is None else kind.model_validate(figures)
 
     @property
     def exit_code(self) -> int:

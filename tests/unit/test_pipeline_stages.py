@@ -90,3 +90,17 @@ def test_stage_results_enter_the_summary_by_folding():
     assert summary.live == [report] and summary.quarantined == [failed, failed]
     assert (summary.manifests_seen, summary.new, summary.rebuilt, summary.changed) == (3, ["a.json"], ["b.json"], [])
     assert (summary.orphans_dropped, summary.totals, summary.kept, summary.snapshot) == (1, {"tools": 5}, [], "r")
+
+
+def test_a_stage_result_reads_back_typed_from_the_summary_and_its_json():
+    from toolkg.flows.stages.audit import AuditFigures, AuditInfo
+    from toolkg.flows.stages.link import LinkInfo
+    from toolkg.summary import BuildSummary
+
+    summary = BuildSummary(run_id="r", store="s", started="t")
+    info = AuditInfo(findings=AuditFigures(tools=3, flagged=1, by_kind={"injection": 1}, notes=1))
+    summary.fold(info)
+    assert summary.stages["audit"] == {"findings": {"tools": 3, "flagged": 1, "by_kind": {"injection": 1}, "notes": 1}}
+    again = BuildSummary.model_validate_json(summary.model_dump_json())
+    assert again.result(AuditInfo) == info and again.result(LinkInfo) is None
+    assert "findings: 1 of 3 tools flagged (1 injection); 1 with notes only" in str(again)
