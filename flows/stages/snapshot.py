@@ -51,5 +51,11 @@ class Snapshot(StageBase):
         fault_point(StageName.SNAPSHOT)
         clear_pending(store, StageName.SNAPSHOT)
 
+    def publish_now(self, store: ToolStore, name: str) -> SnapshotInfo:
+        """Checkpoint and publish at once, then clear the mark: an incremental sync (flows/sync/servers.py),
+        which marks the snapshot pending before it writes and has no summary to save first."""
+        self.publish(store, prepare_snapshot(store, name))
+        return SnapshotInfo(snapshot=name)
+
 
 SNAPSHOT = Snapshot()

@@ -20,7 +20,7 @@ from toolkg.errors import NotFoundError, RequestError
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import discover, fingerprint_file
 from toolkg.flows.stages.listing import LIST
-from toolkg.flows.stages.snapshot import SnapshotInfo
+from toolkg.flows.stages.snapshot import SNAPSHOT
 from toolkg.flows.sync.catalog import CatalogSync
 from toolkg.flows.sync.result import SyncResult
 from toolkg.limits import Limits
@@ -28,11 +28,10 @@ from toolkg.live.snapshots import snapshot_dir
 from toolkg.models import Manifest, ManifestFile, QuarantinedItem, Server
 from toolkg.ontology import TK, iris
 from toolkg.ontology.graphs import MANIFESTS_GRAPH, server_graph
-from toolkg.store.build_state import clear_pending, mark_pending
+from toolkg.store.build_state import mark_pending
 from toolkg.store.catalog_reads import stored_server_ids
 from toolkg.store.loading import BuildOptions, live_listing_wins, record_run
 from toolkg.store.oxigraph_store import ToolStore
-from toolkg.store.snapshots import publish_snapshot
 from toolkg.store.stats import totals
 from toolkg.summary import BuildSummary
 
@@ -151,7 +150,7 @@ def sync_found_servers(
         _record(store, summary, [], found, {}, None)
         return []
     if store.publishes_snapshots:  # a sync killed before it publishes leaves the snapshot owed to the next build
-        mark_pending(store, ["snapshot"], run_id)
+        mark_pending(store, [SNAPSHOT.name], run_id)
     results = []
     with CatalogSync(store, config, warm=False) as sync:
         for server_id in wanted:
@@ -164,9 +163,7 @@ def sync_found_servers(
         options = BuildOptions.of(config, extractor)
     _record(store, summary, results, found, {s: owners[s] & set(read or ()) for s in removing}, options)
     if store.publishes_snapshots:
-        publish_snapshot(store, run_id)
-        summary.fold(SnapshotInfo(snapshot=run_id))
-        clear_pending(store, "snapshot")
+        summary.fold(SNAPSHOT.publish_now(store, run_id))
     return results
 
 
