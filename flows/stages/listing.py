@@ -24,11 +24,11 @@ class ListInfo(StageInfo):
 
     @classmethod
     def of(cls, live: LiveRefresh) -> ListInfo:
-        servers = tuple(asdict(report) for report in live.servers)
+        # (every quarantine entry of a listing comes with its server's report: none without servers)
         return cls(
-            live=servers,
+            live=tuple(asdict(report) for report in live.servers),
             live_skipped=tuple(asdict(skipped) for skipped in live.skipped),
-            quarantined=tuple(live.quarantined) if servers else (),
+            quarantined=tuple(live.quarantined),
         )
 
 

@@ -19,7 +19,7 @@ from toolkg.config import BuildConfig
 from toolkg.errors import NotFoundError, RequestError
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import discover, fingerprint_file
-from toolkg.flows.stages.listing import LIST
+from toolkg.flows.stages.listing import LIST, ListInfo
 from toolkg.flows.stages.snapshot import SNAPSHOT
 from toolkg.flows.sync.catalog import CatalogSync
 from toolkg.flows.sync.result import SyncResult
@@ -237,9 +237,7 @@ def sync_paths(paths: list[str], store_dir: str, servers: list[str], config: Bui
     listed = LIST.run(
         paths, store_dir, timeout=live.timeout, concurrency=live.concurrency, only=set(servers), env_names=live.env
     )
-    summary.live = [asdict(report) for report in listed.servers]
-    summary.live_skipped = [asdict(skipped) for skipped in listed.skipped]
-    summary.quarantined += listed.quarantined  # a listing that failed: the server keeps its last snapshot
+    summary.fold(ListInfo.of(listed))  # a listing that failed is quarantined: the server keeps its last snapshot
     with ToolStore(store_dir) as store:
         refused: list[QuarantinedItem] = []
         live_ids = live_owners(store, listed.paths)

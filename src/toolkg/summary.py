@@ -129,11 +129,6 @@ def skipped_live_line(entry: dict) -> str:
     )
 
 
-def _key(value: object) -> object:
-    """``value`` as a set member: itself, or for a dict (a live server's report) its JSON."""
-    return json.dumps(value, sort_keys=True, default=str) if isinstance(value, dict) else value
-
-
 class BuildSummary(BaseModel):
     run_id: str
     store: str
@@ -224,9 +219,11 @@ class BuildSummary(BaseModel):
             self.stage_lines[info.stage] = info.lines()
         for name, value in info.summary_fields().items():
             current = getattr(self, name)
-            if isinstance(current, list):  # e.g. the Dask workers that ran extraction: each once
-                seen = {_key(v) for v in current}  # (a set: a catalog's tool changes are thousands)
-                current.extend(v for v in value if _key(v) not in seen)
+            if isinstance(current, list) and value and isinstance(value[0], dict):
+                current.extend(value)  # reports (a live server's, as a dict): each comes once, kept as given
+            elif isinstance(current, list):  # e.g. the Dask workers that ran extraction: each once
+                seen = set(current)  # (a set: a catalog's tool changes are thousands)
+                current.extend(v for v in value if v not in seen)
             elif isinstance(current, dict):
                 current.update(value)
             elif isinstance(current, int | float) and not isinstance(current, bool):

@@ -69,7 +69,8 @@ def test_the_protocol_check_is_not_vacuous():
 
 def test_stage_results_enter_the_summary_by_folding():
     """The pipeline writes no stage's figures into the summary itself: each stage's typed result is folded
-    (``BuildSummary.fold``), lists extended once per value (a live server's report is a dict), numbers added."""
+    (``BuildSummary.fold``): lists extended (a path once; a live server's report, a dict, as given), numbers
+    added."""
     from toolkg.flows.stages.listing import ListInfo
     from toolkg.flows.stages.snapshot import SnapshotInfo
     from toolkg.flows.steps import FoundInfo, ManifestOutcome, StoreInfo
@@ -87,7 +88,8 @@ def test_stage_results_enter_the_summary_by_folding():
     summary.fold(StoreInfo(orphans_dropped=1))
     summary.fold(StoreInfo(totals={"tools": 5}))
     summary.fold(SnapshotInfo(snapshot="r"))
-    assert summary.live == [report] and summary.quarantined == [failed, failed]
+    summary.fold(ManifestOutcome(path="a.json", outcome="new"))
+    assert summary.live == [report, report] and summary.quarantined == [failed, failed]
     assert (summary.manifests_seen, summary.new, summary.rebuilt, summary.changed) == (3, ["a.json"], ["b.json"], [])
     assert (summary.orphans_dropped, summary.totals, summary.kept, summary.snapshot) == (1, {"tools": 5}, [], "r")
 
