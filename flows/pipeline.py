@@ -53,6 +53,7 @@ from toolkg.flows.steps import (
     ManifestOutcome,
     StoreInfo,
     TransformInfo,
+    UsageInfo,
     batches,
     tool_batches,
 )
@@ -163,7 +164,7 @@ def _why_stopped(exc: BaseException, store: ToolStore) -> str:
 
 def _end_run(summary: BuildSummary, semantic: SemanticExtractor, confirmer, ctx: StageContext, clock: float) -> None:
     """Release the extractors and complete the summary's figures."""
-    summary.extraction = semantic.usage()
+    summary.fold(UsageInfo(extraction=semantic.usage()))
     semantic.close()
     if confirmer is not None:
         confirmer.close()

@@ -57,6 +57,16 @@ class TransformInfo(StageInfo):
         return {"workers": [self.worker]} if self.worker else {}
 
 
+class UsageInfo(StageInfo):
+    """The semantic extractor's usage over the run (extractor, model, prompt, requests, tokens, cost), taken
+    when the run ends: what the summary's ``extraction`` says."""
+
+    extraction: dict[str, Any] = {}
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {"extraction": self.extraction}
+
+
 class FoundInfo(StageInfo):
     """The manifest files found under the paths (``manifests_seen``); the files skipped are quarantined."""
 
