@@ -1,4 +1,4 @@
-"""The pipeline, without Prefect: ingest -> extract -> validate -> load -> canonicalize -> infer -> link -> publish.
+"""The pipeline, without Prefect: list -> ingest -> extract -> load -> the catalog-wide stages -> snapshot.
 
 ``run_pipeline`` builds (or incrementally updates) the knowledge graph in a store from manifest
 paths, running the stages ``toolkg.flows.stages.PIPELINE`` declares (where each stage's code is).
