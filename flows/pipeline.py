@@ -1,10 +1,11 @@
-"""The pipeline, without Prefect: ingest -> extract -> validate -> load -> canonicalize -> infer -> link -> publish.
+"""The pipeline, without Prefect: list -> ingest -> extract -> load -> the catalog-wide stages -> snapshot.
 
 ``run_pipeline`` builds (or incrementally updates) the knowledge graph in a store from manifest
-paths. Every stage runs in the run's ``StageContext`` (timing, memory, progress, quarantine: one
-place, ``toolkg.stages``); per-manifest work goes in batches (flows/steps.py); the catalog-wide
-stages run once per build over the whole stored catalog, when the catalog changed, an earlier build
-owes them, or their options changed (flows/stages/).
+paths, running the stages ``toolkg.flows.stages.PIPELINE`` declares (where each stage's code is).
+Every stage runs in the run's ``StageContext`` (timing, memory, progress, quarantine: one place,
+``toolkg.stages``); per-manifest work goes in batches (flows/steps.py); the catalog-wide stages run
+once per build over the whole stored catalog, when the catalog changed, an earlier build owes them,
+or their options changed (flows/stages/).
 
 How each step runs is the caller's: ``runner`` runs a step's function in this process by default;
 the build flow (flows/build.py) passes one that runs it as a Prefect task, and ``fan_out`` sends the
@@ -18,15 +19,13 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 from toolkg import progress
-from toolkg.canonicalize.links.structural import tool_text
 from toolkg.config import BuildConfig
 from toolkg.disk import disk_full_error, notice
-from toolkg.embeddings.ahead import EmbedAhead
 from toolkg.errors import ConfigError, NotFoundError
 from toolkg.extractors.manifests.ingest import IngestResult
 from toolkg.extractors.manifests.reading import Discovered, discover_all
@@ -36,23 +35,35 @@ from toolkg.failures import fault_point, quarantine, reason_of
 from toolkg.flows.live_precedence import LivePrecedence
 from toolkg.flows.stages import (
     CATALOG_STAGES,
+    SNAPSHOT,
     CatalogRun,
     Runner,
     in_process,
     make_confirmer,
-    prepare_snapshot_if_due,
-    publish_prepared,
+    prefetch_catalog_stages,
     run_catalog_stages,
 )
-from toolkg.flows.steps import TransformInfo, batches, ingest_batch, retrying, tool_batches, transform_manifests
-from toolkg.live import refresh_live
-from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem
+from toolkg.flows.stages.listing import LIST, ListInfo
+from toolkg.flows.steps import (
+    EXTRACT,
+    INGEST,
+    LOAD,
+    FoundInfo,
+    IngestedInfo,
+    ManifestOutcome,
+    StoreInfo,
+    TransformInfo,
+    UsageInfo,
+    batches,
+    tool_batches,
+)
+from toolkg.models import ExtractedManifest, ManifestFile, QuarantinedItem, StageInfo
 from toolkg.ontology import iris
 from toolkg.paths import store_cache
-from toolkg.stages import StageContext, StageName
+from toolkg.stages import Stage, StageContext, StageName
 from toolkg.store.build_state import mark_pending, pending_stages
 from toolkg.store.catalog_reads import server_ids_by_graph
-from toolkg.store.loading import BuildOptions, ManifestParts, load_manifest, record_run
+from toolkg.store.loading import BuildOptions, ManifestParts, record_run
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.snapshots import PreparedSnapshot
 from toolkg.store.stats import totals
@@ -153,7 +164,7 @@ def _why_stopped(exc: BaseException, store: ToolStore) -> str:
 
 def _end_run(summary: BuildSummary, semantic: SemanticExtractor, confirmer, ctx: StageContext, clock: float) -> None:
     """Release the extractors and complete the summary's figures."""
-    summary.extraction = semantic.usage()
+    summary.fold(UsageInfo(extraction=semantic.usage()))
     semantic.close()
     if confirmer is not None:
         confirmer.close()
@@ -166,7 +177,7 @@ def _publish(store: ToolStore, prepared: PreparedSnapshot) -> None:
     """Make the run's snapshot current. Once it is, the run has succeeded: failing to clear the stage's
     pending mark afterwards (a full disk) only makes the next build publish again."""
     try:
-        publish_prepared(store, prepared)
+        SNAPSHOT.publish(store, prepared)
     except Exception as exc:
         if not prepared.published:
             prepared.discard()
@@ -198,9 +209,9 @@ class BuildRun:
     def summary(self) -> BuildSummary:
         return self.ctx.summary
 
-    def step(self, name: StageName, work, *args):
-        """Run one step's function the way this run runs steps (in-process, or as a Prefect task)."""
-        return self.catalog.runner(name, work, *args)
+    def step(self, stage: Stage, *args):
+        """Run one stage's work the way this run runs steps (in-process, or as a Prefect task named after it)."""
+        return self.catalog.runner(stage.name, stage.run, *args)
 
     def before_write(self) -> None:
         """Before the run's first write: the catalog-wide stages are owed until each is redone."""
@@ -232,14 +243,16 @@ def _pipeline(run: BuildRun, paths: list[str]) -> PreparedSnapshot | None:
     manifests = [r for r in parsed if r.manifest is not None]
     if absent and not gone:  # kept: a typo'd folder or a partial checkout removes nothing unless asked
         ids, defined = server_ids_by_graph(store), {s.id for r in manifests for s in r.parsed.servers}
-        summary.kept = sorted({ids[g] for rec in absent for g in rec.graphs if g in ids} - defined)
+        summary.fold(
+            StoreInfo(kept=tuple(sorted({ids[g] for rec in absent for g in rec.graphs if g in ids} - defined)))
+        )
     del parsed
     owners = {g: rec.path for rec in run.records.values() if rec not in gone for g in rec.graphs}
     with run.ctx.stage(StageName.INGEST, show=False):  # the names declared dependencies resolve against
         index = _name_index(run, manifests, owners)
     used = [r.file for r in manifests]
-    if run.config.link:
-        run.catalog.ahead = EmbedAhead.start(store_cache(store.directory, "embeddings"), _tool_texts(manifests))
+    # the catalog-wide stages' work that can start now (the link stage's embedding of the new texts)
+    prefetch_catalog_stages(run.catalog, [t for r in manifests for s in r.parsed.servers for t in s.tools])
     try:
         loaded = _extract_validate_load(run, manifests, index, owners)
         _remove(run, gone)
@@ -247,14 +260,9 @@ def _pipeline(run: BuildRun, paths: list[str]) -> PreparedSnapshot | None:
         changed = bool(loaded or summary.removed)
         wrote = run_catalog_stages(run.catalog, changed, run.owed)
     finally:
-        run.catalog.finish_ahead()
+        run.catalog.finish_prefetch()
     _record(run, used, changed)
-    return prepare_snapshot_if_due(run.catalog, changed or wrote, run.owed)
-
-
-def _tool_texts(manifests: list[IngestResult]) -> list[str]:
-    """The texts the link stage will embed for the tools being (re)loaded (toolkg.embeddings.ahead)."""
-    return [tool_text(t) for r in manifests for s in r.parsed.servers for t in s.tools]
+    return SNAPSHOT.run(run.catalog, changed or wrote, run.owed)
 
 
 def _drop_orphans(run: BuildRun) -> None:
@@ -262,14 +270,14 @@ def _drop_orphans(run: BuildRun) -> None:
     orphans = run.store.drop_orphans(run.records.values())
     if orphans:
         run.before_write()  # the catalog-wide graphs may have counted them: redo those stages
-        run.summary.orphans_dropped = len(orphans)
+        run.summary.fold(StoreInfo(orphans_dropped=len(orphans)))
 
 
 def _list_live(run: BuildRun, paths: list[str]) -> tuple[list[str], set[str]]:
     """List the live MCP servers among ``paths`` (toolkg.live): their snapshots replace them as inputs."""
     with run.ctx.stage(StageName.LIST, unit="servers", show=False):
         try:
-            live = refresh_live(
+            live = LIST.run(
                 paths,
                 run.store.directory,
                 timeout=run.config.live.timeout,
@@ -279,11 +287,8 @@ def _list_live(run: BuildRun, paths: list[str]) -> tuple[list[str], set[str]]:
             )
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-    run.summary.live_skipped = [asdict(skipped) for skipped in live.skipped]  # found in folders: never started
-    if live.servers:
-        run.summary.live = [asdict(report) for report in live.servers]
-        run.summary.quarantined += live.quarantined
-    else:  # nothing live among the paths: no time to show for a stage that did not run
+    run.summary.fold(ListInfo.of(live))
+    if not live.servers:  # nothing live among the paths: no time to show for a stage that did not run
         run.summary.stage_seconds.pop(StageName.LIST, None)
     return live.paths, live.configurations
 
@@ -291,11 +296,11 @@ def _list_live(run: BuildRun, paths: list[str]) -> tuple[list[str], set[str]]:
 def _discover(paths: list[str], summary: BuildSummary, exclude: set[str], live: bool) -> list[str]:
     found = discover_all(paths) if paths else Discovered()
     files = [str(p) for p in found.files if str(p) not in exclude]
-    for path, why in found.skipped:
-        summary.quarantined.append(QuarantinedItem(source=path, item=path, stage=StageName.READ, reason=why))
+    skipped = (QuarantinedItem(source=path, item=path, stage=StageName.READ, reason=why) for path, why in found.skipped)
+    summary.fold(StageInfo(quarantined=tuple(skipped)))
     if not files and not live:
         raise NotFoundError(f"no manifest files (.json, .yaml, .yml) under: {' '.join(paths)}")
-    summary.manifests_seen = len(files)
+    summary.fold(FoundInfo(files=len(files)))
     return files
 
 
@@ -314,7 +319,7 @@ def _ingest_files(run: BuildRun, files: list[str]) -> list[IngestResult]:
     # A catalog owning a live server's id is read again, unchanged or not: its reload gives the id up.
     unread = {path: record for path, record in run.records.items() if path not in run.live.reread}
     for done, batch in enumerate(batches(files, size), start=1):
-        info = run.step(StageName.INGEST, ingest_batch, batch, unread, run.options, run.config.force)
+        info = run.step(INGEST, batch, unread, run.options, run.config.force)
         summary.fold(info)
         parsed += info.parsed
         skipped += info.skipped
@@ -323,12 +328,11 @@ def _ingest_files(run: BuildRun, files: list[str]) -> list[IngestResult]:
     records = run.records
     waiting = [f.path for f in skipped if set(records[f.path].unresolved) & new_names or records[f.path].pending]
     if waiting:
-        again = run.step(StageName.INGEST, ingest_batch, waiting, {}, run.options, True)
+        again = run.step(INGEST, waiting, {}, run.options, True)
         summary.fold(again)
         parsed += again.parsed
-        summary.reprocessed = waiting
         skipped = [f for f in skipped if f.path not in set(waiting)]
-    summary.skipped = [f.path for f in skipped]
+    summary.fold(IngestedInfo(skipped=tuple(f.path for f in skipped), reprocessed=tuple(waiting)))
     for r in parsed:
         summary.fold(r)
     return parsed
@@ -362,8 +366,7 @@ def _transformed(
             batch = work.pop(0)
             manifests = [r.manifest for r in batch]
             info = run.step(
-                StageName.EXTRACT,
-                transform_manifests,
+                EXTRACT,
                 manifests,
                 index,
                 validator,
@@ -430,25 +433,22 @@ def _load(
         with run.ctx.stage(StageName.LOAD, show=False):
             previous, run_iri = run.records.get(r.file.path), iris.run_iri(summary.run_id)
             result = run.step(
-                StageName.LOAD,
-                retrying,  # one manifest (or part) in one transaction, tried again on a transient failure
-                lambda: load_manifest(
-                    run.store,
-                    extracted,
-                    r.file,
-                    run.options,
-                    previous,
-                    owners,
-                    run_iri,
-                    parts=parts,
-                    final=final,
-                    reserved=run.live.reserved,
-                ),
+                LOAD,
+                run.store,
+                extracted,
+                r.file,
+                run.options,
+                previous,
+                owners,
+                run_iri,
+                parts,
+                final,
+                run.live.reserved,
             )
     except Exception as exc:  # the store refused this manifest even after retries
         path = r.file.path
         entry = quarantine(exc, source=path, item=path, stage=StageName.LOAD, context="store write failed")
-        summary.quarantined.append(entry)
+        summary.fold(StageInfo(quarantined=(entry,)))
         if parts is not None:
             parts.incomplete = True
         return False
@@ -459,10 +459,9 @@ def _load(
     summary.fold(result)
     if final and r.file.path not in summary.reprocessed:
         previous = run.records.get(r.file.path)
-        if previous is None:
-            summary.new.append(r.file.path)
-        else:  # bytes read again unchanged (--force, other options) are no change of the manifest's
-            (summary.rebuilt if previous.sha256 == r.file.sha256 else summary.changed).append(r.file.path)
+        # bytes read again unchanged (--force, other options) are no change of the manifest's
+        outcome = "new" if previous is None else "rebuilt" if previous.sha256 == r.file.sha256 else "changed"
+        summary.fold(ManifestOutcome(path=r.file.path, outcome=outcome))
     return True
 
 
@@ -472,7 +471,7 @@ def _remove(run: BuildRun, gone: Iterable[ManifestRecord]) -> None:
         with run.ctx.stage(StageName.LOAD, contain=True, item=rec.path, source=rec.path, show=False):
             run.before_write()
             run.store.remove_manifest(rec)
-            run.summary.removed.append(rec.path)
+            run.summary.fold(ManifestOutcome(path=rec.path, outcome="removed"))
 
 
 def _record(run: BuildRun, used: list[ManifestFile], changed: bool) -> None:
@@ -483,5 +482,5 @@ def _record(run: BuildRun, used: list[ManifestFile], changed: bool) -> None:
             ended = datetime.now(UTC)
             started = datetime.fromisoformat(summary.started)
             record_run(run.store, summary.run_id, started, ended, used, summary.removed, run.options)
-        summary.totals = totals(run.store)
+        summary.fold(StoreInfo(totals=totals(run.store)))
     summary.tools.sort(key=lambda change: (change.tool, change.change))

@@ -25,7 +25,7 @@ from toolkg.errors import ConfigError
 from toolkg.extractors.triples.semantic import make_extractor
 from toolkg.failures import quarantine
 from toolkg.flows.pipeline import DEFAULT_WORKERS
-from toolkg.flows.steps import TransformInfo, transform_manifests
+from toolkg.flows.steps import EXTRACT, TransformInfo
 from toolkg.stages import StageName
 from toolkg.store.validation import Validator
 
@@ -61,7 +61,7 @@ class Batch:
 def transform_on_worker(batch: Batch, run_id: str) -> TransformInfo:
     """One batch on a Dask worker: the offline extractor, SHACL in the worker's own process."""
     with Validator(workers=1) as validator:  # Dask workers are daemonic: no process pool of their own
-        info = transform_manifests(batch.manifests, batch.index, validator, make_extractor("offline", None), run_id)
+        info = EXTRACT.run(batch.manifests, batch.index, validator, make_extractor("offline", None), run_id)
     return info.model_copy(update={"worker": f"{socket.gethostname()}:{os.getpid()}"})
 
 

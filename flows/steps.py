@@ -1,7 +1,9 @@
-"""The per-manifest steps of the pipeline: ingest, transform (extract + validate), load.
+"""The per-manifest steps of the pipeline: ingest (read), transform (extract, extract-semantic, validate), load.
 
-Plain functions, no Prefect: the pipeline (flows/pipeline.py) runs them in-process, and the build
-flow (flows/build.py) runs the same functions as Prefect tasks. Each returns a typed result
+Each is a stage object (``toolkg.stages.Stage``: ``INGEST``, ``READ``, ``EXTRACT``, ...; declared in
+order with the others in ``toolkg.flows.stages.PIPELINE``) whose ``run`` is a plain function, no
+Prefect: the pipeline (flows/pipeline.py) runs them in-process, and the build flow (flows/build.py)
+runs the same functions as Prefect tasks. Each returns a typed result
 (``toolkg.models.StageInfo``) that the pipeline folds into the run summary; no step writes shared
 state. Work goes to steps in batches so a task's cost stays small next to the work. Only loading
 retries, and only on I/O errors; everything else that goes wrong with an input is quarantined and
@@ -11,9 +13,11 @@ the run carries on.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
+
+from pyoxigraph import NamedNode
 
 from toolkg.disk import is_disk_full
 from toolkg.errors import ToolkgError
@@ -23,11 +27,11 @@ from toolkg.extractors.triples.models import ExtractionFailure, ToolExtraction
 from toolkg.extractors.triples.semantic import SemanticExtractor, with_extractions
 from toolkg.extractors.triples.structural import NameIndex, extract_structure
 from toolkg.failures import fault_point, quarantine
-from toolkg.models import ExtractedManifest, Manifest, ManifestFile, QuarantinedItem, StageInfo
+from toolkg.models import ExtractedManifest, Manifest, ManifestFile, QuarantinedItem, Server, StageInfo, Tool
 from toolkg.ontology import iris
-from toolkg.stages import StageName, Stopwatch, Timer
-from toolkg.store.loading import BuildOptions, fingerprint
-from toolkg.store.oxigraph_store import ManifestRecord
+from toolkg.stages import StageBase, StageName, Stopwatch, Timer
+from toolkg.store.loading import BuildOptions, LoadResult, ManifestParts, fingerprint, load_manifest
+from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.validation import Validator
 
 T = TypeVar("T")
@@ -51,6 +55,59 @@ class TransformInfo(StageInfo):
 
     def summary_fields(self) -> dict[str, Any]:
         return {"workers": [self.worker]} if self.worker else {}
+
+
+class UsageInfo(StageInfo):
+    """The semantic extractor's usage over the run (extractor, model, prompt, requests, tokens, cost), taken
+    when the run ends: what the summary's ``extraction`` says."""
+
+    extraction: dict[str, Any] = {}
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {"extraction": self.extraction}
+
+
+class FoundInfo(StageInfo):
+    """The manifest files found under the paths (``manifests_seen``); the files skipped are quarantined."""
+
+    files: int = 0
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {"manifests_seen": self.files}
+
+
+class IngestedInfo(StageInfo):
+    """What ingest decided over all its batches: the files unchanged (skipped) and those read again unchanged
+    because a missing dependency target appeared or their record is owed a rebuild (reprocessed)."""
+
+    skipped: tuple[str, ...] = ()
+    reprocessed: tuple[str, ...] = ()
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {"skipped": list(self.skipped), "reprocessed": list(self.reprocessed)}
+
+
+class ManifestOutcome(StageInfo):
+    """One manifest the run loaded (new, changed, or rebuilt: bytes unchanged) or removed (``--prune``)."""
+
+    path: str
+    outcome: Literal["new", "changed", "rebuilt", "removed"]
+
+    def summary_fields(self) -> dict[str, Any]:
+        return {self.outcome: [self.path]}
+
+
+class StoreInfo(StageInfo):
+    """What the run found in, and left, the store as a whole: graphs an interrupted build left without their
+    record (dropped), servers no path defines any more (kept without --prune), the totals after the run."""
+
+    orphans_dropped: int = 0
+    kept: tuple[str, ...] = ()
+    totals: dict[str, int] = {}
+
+    def summary_fields(self) -> dict[str, Any]:
+        fields = {"orphans_dropped": self.orphans_dropped, "kept": list(self.kept), "totals": self.totals}
+        return {name: value for name, value in fields.items() if value}
 
 
 def batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -130,7 +187,7 @@ def ingest_batch(
     quarantined: list[QuarantinedItem] = []
     for path in paths:
         try:
-            file, data = fingerprint_file(Path(path), options.limits)
+            file, data = READ.run(Path(path), options.limits)
         except Exception as exc:  # unreadable, vanished, over the size limit
             if isinstance(exc, OSError):
                 exc = ToolkgError(f"cannot read file: {exc.strerror or exc}")
@@ -178,7 +235,7 @@ def transform_manifests(
     items = every if extract_only is None else [(t, s) for t, s in every if t.id in extract_only]
     try:
         with watch.stage(StageName.EXTRACT_SEMANTIC, show=False):
-            found = extractor.extract_many(items, run_id)
+            found = EXTRACT_SEMANTIC.run(extractor, items, run_id)
     except Exception as exc:  # the extractor itself broke: every tool loads with its structure only
         reason = quarantine(exc, source="", item="batch", stage=StageName.EXTRACT).reason
         found = [ExtractionFailure(tool_id=tool.id, reason=reason) for tool, _ in items]
@@ -198,7 +255,7 @@ def transform_manifests(
                 one = with_extractions(one, results[offset : offset + manifest.tool_count], run)
             stage = StageName.VALIDATE
             with watch.stage(stage, show=False):
-                one, rejected = validator.validate(one, validate_only(one) if validate_only else None)
+                one, rejected = VALIDATE.run(validator, one, validate_only(one) if validate_only else None)
             extracted.append(one)
             problems.append((*one.quarantined, *rejected))
         except Exception as exc:
@@ -212,3 +269,99 @@ def transform_manifests(
         quarantined=tuple(q for found in problems for q in found),
         tools=len(items),
     )
+
+
+def extract_semantic(
+    extractor: SemanticExtractor, items: Sequence[tuple[Tool, Server]], run_id: str
+) -> list[ToolExtraction | ExtractionFailure]:
+    """The semantic extractor over a batch's (tool, server) pairs: one result per pair, in order."""
+    return extractor.extract_many(items, run_id)
+
+
+def validate(
+    validator: Validator, extracted: ExtractedManifest, only: set[str] | None
+) -> tuple[ExtractedManifest, list[QuarantinedItem]]:
+    """SHACL over one manifest's graphs (``only``: those tools' alone): what passes, and what was rejected."""
+    return validator.validate(extracted, only)
+
+
+def load(
+    store: ToolStore,
+    extracted: ExtractedManifest,
+    file: ManifestFile,
+    options: BuildOptions,
+    previous: ManifestRecord | None,
+    owners: dict[str, str],
+    run_iri: NamedNode,
+    parts: ManifestParts | None,
+    final: bool,
+    reserved: Mapping[str, str] | None,
+) -> LoadResult:
+    """One manifest (or part) in one transaction, tried again on a transient failure (``retrying``)."""
+    return retrying(
+        lambda: load_manifest(
+            store, extracted, file, options, previous, owners, run_iri, parts=parts, final=final, reserved=reserved
+        )
+    )
+
+
+# --- the stage objects (toolkg.stages.Stage); PIPELINE (flows/stages/__init__.py) declares them in order ----
+
+
+class Read(StageBase):
+    """A manifest file hashed and decoded, within the input limits (timed as part of ingest)."""
+
+    name = StageName.READ
+    section = "limits"
+    part_of = StageName.INGEST
+    code = ("toolkg.extractors.manifests.reading",)
+    run = staticmethod(fingerprint_file)
+
+
+class Ingest(StageBase):
+    """A batch of manifest paths read (``Read``) and those whose fingerprint changed parsed into models."""
+
+    name = StageName.INGEST
+    section = "build"  # format, server, hide_declared, force, batch_size
+    code = ("toolkg.extractors.manifests",)
+    run = staticmethod(ingest_batch)
+
+
+class Extract(StageBase):
+    """A batch's structural triples, with the semantic extractor's results, validated: ``TransformInfo``."""
+
+    name = StageName.EXTRACT
+    section = "build"  # extractor, llm_config
+    code = ("toolkg.extractors.triples",)
+    run = staticmethod(transform_manifests)
+
+
+class ExtractSemantic(StageBase):
+    """The triple extractor itself (offline rules or an LLM), over a whole batch at once (part of extract)."""
+
+    name = StageName.EXTRACT_SEMANTIC
+    section = "build"  # extractor, llm_config
+    part_of = StageName.EXTRACT
+    code = ("toolkg.extractors.triples", "toolkg.prompts")
+    run = staticmethod(extract_semantic)
+
+
+class Validate(StageBase):
+    """SHACL over each manifest's graphs (part of the extract step's batch)."""
+
+    name = StageName.VALIDATE
+    part_of = StageName.EXTRACT
+    code = ("toolkg.store.validation", "toolkg.ontology")
+    run = staticmethod(validate)
+
+
+class Load(StageBase):
+    """One manifest (or part) written in one transaction, retried on transient failures: ``LoadResult``."""
+
+    name = StageName.LOAD
+    code = ("toolkg.store.loading",)
+    run = staticmethod(load)
+
+
+READ, INGEST, EXTRACT, EXTRACT_SEMANTIC = Read(), Ingest(), Extract(), ExtractSemantic()
+VALIDATE, LOAD = Validate(), Load()

@@ -1,11 +1,17 @@
-"""The catalog-wide stages after loading: canonicalize, infer, link, audit, the retrieval index, then the snapshot.
+"""Every stage of the pipeline, declared once and in order: ``PIPELINE``. Start here to find a stage's code.
+
+``PIPELINE`` holds one stage object per ``StageName`` (``toolkg.stages.Stage``: its name, the ``BuildConfig``
+section of its options, its code's fingerprint, ``run`` -> a typed result, and ``update`` for a stage that
+follows incremental sync). Listing and the snapshot are modules here; the per-manifest steps are
+flows/steps.py; the catalog-wide stages, one module each here, are ``CATALOG_STAGES``, the part of
+``PIPELINE`` after loading. flows/pipeline.py runs them (a build), flows/sync/ the catalog-wide ones'
+``update`` (a sync).
 
 Each stage is one class (``base.CatalogStage``) in its own module that states, once: its name, the
 graph it writes, its options (a section of ``BuildConfig``), the modules whose code decides its
 result, ``run(run) -> info``, how that info prints (the info's ``lines``) and, for incremental sync,
 how it follows a change to a few tools (``warm``, ``update``, ``after_write``; by default it is marked
-pending for the next build). ``CATALOG_STAGES`` lists them in order, for builds and syncs alike: adding a
-stage is its module, a line here and its ``StageName``.
+pending for the next build). Adding a stage is its module, a line in ``PIPELINE`` and its ``StageName``.
 
 Each stage reads the whole stored catalog and swaps one named graph, under one guard
 (``StageContext.stage`` with ``contain``): a failure keeps the stage's previous graph, becomes a
@@ -17,27 +23,65 @@ rules make it due again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from toolkg.failures import fault_point
 from toolkg.flows.stages.audit import Audit
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Runner, in_process
 from toolkg.flows.stages.canonicalize import Canonicalize
-from toolkg.flows.stages.infer import Infer
+from toolkg.flows.stages.infer import CONFIRM, Infer
 from toolkg.flows.stages.link import Link
+from toolkg.flows.stages.listing import LIST
 from toolkg.flows.stages.retrieval_index import RetrievalIndex
+from toolkg.flows.stages.snapshot import SNAPSHOT
+from toolkg.flows.steps import EXTRACT, EXTRACT_SEMANTIC, INGEST, LOAD, READ, VALIDATE
+from toolkg.models import Tool
 from toolkg.paths import store_cache
-from toolkg.stages import StageName
+from toolkg.stages import Stage
 from toolkg.store.build_state import clear_pending, options_digests
-from toolkg.store.oxigraph_store import ToolStore
-from toolkg.store.snapshots import PreparedSnapshot, current_snapshot, prepare_snapshot
 
 if TYPE_CHECKING:
     from toolkg.canonicalize.inference.confirm import DependencyConfirmer
 
-__all__ = ["CATALOG_STAGES", "CatalogRun", "CatalogStage", "Runner", "in_process", "run_catalog_stages"]
+__all__ = [
+    "CATALOG_STAGES",
+    "PIPELINE",
+    "SNAPSHOT",
+    "CatalogRun",
+    "CatalogStage",
+    "Runner",
+    "in_process",
+    "prefetch_catalog_stages",
+    "run_catalog_stages",
+]
 
-CATALOG_STAGES: tuple[CatalogStage, ...] = (Canonicalize(), Infer(), Link(), Audit(), RetrievalIndex())
+# The pipeline, in order: StageName -> the stage object -> the module holding its code.
+PIPELINE: tuple[Stage, ...] = (
+    LIST,  # list: live MCP servers listed into snapshots -- flows/stages/listing.py (toolkg.live)
+    READ,  # read: a manifest hashed and decoded, part of ingest -- flows/steps.py (extractors/manifests/reading.py)
+    INGEST,  # ingest: manifests parsed into models -- flows/steps.py (extractors/manifests/)
+    EXTRACT,  # extract: structural triples and the semantic ones, validated -- flows/steps.py (extractors/triples/)
+    EXTRACT_SEMANTIC,  # extract-semantic: the triple extractor, part of extract -- flows/steps.py (extractors/triples/)
+    VALIDATE,  # validate: SHACL per manifest, part of extract -- flows/steps.py (store/validation.py)
+    LOAD,  # load: one transaction per manifest -- flows/steps.py (store/loading.py)
+    Canonicalize(),  # canonicalize: entity clusters -- flows/stages/canonicalize.py (canonicalize/entities/)
+    Infer(),  # infer: dependency edges -- flows/stages/infer.py (canonicalize/inference/)
+    CONFIRM,  # confirm: an LLM's review of them, part of infer -- flows/stages/infer.py (canonicalize/inference/)
+    Link(),  # link: structural links, embeddings -- flows/stages/link.py (canonicalize/links/, embeddings/)
+    Audit(),  # audit: findings, toxic flows -- flows/stages/audit.py (canonicalize/findings/)
+    RetrievalIndex(),  # index: the retrieval index -- flows/stages/retrieval_index.py (toolkg.retrieval)
+    SNAPSHOT,  # snapshot: the read-only copy the endpoint serves -- flows/stages/snapshot.py (store/snapshots.py)
+)
+# The catalog-wide stages, for builds (run_catalog_stages) and syncs (flows/sync/catalog.py) alike.
+CATALOG_STAGES: tuple[CatalogStage, ...] = tuple(s for s in PIPELINE if isinstance(s, CatalogStage))
+
+
+def prefetch_catalog_stages(run: CatalogRun, tools: Sequence[Tool]) -> None:
+    """Start each wanted stage's prefetch (``CatalogStage.prefetch``) on the ``tools`` this run (re)loads."""
+    for stage in CATALOG_STAGES:
+        if stage.wanted(run) and (work := stage.prefetch(run, tools)) is not None:
+            run.prefetched[stage.name] = work
 
 
 def run_catalog_stages(run: CatalogRun, changed: bool, pending: set[str]) -> bool:
@@ -70,29 +114,6 @@ def run_stage(run: CatalogRun, stage: CatalogStage) -> bool:
         fault_point(stage.name)  # test hook: a kill here leaves the stage marked, so the next build redoes it
         clear_pending(run.store, stage.name, stage.digest(run))
     return handle.ok
-
-
-def prepare_snapshot_if_due(run: CatalogRun, changed: bool, pending: set[str]) -> PreparedSnapshot | None:
-    """The endpoint serves snapshots, never the live database: checkpoint one when the graph changed, when an
-    earlier build owes one, or when there is none yet. It is not current yet: ``publish_prepared`` makes it
-    so once the run's summary is saved (a failed build publishes nothing)."""
-    store, summary = run.store, run.ctx.summary
-    if not store.publishes_snapshots:
-        return None
-    prepared = None
-    if changed or StageName.SNAPSHOT in pending or current_snapshot(store.directory) is None:
-        with run.ctx.stage(StageName.SNAPSHOT, contain=True):
-            prepared = prepare_snapshot(store, summary.run_id)
-            summary.snapshot = prepared.name
-    return prepared
-
-
-def publish_prepared(store: ToolStore, prepared: PreparedSnapshot) -> None:
-    """Make the prepared snapshot current, then clear the stage's pending mark. The mark goes last: a build
-    killed (or stopped by a full disk) in between leaves it, and the next build publishes again."""
-    prepared.publish()
-    fault_point(StageName.SNAPSHOT)
-    clear_pending(store, StageName.SNAPSHOT)
 
 
 def make_confirmer(store_dir: str, llm_config: str | None) -> DependencyConfirmer:

@@ -25,7 +25,7 @@ from toolkg.canonicalize.findings.flows import flow_findings, toxic_flows
 from toolkg.canonicalize.findings.roles import Roles, load_role_model
 from toolkg.findings import Finding, ToolText
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change, StageState, StageUpdate
-from toolkg.models import StageInfo
+from toolkg.models import Frozen, StageInfo
 from toolkg.ontology.graphs import AUDIT_GRAPH
 from toolkg.stages import StageName
 from toolkg.store.findings import (
@@ -43,15 +43,24 @@ from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.snapshots import current_snapshot
 
 
+class AuditFigures(Frozen):
+    """The audit's figures, as the run summary keeps them (``stages["audit"]["findings"]``)."""
+
+    tools: int = 0
+    flagged: int = 0  # tools with a medium or high finding
+    by_kind: dict[str, int] = {}  # flagged tools per finding kind
+    notes: int = 0  # tools with low findings only
+
+
 class AuditInfo(StageInfo):
     stage: ClassVar[str] = StageName.AUDIT
-    findings: dict[str, Any] = {}  # tools, flagged (a medium or high finding), by kind, notes (low only)
+    findings: AuditFigures = AuditFigures()
 
     def lines(self) -> list[str]:
         a = self.findings
-        kinds = ", ".join(f"{n} {k}" for k, n in sorted(a.get("by_kind", {}).items()))
-        flagged = f"{a.get('flagged', 0)} of {a.get('tools', 0)} tools flagged" + (f" ({kinds})" if kinds else "")
-        notes = a.get("notes", 0)
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(a.by_kind.items()))
+        flagged = f"{a.flagged} of {a.tools} tools flagged" + (f" ({kinds})" if kinds else "")
+        notes = a.notes
         return [f"findings: {flagged}" + (f"; {notes} with notes only (same name on another server)" if notes else "")]
 
 
@@ -94,16 +103,16 @@ class Audit(CatalogStage[AuditState]):
         alarms = {t: [f for f in fs if f.severity != "low"] for t, fs in result.findings.items()}
         by_kind = Counter(k for fs in alarms.values() for k in {f.kind.value for f in fs})
         return AuditInfo(
-            findings={
-                "tools": len(texts),
-                "flagged": sum(1 for fs in alarms.values() if fs),
-                "by_kind": dict(by_kind),
-                "notes": sum(1 for fs in alarms.values() if not fs),
-            }
+            findings=AuditFigures(
+                tools=len(texts),
+                flagged=sum(1 for fs in alarms.values() if fs),
+                by_kind=dict(by_kind),
+                notes=sum(1 for fs in alarms.values() if not fs),
+            )
         )
 
     def size(self, run: CatalogRun, info: StageInfo) -> int:
-        return int(info.findings.get("tools", 0))  # type: ignore[attr-defined]
+        return info.findings.tools if isinstance(info, AuditInfo) else 0
 
     # --- incremental sync ----------------------------------------------------------------------
     # The detectors read the tools' texts as the store holds them, so a sync audits after it wrote its change;

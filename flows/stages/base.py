@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 from pyoxigraph import Literal, NamedNode, Triple
 
 from toolkg.config import BuildConfig
-from toolkg.embeddings.ahead import EmbedAhead
-from toolkg.fingerprint import source_fingerprint
 from toolkg.models import StageInfo, Tool
 from toolkg.ontology import TK
 from toolkg.ontology.graphs import STATE_GRAPH
-from toolkg.stages import StageContext, StageName
+from toolkg.stages import StageBase, StageContext
 from toolkg.store.build_state import stage_node
 from toolkg.store.oxigraph_store import ToolStore
 from toolkg.store.records import ToolRecord, read_tools
@@ -39,6 +37,13 @@ def in_process(name: str, work: Callable[..., T], *args: Any) -> T:
     return work(*args)
 
 
+class Prefetch(Protocol):
+    """Work a stage started ahead of its turn (``CatalogStage.prefetch``: the link stage's embedding of the new
+    tools' texts, ``toolkg.embeddings.ahead``), stopped by the stage itself or at the run's end."""
+
+    def finish(self) -> None: ...
+
+
 @dataclass
 class CatalogRun:
     """What the catalog-wide stages of one run share: the store, the run's context, its options, and
@@ -48,7 +53,7 @@ class CatalogRun:
     ctx: StageContext
     config: BuildConfig = field(default_factory=BuildConfig)
     confirmer: DependencyConfirmer | None = None  # an LLM reviews inferred edges
-    ahead: EmbedAhead | None = None  # new tool texts being embedded beside the other stages
+    prefetched: dict[str, Prefetch] = field(default_factory=dict)  # by stage name (``CatalogStage.prefetch``)
     runner: Runner = in_process
     _tools: list[ToolRecord] | None = None
 
@@ -62,11 +67,12 @@ class CatalogRun:
             self._tools = read_tools(self.store)
         return self._tools
 
-    def finish_ahead(self) -> None:
-        """Stop the embed-ahead worker (what it embedded is in the cache); idempotent."""
-        if self.ahead is not None:
-            self.ahead.finish()
-            self.ahead = None
+    def finish_prefetch(self, stage: str | None = None) -> None:
+        """Stop the prefetch of ``stage`` (every stage's when None); what it did is kept. Idempotent."""
+        for name in [stage] if stage is not None else list(self.prefetched):
+            work = self.prefetched.pop(name, None)
+            if work is not None:
+                work.finish()
 
 
 @dataclass
@@ -120,27 +126,21 @@ class StageState:
 S = TypeVar("S", bound=StageState)
 
 
-def code_fingerprint(code: tuple[str, ...]) -> str:
-    """sha256 of the source of the modules (a package: all its modules) behind a stage."""
-    return source_fingerprint(code)
+class CatalogStage(StageBase, Generic[S]):
+    """One catalog-wide stage. Subclasses set the class attributes (``StageBase``'s: name, options section,
+    code; and the graph it swaps) and ``run``; for incremental sync, a stage that can follow a change to a few
+    tools overrides ``warm`` and ``update`` (``S`` is what it keeps warm)."""
 
-
-class CatalogStage(Generic[S]):
-    """One catalog-wide stage. Subclasses set the class attributes and ``run``; for incremental sync, a stage
-    that can follow a change to a few tools overrides ``warm`` and ``update`` (``S`` is what it keeps warm)."""
-
-    name: ClassVar[StageName]
     graph: ClassVar[NamedNode | None] = None  # the named graph it swaps
     unit: ClassVar[str] = "tools"  # what its progress line counts
-    code: ClassVar[tuple[str, ...]] = ()  # the modules whose code decides its result
 
     def wanted(self, run: CatalogRun) -> bool:
         """Whether this build runs the stage at all (a stage switched off has its graph dropped)."""
         return True
 
     def options(self, run: CatalogRun) -> BaseModel | None:
-        """The options its result depends on besides the catalog."""
-        return None
+        """The options its result depends on besides the catalog: its ``section`` of the run's config."""
+        return getattr(run.config, self.section) if self.section else None
 
     def digest(self, run: CatalogRun) -> str:
         """Options and code, hashed: a store built with other options or older rules is brought up to date."""
@@ -156,15 +156,18 @@ class CatalogStage(Generic[S]):
     def extra_options(self, run: CatalogRun) -> dict[str, Any]:
         return {}
 
-    def fingerprint(self) -> str:
-        return code_fingerprint(self.code)
-
     def due(self, run: CatalogRun, changed: bool, pending: set[str], digests: dict[str, str]) -> bool:
         """Run when the catalog changed, when an earlier build owes it, when its options or code differ
         from the last time it ran, or when its graph is missing."""
         stale = digests.get(self.name) != self.digest(run)
         missing = self.graph is not None and not run.store.has_graph(self.graph)
         return changed or self.name in pending or stale or missing
+
+    def prefetch(self, run: CatalogRun, tools: Sequence[Tool]) -> Prefetch | None:
+        """Work the stage can start right after ingest, beside extraction and loading, on the ``tools`` being
+        (re)loaded: it must only do what ``run`` would do itself (a failed prefetch costs time, never a
+        result). ``run`` stops it (``CatalogRun.finish_prefetch``); the run's end stops any left. None by default."""
+        return None
 
     def run(self, run: CatalogRun) -> StageInfo:
         raise NotImplementedError

@@ -8,27 +8,35 @@ sync's own transaction, and the next build clusters the catalog as it then stand
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
-from pydantic import BaseModel
+from typing import ClassVar
 
 from toolkg.canonicalize.entities.clustering import canonicalize_store
 from toolkg.display import one_line
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, StageState
-from toolkg.models import StageInfo
+from toolkg.models import Frozen, StageInfo
 from toolkg.ontology.graphs import CANONICAL_GRAPH
 from toolkg.stages import StageName
 
 
+class CanonicalFigures(Frozen):
+    """The canonicalize stage's figures (``canonicalize_store``'s), as the run summary keeps them."""
+
+    entities: int = 0
+    by_type: dict[str, int] = {}  # entities per type
+    clusters: int = 0  # fuzzy clusters
+    merged: int = 0  # entities merged into another
+    largest: tuple[tuple[str, int, tuple[str, ...]], ...] = ()  # label, size, the first members
+
+
 class CanonicalInfo(StageInfo):
     stage: ClassVar[str] = StageName.CANONICALIZE
-    canonical: dict[str, Any] = {}  # entities, fuzzy clusters, largest clusters
+    canonical: CanonicalFigures = CanonicalFigures()
 
     def lines(self) -> list[str]:
         c = self.canonical
-        largest = "; ".join(f"{one_line(label, 80)} ({size})" for label, size, _ in c.get("largest", [])[:3])
+        largest = "; ".join(f"{one_line(label, 80)} ({size})" for label, size, _ in c.largest[:3])
         return [
-            f"entities: {c['entities']}, {c['clusters']} fuzzy clusters merging {c['merged']}"
+            f"entities: {c.entities}, {c.clusters} fuzzy clusters merging {c.merged}"
             + (f" (largest: {largest})" if largest else "")
         ]
 
@@ -37,15 +45,13 @@ class Canonicalize(CatalogStage[StageState]):
     """Fuzzy-merge near-identical entities store-wide and swap the canonical-entities graph."""
 
     name = StageName.CANONICALIZE
+    section = "entities"
     graph = CANONICAL_GRAPH
     unit = "entities"
     code = ("toolkg.canonicalize.entities", "toolkg.text")
 
-    def options(self, run: CatalogRun) -> BaseModel:
-        return run.config.entities
-
     def run(self, run: CatalogRun) -> CanonicalInfo:
-        return CanonicalInfo(canonical=canonicalize_store(run.store, run.config.entities))
+        return CanonicalInfo(canonical=CanonicalFigures(**canonicalize_store(run.store, run.config.entities)))
 
     def size(self, run: CatalogRun, info: StageInfo) -> int:
-        return int(info.canonical.get("entities", 0))  # type: ignore[attr-defined]
+        return info.canonical.entities if isinstance(info, CanonicalInfo) else 0

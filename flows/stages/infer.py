@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections import ChainMap, Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from toolkg.canonicalize.inference.acyclic import Changing, dropped_pairs
 from toolkg.canonicalize.inference.entities import keep_label_vectors_in
@@ -20,11 +18,14 @@ from toolkg.ontology import TK
 from toolkg.ontology.graphs import INFERRED_GRAPH
 from toolkg.ontology.vocabulary import Basis
 from toolkg.paths import store_cache
-from toolkg.stages import StageName
+from toolkg.stages import StageBase, StageName
 from toolkg.store.build_state import options_digests
 from toolkg.store.catalog_reads import server_catalogs
 from toolkg.store.dependencies import declared_pairs, dependency_rows, edge_triples, tool_id_of
 from toolkg.store.records import ToolRecord
+
+if TYPE_CHECKING:
+    from toolkg.canonicalize.inference.confirm import DependencyConfirmer
 
 EdgeKey = tuple[str, str, str | None]  # consumer, producer, parameter
 
@@ -95,19 +96,56 @@ class InferInfo(StageInfo):
         return out
 
 
+def confirm_edges(
+    confirmer: DependencyConfirmer, edges: list[InferredEdge], tools: list[ToolRecord], run_id: str
+) -> tuple[list[InferredEdge], dict[str, Any], tuple[QuarantinedItem, ...]]:
+    """An LLM's review of the inferred ``edges``: the edges kept, the review's figures (the summary's
+    ``confirmation``) and an entry per edge it could not judge (kept unconfirmed)."""
+    review = confirmer.review(edges, tools, run_id)
+    kept = review.edges
+    confirmation = confirmer.usage() | {
+        "confirmed": sum(e.basis == Basis.LLM for e in kept),
+        "rejected": len(review.rejected),
+        "unjudged": len(review.unjudged),
+        "rejected_edges": [f"{e.consumer} <- {e.producer}: {why}" for e, why in review.rejected[:200]],
+    }
+    unjudged = tuple(
+        QuarantinedItem(
+            source="dependency inference",
+            item=f"{edge.consumer} <- {edge.producer}",
+            stage=StageName.CONFIRM,
+            reason=f"{why} (kept unconfirmed)",
+        )
+        for edge, why in review.unjudged
+    )
+    return kept, confirmation, unjudged
+
+
+class Confirm(StageBase):
+    """An LLM's review of the inferred edges (``build.confirm_deps``), run inside the infer stage (its time is
+    infer's; the edges it could not judge are quarantined under its name)."""
+
+    name = StageName.CONFIRM
+    section = "build"  # confirm_deps, llm_config
+    part_of = StageName.INFER
+    code = ("toolkg.canonicalize.inference.confirm",)
+    run = staticmethod(confirm_edges)
+
+
+CONFIRM = Confirm()
+
+
 class Infer(CatalogStage[InferState]):
     """Infer dependencies over every stored tool (an LLM reviews them when configured) and swap the
     inferred graph."""
 
     name = StageName.INFER
+    section = "inference"
     graph = INFERRED_GRAPH
     code = ("toolkg.canonicalize", "toolkg.text")
 
     def wanted(self, run: CatalogRun) -> bool:
         return run.config.infer
-
-    def options(self, run: CatalogRun) -> BaseModel:
-        return run.config.inference
 
     def extra_options(self, run: CatalogRun) -> dict[str, Any]:
         return {"confirmed": run.confirmer is not None}
@@ -122,28 +160,12 @@ class Infer(CatalogStage[InferState]):
             tools, run.config.inference, declared=declared_pairs(store), catalogs=server_catalogs(store)
         )
         confirmation: dict[str, Any] = {}
-        unjudged: list[QuarantinedItem] = []
+        unjudged: tuple[QuarantinedItem, ...] = ()
         if run.confirmer is not None:
-            review = run.confirmer.review(edges, tools, run.run_id)
-            edges = review.edges
-            confirmation = run.confirmer.usage() | {
-                "confirmed": sum(e.basis == Basis.LLM for e in edges),
-                "rejected": len(review.rejected),
-                "unjudged": len(review.unjudged),
-                "rejected_edges": [f"{e.consumer} <- {e.producer}: {why}" for e, why in review.rejected[:200]],
-            }
-            unjudged = [
-                QuarantinedItem(
-                    source="dependency inference",
-                    item=f"{edge.consumer} <- {edge.producer}",
-                    stage=StageName.CONFIRM,
-                    reason=f"{why} (kept unconfirmed)",
-                )
-                for edge, why in review.unjudged
-            ]
+            edges, confirmation, unjudged = CONFIRM.run(run.confirmer, edges, tools, run.run_id)
         store.replace_graph(INFERRED_GRAPH, edge_triples(edges, tools))
         inferred = dict(Counter(e.kind for e in edges)) | {"total": len(edges)}
-        return InferInfo(inferred=inferred, confirmation=confirmation, quarantined=tuple(unjudged))
+        return InferInfo(inferred=inferred, confirmation=confirmation, quarantined=unjudged)
 
     # --- incremental sync ----------------------------------------------------------------------
 

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel
 
 from toolkg.canonicalize.links.incremental import IncrementalLinks
 from toolkg.canonicalize.links.structural import LinkIndex, structural_links, tool_text
+from toolkg.embeddings.ahead import EmbedAhead
 from toolkg.embeddings.encoder import Embedder
 from toolkg.embeddings.encoder import model_id as embedding_model_id
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change, StageState, StageUpdate
-from toolkg.models import StageInfo, ToolLink
+from toolkg.models import StageInfo, Tool, ToolLink
 from toolkg.ontology.graphs import LINKS_GRAPH
 from toolkg.paths import store_cache
 from toolkg.stages import StageName
@@ -62,20 +63,23 @@ class Link(CatalogStage[LinkState]):
     """Structural links (co-invoked, schema compatible, shared parameters); swap their graph."""
 
     name = StageName.LINK
+    section = "links"
     graph = LINKS_GRAPH
     code = ("toolkg.canonicalize.links", "toolkg.embeddings.encoder", "toolkg.text")
 
     def wanted(self, run: CatalogRun) -> bool:
         return run.config.link
 
-    def options(self, run: CatalogRun) -> BaseModel:
-        return run.config.links
-
     def extra_options(self, run: CatalogRun) -> dict[str, Any]:
         return {"model": embedding_model_id()}
 
+    def prefetch(self, run: CatalogRun, tools: Sequence[Tool]) -> EmbedAhead | None:
+        """The new tools' texts embedded ahead into the vector cache, on the core extraction leaves idle
+        (``toolkg.embeddings.ahead``; too few texts to be worth a process: None)."""
+        return EmbedAhead.start(store_cache(run.store.directory, "embeddings"), [tool_text(t) for t in tools])
+
     def run(self, run: CatalogRun) -> LinkInfo:
-        run.finish_ahead()  # the vectors it embedded are in the cache; the rest are embedded here
+        run.finish_prefetch(self.name)  # the vectors it embedded are in the cache; the rest are embedded here
         tools = run.tools()
         embedder = Embedder(store_cache(run.store.directory, "embeddings"))
         try:

@@ -35,7 +35,7 @@ import numpy as np
 from toolkg.embeddings.encoder import Embedder
 from toolkg.embeddings.encoder import model_id as embedding_model_id
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change, StageState, StageUpdate
-from toolkg.models import StageInfo
+from toolkg.models import Frozen, StageInfo
 from toolkg.paths import store_cache
 from toolkg.retrieval.base import Index
 from toolkg.retrieval.catalog import ServerDoc, ToolDoc, read_servers
@@ -54,18 +54,31 @@ from toolkg.stages import StageName
 from toolkg.store.build_state import options_digests
 
 
+class IndexFigures(Frozen):
+    """The index stage's figures, as the run summary keeps them (``stages["index"]["index"]``)."""
+
+    tools: int = 0
+    servers: int = 0
+    terms: int = 0
+    megabytes: float = 0.0
+    vectors: bool = False  # the index holds the tools' vectors
+    reused: bool = False  # an identical index was in place already
+    probes: int = 0  # the catalog's probe queries
+    probes_made: bool = False  # made this run (not found in the cache)
+
+
 class IndexInfo(StageInfo):
     stage: ClassVar[str] = StageName.INDEX
-    index: dict[str, Any] = {}  # tools, servers, terms, megabytes, vectors, reused, probes, probes_made
+    index: IndexFigures = IndexFigures()
 
     def lines(self) -> list[str]:
         i = self.index
-        what = "unchanged" if i.get("reused") else f"{i.get('megabytes', 0)} MB written"
-        vectors = "" if i.get("vectors") else "; no vectors (links off: a retriever looks them up)"
+        what = "unchanged" if i.reused else f"{i.megabytes} MB written"
+        vectors = "" if i.vectors else "; no vectors (links off: a retriever looks them up)"
         probes = ""
-        if i.get("vectors"):
-            probes = f"; {i.get('probes', 0)} probe queries " + ("made" if i.get("probes_made") else "unchanged")
-        return [f"retrieval index: {i.get('tools', 0)} tools, {i.get('terms', 0)} terms, {what}{vectors}{probes}"]
+        if i.vectors:
+            probes = f"; {i.probes} probe queries " + ("made" if i.probes_made else "unchanged")
+        return [f"retrieval index: {i.tools} tools, {i.terms} terms, {what}{vectors}{probes}"]
 
 
 def probe_catalog(run: CatalogRun) -> tuple[int, bool]:
@@ -132,16 +145,16 @@ class RetrievalIndex(CatalogStage[IndexState]):
         prune(store.directory, keep={written.token, previous})
         probes, made = probe_catalog(run) if written.vectors else (0, False)
         return IndexInfo(
-            index={
-                "tools": len(tools),
-                "servers": len(servers),
-                "terms": written.terms,
-                "megabytes": written.megabytes,
-                "vectors": written.vectors,
-                "reused": written.reused,
-                "probes": probes,
-                "probes_made": made,
-            }
+            index=IndexFigures(
+                tools=len(tools),
+                servers=len(servers),
+                terms=written.terms,
+                megabytes=written.megabytes,
+                vectors=written.vectors,
+                reused=written.reused,
+                probes=probes,
+                probes_made=made,
+            )
         )
 
     def warm(self, run: CatalogRun) -> IndexState:

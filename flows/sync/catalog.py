@@ -42,7 +42,7 @@ from toolkg.extractors.triples.structural import NameIndex
 from toolkg.flows.stages import CATALOG_STAGES, CatalogRun, CatalogStage
 from toolkg.flows.stages.base import Change, StageState
 from toolkg.flows.stages.infer import InferState
-from toolkg.flows.steps import transform_manifests
+from toolkg.flows.steps import EXTRACT
 from toolkg.flows.sync.result import SyncResult
 from toolkg.models import ExtractedManifest, Manifest, Server, Tool
 from toolkg.ontology import TK, iris
@@ -216,7 +216,7 @@ class CatalogSync:
             keys = {tool_key(t.subject) or tool_key(t.object) for t in current ^ _structural(extracted)}
             return {t.id for t in server.tools if tool_key(iris.tool_iri_from_id(t.id)) in keys}
 
-        info = transform_manifests(
+        info = EXTRACT.run(
             [manifest],
             self.index,
             self.validator,

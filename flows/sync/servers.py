@@ -19,19 +19,19 @@ from toolkg.config import BuildConfig
 from toolkg.errors import NotFoundError, RequestError
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import discover, fingerprint_file
+from toolkg.flows.stages.listing import LIST, ListInfo
+from toolkg.flows.stages.snapshot import SNAPSHOT
 from toolkg.flows.sync.catalog import CatalogSync
 from toolkg.flows.sync.result import SyncResult
 from toolkg.limits import Limits
-from toolkg.live import refresh_live
 from toolkg.live.snapshots import snapshot_dir
 from toolkg.models import Manifest, ManifestFile, QuarantinedItem, Server
 from toolkg.ontology import TK, iris
 from toolkg.ontology.graphs import MANIFESTS_GRAPH, server_graph
-from toolkg.store.build_state import clear_pending, mark_pending
+from toolkg.store.build_state import mark_pending
 from toolkg.store.catalog_reads import stored_server_ids
 from toolkg.store.loading import BuildOptions, live_listing_wins, record_run
 from toolkg.store.oxigraph_store import ToolStore
-from toolkg.store.snapshots import publish_snapshot
 from toolkg.store.stats import totals
 from toolkg.summary import BuildSummary
 
@@ -150,7 +150,7 @@ def sync_found_servers(
         _record(store, summary, [], found, {}, None)
         return []
     if store.publishes_snapshots:  # a sync killed before it publishes leaves the snapshot owed to the next build
-        mark_pending(store, ["snapshot"], run_id)
+        mark_pending(store, [SNAPSHOT.name], run_id)
     results = []
     with CatalogSync(store, config, warm=False) as sync:
         for server_id in wanted:
@@ -163,9 +163,7 @@ def sync_found_servers(
         options = BuildOptions.of(config, extractor)
     _record(store, summary, results, found, {s: owners[s] & set(read or ()) for s in removing}, options)
     if store.publishes_snapshots:
-        publish_snapshot(store, run_id)
-        summary.snapshot = run_id
-        clear_pending(store, "snapshot")
+        summary.fold(SNAPSHOT.publish_now(store, run_id))
     return results
 
 
@@ -236,12 +234,10 @@ def sync_paths(paths: list[str], store_dir: str, servers: list[str], config: Bui
     config = config or BuildConfig()
     summary = new_sync_summary(store_dir)
     live = config.live
-    listed = refresh_live(
+    listed = LIST.run(
         paths, store_dir, timeout=live.timeout, concurrency=live.concurrency, only=set(servers), env_names=live.env
     )
-    summary.live = [asdict(report) for report in listed.servers]
-    summary.live_skipped = [asdict(skipped) for skipped in listed.skipped]
-    summary.quarantined += listed.quarantined  # a listing that failed: the server keeps its last snapshot
+    summary.fold(ListInfo.of(listed))  # a listing that failed is quarantined: the server keeps its last snapshot
     with ToolStore(store_dir) as store:
         refused: list[QuarantinedItem] = []
         live_ids = live_owners(store, listed.paths)

@@ -16,6 +16,11 @@ stage's name is also its plain string in JSON and in ``TOOLKG_FAULT``).
         ...
         stage.report(len(tools))
     if stage.ok: ...
+
+What a stage *is* is ``Stage`` (below): its name, the ``BuildConfig`` section its options come from, the
+modules whose code decides its result (hashed: ``fingerprint``), ``run`` returning a typed result, and, for
+incremental sync, ``update`` (``IncrementalStage``). ``toolkg.flows.stages.PIPELINE`` declares all of them,
+once, in pipeline order: the one place to find where each stage's code is.
 """
 
 from __future__ import annotations
@@ -26,12 +31,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import psutil
 
 from toolkg import progress
 from toolkg.failures import quarantine
+from toolkg.fingerprint import source_fingerprint
 
 if TYPE_CHECKING:
     from toolkg.summary import BuildSummary
@@ -58,6 +64,52 @@ class StageName(StrEnum):
 
 
 CATALOG = "catalog"  # the item a catalog-wide stage's quarantine entry names
+
+
+@runtime_checkable
+class Stage(Protocol):
+    """One stage of the pipeline (neo4j-graphrag's ``Component``, dlt's ``StepInfo``): what every entry of
+    ``toolkg.flows.stages.PIPELINE`` is. A stage timed inside another (``read`` in ingest, ``confirm`` in
+    infer) names that one as ``part_of``."""
+
+    @property
+    def name(self) -> StageName: ...
+
+    @property
+    def section(self) -> str | None:
+        """The ``BuildConfig`` section its options are read from (``None``: it has none of its own)."""
+        ...
+
+    @property
+    def part_of(self) -> StageName | None: ...
+
+    def fingerprint(self) -> str:
+        """A hash of the code that decides its result."""
+        ...
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        """The stage's work: its input in, its typed result out."""
+        ...
+
+
+@runtime_checkable
+class IncrementalStage(Stage, Protocol):
+    """A stage that can also follow an incremental change (``toolkg.flows.sync``) rather than rerun whole."""
+
+    def update(self, state: Any, change: Any) -> Any: ...
+
+
+class StageBase:
+    """What every stage class states as class attributes, and the fingerprint of its code: the ``Stage``
+    protocol's common part, so the catalog-wide stages and the per-manifest ones declare it alike."""
+
+    name: ClassVar[StageName]
+    section: ClassVar[str | None] = None
+    part_of: ClassVar[StageName | None] = None
+    code: ClassVar[tuple[str, ...]] = ()  # the modules (a package: all its modules) whose code decides its result
+
+    def fingerprint(self) -> str:
+        return source_fingerprint(self.code)
 
 
 class MemorySampler:

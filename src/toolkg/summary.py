@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
@@ -18,6 +18,8 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_QUARANTINED = 3
+
+Info = TypeVar("Info", bound=StageInfo)
 
 TOOLS_SHOWN = 20  # tool changes a printed summary names (summary.json names them all)
 
@@ -191,6 +193,12 @@ class BuildSummary(BaseModel):
         """Entities, fuzzy clusters, the largest clusters."""
         return self.stages.get("canonicalize", {}).get("canonical", {})
 
+    def result(self, kind: type[Info]) -> Info | None:
+        """A catalog-wide stage's typed result read back from its figures (``stages[kind.stage]``), e.g.
+        ``summary.result(AuditInfo).findings.by_kind``; None when the stage did not run."""
+        figures = self.stages.get(kind.stage)
+        return None if figures is None else kind.model_validate(figures)
+
     @property
     def exit_code(self) -> int:
         return EXIT_QUARANTINED if self.quarantined else EXIT_OK
@@ -199,7 +207,9 @@ class BuildSummary(BaseModel):
         self.stage_seconds[stage] = round(self.stage_seconds.get(stage, 0.0) + seconds, 4)
 
     def fold(self, info: StageInfo) -> None:
-        """Add what one step did: its seconds, quarantine entries, notices and summary fields."""
+        """Add what one step did: its seconds, quarantine entries, notices and summary fields. The one way a
+        stage's result enters the summary (the pipeline sets only the run's own fields: times, peaks, why it
+        stopped, the extractor's usage)."""
         for stage, seconds in info.seconds.items():
             self.add_time(stage, seconds)
         self.quarantined += info.quarantined
@@ -209,7 +219,9 @@ class BuildSummary(BaseModel):
             self.stage_lines[info.stage] = info.lines()
         for name, value in info.summary_fields().items():
             current = getattr(self, name)
-            if isinstance(current, list):  # e.g. the Dask workers that ran extraction: each once
+            if isinstance(current, list) and value and isinstance(value[0], dict):
+                current.extend(value)  # reports (a live server's, as a dict): each comes once, kept as given
+            elif isinstance(current, list):  # e.g. the Dask workers that ran extraction: each once
                 seen = set(current)  # (a set: a catalog's tool changes are thousands)
                 current.extend(v for v in value if v not in seen)
             elif isinstance(current, dict):

@@ -1,0 +1,108 @@
+"""One declared pipeline: ``toolkg.flows.stages.PIPELINE`` holds every stage, once, in order, each a ``Stage``."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+from toolkg.config import BuildConfig
+from toolkg.flows.stages import CATALOG_STAGES, PIPELINE, CatalogStage
+from toolkg.stages import IncrementalStage, Stage, StageBase, StageName
+
+
+def test_every_stage_name_is_declared_exactly_once_in_pipeline_order():
+    assert [stage.name for stage in PIPELINE] == list(StageName)
+
+
+def test_each_declared_stage_implements_the_protocol():
+    sections = BuildConfig.sections()
+    for stage in PIPELINE:
+        assert isinstance(stage, Stage), stage
+        assert callable(stage.run), stage.name
+        assert stage.section is None or stage.section in sections, (stage.name, stage.section)
+        fingerprint = stage.fingerprint()
+        assert len(fingerprint) == 16 and fingerprint == stage.fingerprint(), stage.name
+
+
+def test_each_stage_names_code_that_exists_and_an_enclosing_stage_that_is_declared():
+    """A module missing from ``code`` would hash as nothing (``source_fingerprint`` skips it): a stage whose code
+    changed would look unchanged."""
+    declared = {stage.name for stage in PIPELINE}
+    for stage in PIPELINE:
+        assert isinstance(stage, StageBase) and stage.code, stage.name
+        for module in stage.code:
+            assert importlib.util.find_spec(module) is not None, (stage.name, module)
+        if stage.part_of is not None:
+            assert stage.part_of in declared - {stage.name}, (stage.name, stage.part_of)
+
+
+def test_the_catalog_stages_are_the_declared_ones_and_follow_incremental_sync():
+    assert CATALOG_STAGES == tuple(s for s in PIPELINE if isinstance(s, CatalogStage))
+    assert [s.name for s in CATALOG_STAGES] == [
+        StageName.CANONICALIZE,
+        StageName.INFER,
+        StageName.LINK,
+        StageName.AUDIT,
+        StageName.INDEX,
+    ]
+    assert all(isinstance(s, IncrementalStage) for s in CATALOG_STAGES)
+    assert not any(isinstance(s, IncrementalStage) for s in PIPELINE if s not in CATALOG_STAGES)
+
+
+def test_the_protocol_check_is_not_vacuous():
+    """An object lacking part of the contract (here ``run``, or the fingerprint) is no ``Stage``."""
+
+    class NoRun(StageBase):
+        name = StageName.LOAD
+
+    class NoFingerprint:
+        name = StageName.LOAD
+        section = None
+        part_of = None
+
+        def run(self, *args: Any) -> None:
+            return None
+
+    assert not isinstance(NoRun(), Stage)
+    assert not isinstance(NoFingerprint(), Stage)
+
+
+def test_stage_results_enter_the_summary_by_folding():
+    """The pipeline writes no stage's figures into the summary itself: each stage's typed result is folded
+    (``BuildSummary.fold``): lists extended (a path once; a live server's report, a dict, as given), numbers
+    added."""
+    from toolkg.flows.stages.listing import ListInfo
+    from toolkg.flows.stages.snapshot import SnapshotInfo
+    from toolkg.flows.steps import FoundInfo, ManifestOutcome, StoreInfo
+    from toolkg.models import QuarantinedItem
+    from toolkg.summary import BuildSummary
+
+    summary = BuildSummary(run_id="r", store="s", started="t")
+    report = {"server": "shop", "status": "new", "tools": 2}
+    failed = QuarantinedItem(source="shop", item="shop", stage=StageName.LIST, reason="timed out")
+    for _ in range(2):
+        summary.fold(ListInfo(live=(report,), live_skipped=(), quarantined=(failed,)))
+    summary.fold(FoundInfo(files=3))
+    summary.fold(ManifestOutcome(path="a.json", outcome="new"))
+    summary.fold(ManifestOutcome(path="b.json", outcome="rebuilt"))
+    summary.fold(StoreInfo(orphans_dropped=1))
+    summary.fold(StoreInfo(totals={"tools": 5}))
+    summary.fold(SnapshotInfo(snapshot="r"))
+    summary.fold(ManifestOutcome(path="a.json", outcome="new"))
+    assert summary.live == [report, report] and summary.quarantined == [failed, failed]
+    assert (summary.manifests_seen, summary.new, summary.rebuilt, summary.changed) == (3, ["a.json"], ["b.json"], [])
+    assert (summary.orphans_dropped, summary.totals, summary.kept, summary.snapshot) == (1, {"tools": 5}, [], "r")
+
+
+def test_a_stage_result_reads_back_typed_from_the_summary_and_its_json():
+    from toolkg.flows.stages.audit import AuditFigures, AuditInfo
+    from toolkg.flows.stages.link import LinkInfo
+    from toolkg.summary import BuildSummary
+
+    summary = BuildSummary(run_id="r", store="s", started="t")
+    info = AuditInfo(findings=AuditFigures(tools=3, flagged=1, by_kind={"injection": 1}, notes=1))
+    summary.fold(info)
+    assert summary.stages["audit"] == {"findings": {"tools": 3, "flagged": 1, "by_kind": {"injection": 1}, "notes": 1}}
+    again = BuildSummary.model_validate_json(summary.model_dump_json())
+    assert again.result(AuditInfo) == info and again.result(LinkInfo) is None
+    assert "findings: 1 of 3 tools flagged (1 injection); 1 with notes only" in str(again)
