@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CASES
 from toolkg.canonicalize.inference.infer import infer_dependencies
 from toolkg.extractors.manifests.ingest import ingest_manifest
@@ -105,6 +107,7 @@ def test_a_server_s_one_login_precedes_its_writes_and_its_logout_not_its_public_
     assert ("shop_login", "shop_logout") not in edges
 
 
+@pytest.mark.slow  # several seconds (a real server's write timeout, a store built): make test, not test-fast
 def test_the_store_gives_inference_back_what_as_read_says(built_store):
     """A build infers over the tools it reads back from the store (``read_tools``); sync infers over
     ``as_read`` of the parsed tools. The two are the same tool for tool, JSON types of parameters and outputs

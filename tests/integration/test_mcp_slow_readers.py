@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.support.endpoint_helpers import free_port
 from tests.support.live_helpers import wait_listening
 
@@ -65,6 +67,7 @@ def _stalled_reader(write_timeout: float, wait_s: float) -> float | None:
     return float(done.group(1)) if done else None
 
 
+@pytest.mark.slow  # several seconds (a real server's write timeout, a store built): make test, not test-fast
 def test_a_client_that_reads_nothing_of_its_answer_is_cut_after_the_write_timeout() -> None:
     cut = _stalled_reader(write_timeout=1.0, wait_s=5.0)
     assert cut is not None and cut < 4.0, cut  # the timeout, not the client's hanging up, ended it
