@@ -214,7 +214,8 @@ def _quiet_prefect(verbose: bool) -> Iterator[None]:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ["PREFECT_LOGGING_LEVEL"] = "INFO" if verbose else "CRITICAL"
     if not verbose:
-        import prefect.main  # noqa: F401  (Prefect configures its logging at this first import: the levels set next stay)
+        if "prefect" in sys.modules:  # its settings may be cached: configure its logging now, so the levels set next
+            import prefect.main  # noqa: F401  stay (a fresh process reads PREFECT_LOGGING_LEVEL when it first does)
 
         for name, level in loggers.items():
             logging.getLogger(name).setLevel(level)
