@@ -1,8 +1,9 @@
 """Where toolkg's HTTP servers may listen and which requests they answer: the one policy of ``toolkg serve``
 (``toolkg.serve.http_server``, its own selector server) and ``toolkg mcp --transport http``
-(``toolkg.toolsearch.uvicorn_limits``, uvicorn). The two servers are different machinery, so each enforces it
-its own way; what is decided (the names a server answers to, where a request ends, how long and how many
-connections may wait, how big a request head may be, what a refused connection is told) is decided here, once.
+(``toolkg.toolsearch.uvicorn_limits``, uvicorn). What is decided (the names a server answers to, where a
+request ends, how long and how many connections may wait, how big a request head may be, what a refused
+connection is told) is decided here, once; both servers apply it through the same code (``HostPolicy.refusal``,
+``read_head``, and ``toolkg.admission`` for the waiting connections), each with a thin adapter to its machinery.
 
 **Local** is 127.0.0.1 or ::1, or ``localhost`` when every address it resolves to is one of those two. The rest
 of 127.0.0.0/8 is loopback too, but nothing else takes 127.0.0.2 for "this machine" (browsers, clients, the checks
@@ -303,6 +304,25 @@ MAX_QUERY_HEAD_BYTES = 128 * 1024  # toolkg serve's
 def head_too_large(limit: int) -> str:
     """What a request whose head passes ``limit`` is told (with 431)."""
     return f"request headers over {limit} bytes"
+
+
+def read_head(
+    data: bytes | bytearray, limit: int, *, chunked_allowed: bool = False
+) -> int | tuple[HTTPStatus, str] | None:
+    """Where the request line and headers at the start of ``data`` end, once they are in and acceptable; None
+    while more must come; or why the connection is answered (status, message) and closed: a head past
+    ``limit`` bytes (431), or one whose end is ambiguous (``framing_refusal``). Both servers read a request's
+    head with it, so they refuse the same ones.
+
+    >>> read_head(b"GET / HTTP/1.1\\r\\nHost: a\\r\\n\\r\\n", 100), read_head(b"GET / HTTP/1.1\\r\\nHost: a", 100)
+    (27, None)
+    >>> read_head(b"GET / HTTP/1.1\\r\\nX: " + b"a" * 100, 100)
+    (<HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE: 431>, 'request headers over 100 bytes')
+    """
+    end = head_end(data)
+    if end is None:
+        return (HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, head_too_large(limit)) if len(data) > limit else None
+    return framing_refusal(data[:end], chunked_allowed=chunked_allowed) or end
 
 
 # -- slow clients -------------------------------------------------------------------------------------------------

@@ -13,20 +13,22 @@ timeout never cut them (each line resets it). Here:
   Transfer-Encoding, any Transfer-Encoding, a folded or padded header name) is refused and its connection
   closed before any of it is answered (``framing_refusal``): otherwise the bytes one reader takes for its body
   another takes for the next request (request smuggling).
-- A request must be whole within ``REQUEST_DEADLINE_S`` of the connection opening (or of the previous answer,
-  on a kept-alive connection): a deadline for the whole request, which a drip of bytes cannot push back. Past
-  it the client gets 408 and the connection is closed.
-- A client address may keep ``MAX_SLOW_PER_CLIENT`` connections waiting longer than ``SLOW_AFTER_S`` for
-  their request; past that its oldest ones are closed, so a flood of slow connections from one address stops
-  at a handful (a newcomer is never refused: on a loopback endpoint every client shares the address). In all
-  ``MAX_WAITING`` connections may wait (fewer under a low file descriptor limit: half of it, the rest kept
-  for answering); past that, or when ``accept`` runs out of descriptors, the oldest waiting one makes room.
+- Which waiting connections are cut, and when, is ``toolkg.admission.Waiting``'s, as in ``toolkg mcp
+  --transport http``: a request must be whole within ``REQUEST_DEADLINE_S`` of the connection opening (or of
+  the previous answer, on a kept-alive connection), a deadline which a drip of bytes cannot push back; a
+  client address may keep ``MAX_SLOW_PER_CLIENT`` connections waiting longer than ``SLOW_AFTER_S``, its
+  oldest past that are cut (a newcomer is never refused: on a loopback endpoint every client shares the
+  address); at most ``waiting_cap()`` connections wait in all, past that the oldest makes room; and when
+  ``accept`` runs out of descriptors the oldest are cut and accepting pauses until the next sweep. A
+  connection cut with part of a request in gets 408; one that sent nothing is closed without a word. This
+  server tells ``Waiting`` when a wait starts and ends and sweeps it every ``SWEEP_EVERY_S``.
 - A worker answers one request, then hands a kept-alive connection back with whatever the client sent after
   it; an answer is written with a total timeout (``sendall``'s), so a client that stops reading cannot hold a
   worker past ``WRITE_TIMEOUT_S``.
 
-The rules (framing, the head limit, the deadline, the caps, the refusal's bytes) are ``toolkg.netpolicy``'s:
-``toolkg mcp --transport http`` holds to them too. This module is how this server enforces them.
+The rules (framing, the head limit, the deadline, the caps, the refusal's bytes) are ``toolkg.netpolicy``'s, and
+the code that applies them (``netpolicy.read_head``, ``toolkg.admission``) is the one ``toolkg mcp --transport
+http`` runs too: this module is the adapter to a selector loop and a pool of threads.
 """
 
 from __future__ import annotations
@@ -45,37 +47,33 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
+from toolkg.admission import SWEEP_EVERY_S, Waiting
 from toolkg.display import one_line
-from toolkg.netpolicy import (
-    DEADLINE_PASSED,
-    MAX_QUERY_HEAD_BYTES,
-    REQUEST_DEADLINE_S,
-    SLOW_AFTER_S,
-    WRITE_TIMEOUT_S,
-    beyond_slow_cap,
-    closing_answer,
-    framing_refusal,
-    head_end,
-    head_too_large,
-    too_many_slow,
-    waiting_cap,
-)
+from toolkg.netpolicy import MAX_QUERY_HEAD_BYTES, WRITE_TIMEOUT_S, closing_answer, read_head
+from toolkg.netpolicy import head_end as head_end  # re-exported: where a request's head ends, beside request_end
 from toolkg.serve.page_policy import security_headers
 from toolkg.serve.sparql_protocol import MAX_BODY_BYTES
 
 WORKERS = 32
-SWEEP_EVERY_S = 0.2  # how often deadlines and the per-client cap are looked at
 
 
 @dataclass(eq=False)
-class Waiting:
-    """A connection waiting for (the rest of) its next request, with what it sent so far."""
+class Pending:
+    """A connection waiting for (the rest of) its next request, with what it sent so far; ``on_cut`` is its
+    server's way to cut it (``Waiting`` calls ``cut``)."""
 
     sock: socket.socket
-    address: tuple
-    since: float = field(default_factory=time.monotonic)
+    peer: tuple  # the client's socket address, as accept gives it
+    on_cut: Callable[[Pending, str], None]
     data: bytearray = field(default_factory=bytearray)
     continued: bool = False  # "100 Continue" sent for the request being read
+
+    @property
+    def address(self) -> str:
+        return str(self.peer[0])
+
+    def cut(self, reason: str) -> None:
+        self.on_cut(self, reason)
 
 
 def header_fields(head: bytes | bytearray) -> dict[str, str]:
@@ -113,10 +111,10 @@ class _SocketWriter(io.RawIOBase):
 
 class OneRequestHandler(BaseHTTPRequestHandler):
     """A request handler for ``PooledHTTPServer``: the request is already read (``self.request`` is the
-    ``Waiting`` connection with its bytes); it answers that one request and leaves the connection to the server."""
+    ``Pending`` connection with its bytes); it answers that one request and leaves the connection to the server."""
 
     def setup(self) -> None:
-        waiting: Waiting = self.request
+        waiting: Pending = self.request
         self.connection = waiting.sock
         self.rfile = io.BytesIO(bytes(waiting.data))
         # A raw writer, as socketserver's own wfile for unbuffered handlers; typeshed declares a buffered one.
@@ -145,13 +143,13 @@ class PooledHTTPServer(HTTPServer):
     def __init__(self, address, handler: type[BaseHTTPRequestHandler], workers: int = WORKERS) -> None:
         # Bound after the state below exists: a bind that fails (a busy port) calls server_close, which closes it.
         super().__init__(address, handler, bind_and_activate=False)
-        # RequestHandlerClass, typed as _answer calls it: its request is a Waiting (OneRequestHandler.setup)
-        self._handler: Callable[[Waiting, Any, PooledHTTPServer], BaseHTTPRequestHandler] = handler
+        # RequestHandlerClass, typed as _answer calls it: its request is a Pending (OneRequestHandler.setup)
+        self._handler: Callable[[Pending, Any, PooledHTTPServer], BaseHTTPRequestHandler] = handler
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolkg-serve")
         self._selector = selectors.DefaultSelector()
-        self._waiting: dict[socket.socket, Waiting] = {}
-        self._max_waiting = waiting_cap()
-        self._returned: queue.SimpleQueue[Waiting] = queue.SimpleQueue()  # kept-alive connections, from workers
+        self._waiting: Waiting[Pending] = Waiting(who="toolkg serve")  # touched by the reading thread only
+        self._accepting = True  # False from accept running out of descriptors to the next sweep
+        self._returned: queue.SimpleQueue[Pending] = queue.SimpleQueue()  # kept-alive connections, from workers
         self._wake_read, self._wake_write = socket.socketpair()
         self._wake_write.setblocking(False)
         self._stop = threading.Event()
@@ -183,11 +181,16 @@ class PooledHTTPServer(HTTPServer):
                         self._read(key.data)
                 self._take_returned()
                 if time.monotonic() >= next_sweep:
-                    self._sweep()
+                    self._waiting.sweep()
+                    if not self._accepting:
+                        self._selector.register(self.socket, selectors.EVENT_READ, "listen")
+                        self._accepting = True
                     next_sweep = time.monotonic() + SWEEP_EVERY_S
         finally:
-            for registered in (self.socket, self._wake_read):
-                self._selector.unregister(registered)
+            self._selector.unregister(self._wake_read)
+            if self._accepting:
+                self._selector.unregister(self.socket)
+            self._accepting = True
             self._stop.clear()
             self._stopped.set()
 
@@ -202,17 +205,20 @@ class PooledHTTPServer(HTTPServer):
                 sock, address = self.socket.accept()
             except BlockingIOError:
                 return
-            except OSError:  # out of file descriptors: make room, the connection waits in the backlog
-                self._drop_oldest()
+            except OSError:  # out of file descriptors: make room; the connection waits in the backlog, and
+                # accepting waits for the next sweep (the listening socket stays readable: retrying at once spins)
+                self._waiting.out_of_descriptors()
+                self._selector.unregister(self.socket)
+                self._accepting = False
                 return
             sock.setblocking(False)
-            waiting = Waiting(sock, address)
-            self._waiting[sock] = waiting
-            self._selector.register(sock, selectors.EVENT_READ, waiting)
-            if len(self._waiting) > self._max_waiting:
-                self._drop_oldest()
+            self._start_waiting(Pending(sock, address, self._cut))
 
-    def _read(self, waiting: Waiting) -> None:
+    def _start_waiting(self, waiting: Pending) -> None:
+        self._selector.register(waiting.sock, selectors.EVENT_READ, waiting)
+        self._waiting.add(waiting)  # which may cut the oldest waiting connection
+
+    def _read(self, waiting: Pending) -> None:
         try:
             chunk = waiting.sock.recv(65536)
         except BlockingIOError:
@@ -224,15 +230,13 @@ class PooledHTTPServer(HTTPServer):
         waiting.data += chunk
         self._advance(waiting)
 
-    def _advance(self, waiting: Waiting) -> None:
-        """Hand the connection over if its request is whole; else send 100 Continue or refuse huge headers."""
-        head = head_end(waiting.data)
+    def _advance(self, waiting: Pending) -> None:
+        """Hand the connection over if its request is whole; else send 100 Continue, or refuse its head."""
+        head = read_head(waiting.data, MAX_QUERY_HEAD_BYTES)
         if head is None:
-            if len(waiting.data) > MAX_QUERY_HEAD_BYTES:
-                self._refuse(waiting, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, head_too_large(MAX_QUERY_HEAD_BYTES))
             return
-        if refusal := framing_refusal(waiting.data[:head]):
-            return self._refuse(waiting, *refusal)
+        if not isinstance(head, int):
+            return self._refuse(waiting, *head)
         fields = header_fields(waiting.data[:head])
         if len(waiting.data) >= request_end(head, fields):
             return self._hand_over(waiting)
@@ -240,9 +244,9 @@ class PooledHTTPServer(HTTPServer):
             waiting.continued = True
             self._send_quietly(waiting.sock, b"HTTP/1.1 100 Continue\r\n\r\n")
 
-    def _hand_over(self, waiting: Waiting) -> None:
+    def _hand_over(self, waiting: Pending) -> None:
         self._selector.unregister(waiting.sock)
-        del self._waiting[waiting.sock]
+        self._waiting.discard(waiting)
         self._pool.submit(self._answer, waiting)
 
     def _take_returned(self) -> None:
@@ -251,33 +255,19 @@ class PooledHTTPServer(HTTPServer):
                 waiting = self._returned.get_nowait()
             except queue.Empty:
                 return
-            self._waiting[waiting.sock] = waiting
-            self._selector.register(waiting.sock, selectors.EVENT_READ, waiting)
+            self._start_waiting(waiting)
             if waiting.data:  # a pipelined request may be whole already
                 self._advance(waiting)
 
-    def _sweep(self) -> None:
-        """Close connections past the request deadline, and each client's slow connections past the cap."""
-        now = time.monotonic()
-        slow: dict[str, list[Waiting]] = {}
-        for waiting in list(self._waiting.values()):
-            if now - waiting.since > REQUEST_DEADLINE_S:
-                if waiting.data:
-                    self._refuse(waiting, HTTPStatus.REQUEST_TIMEOUT, DEADLINE_PASSED)
-                else:  # an idle connection (kept alive, or opened and never used): nothing to say
-                    self._drop(waiting)
-            elif now - waiting.since > SLOW_AFTER_S:
-                slow.setdefault(waiting.address[0], []).append(waiting)
-        for client, connections in slow.items():
-            connections.sort(key=lambda waiting: waiting.since)
-            for waiting in beyond_slow_cap(connections):
-                self._refuse(waiting, HTTPStatus.REQUEST_TIMEOUT, too_many_slow(client))
+    def _cut(self, waiting: Pending, reason: str) -> None:
+        """``Waiting``'s cut: 408 and ``reason`` to a client that has sent part of a request, silence to one
+        that has sent nothing (idle since it opened, or since its last answer)."""
+        if waiting.data:
+            self._refuse(waiting, HTTPStatus.REQUEST_TIMEOUT, reason)
+        else:
+            self._drop(waiting)
 
-    def _drop_oldest(self) -> None:
-        if self._waiting:
-            self._drop(min(self._waiting.values(), key=lambda waiting: waiting.since))
-
-    def _refuse(self, waiting: Waiting, status: HTTPStatus, message: str) -> None:
+    def _refuse(self, waiting: Pending, status: HTTPStatus, message: str) -> None:
         # the same security headers as every answer the handler writes (serve/page_policy)
         self._send_quietly(waiting.sock, closing_answer(status, message, security_headers()))
         self._drop(waiting)
@@ -290,9 +280,12 @@ class PooledHTTPServer(HTTPServer):
         except OSError:
             pass
 
-    def _drop(self, waiting: Waiting) -> None:
-        if self._waiting.pop(waiting.sock, None) is not None:
+    def _drop(self, waiting: Pending) -> None:
+        self._waiting.discard(waiting)
+        try:
             self._selector.unregister(waiting.sock)
+        except (KeyError, ValueError):  # not registered: handed over to a worker, or closed already
+            pass
         waiting.sock.close()
 
     def _wake(self) -> None:
@@ -303,21 +296,21 @@ class PooledHTTPServer(HTTPServer):
 
     # -- the workers --------------------------------------------------------------------------------------
 
-    def _answer(self, waiting: Waiting) -> None:
+    def _answer(self, waiting: Pending) -> None:
         sock = waiting.sock
         keep = False
         try:
             sock.settimeout(WRITE_TIMEOUT_S)  # blocking, with a total bound on each sendall
-            handler = self._handler(waiting, waiting.address, self)
+            handler = self._handler(waiting, waiting.peer, self)
             keep = not handler.close_connection and not self._stop.is_set()
             rest = handler.rfile.read() if keep else b""
         except Exception:
-            self.handle_error(sock, waiting.address)
+            self.handle_error(sock, waiting.peer)
         if not keep:
             self.shutdown_request(sock)
             return
         sock.setblocking(False)
-        self._returned.put(Waiting(sock, waiting.address, data=bytearray(rest)))
+        self._returned.put(Pending(sock, waiting.peer, self._cut, data=bytearray(rest)))
         self._wake()
 
     def handle_error(self, request, client_address) -> None:
@@ -329,7 +322,7 @@ class PooledHTTPServer(HTTPServer):
 
     def server_close(self) -> None:
         super().server_close()
-        for waiting in list(self._waiting.values()):
+        for waiting in list(self._waiting.connections):
             self._drop(waiting)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._selector.close()

@@ -7,22 +7,23 @@ any token is checked) stopped the server: every descriptor held, ``accept`` fail
 itself failing to open a file. Here, with ``toolkg.netpolicy``'s rules and numbers (``toolkg serve`` holds to
 the same ones):
 
-- ``GuardedH11Protocol`` (uvicorn's h11 protocol, given as ``http=``) arms a deadline when a connection opens
-  and again after each answer, and disarms it once the request is whole, body included (h11 says the client
-  is DONE). A trickle of bytes does not push it back. Past it the client gets 408 (when it had started a
-  request that has no answer yet) and the connection is closed.
-- Connections without a whole request are ``Waiting``: oldest first, per client address too. An address's
-  connections waiting over ``SLOW_AFTER_S`` beyond ``MAX_SLOW_PER_CLIENT`` are cut, oldest first; past
-  ``waiting_cap()`` in all (half the descriptor limit) the oldest is cut when a new one opens.
+- Which waiting connections are cut, and when, is ``toolkg.admission.Waiting``'s (``toolkg serve`` keeps its
+  connections in one too): a deadline for the whole request, armed when a connection opens and again after
+  each answer, which a trickle of bytes does not push back; an address's slow connections past its cap, oldest
+  first; the oldest past ``waiting_cap()`` in all. ``GuardedH11Protocol`` (uvicorn's h11 protocol, given as
+  ``http=``) tells it when a connection's wait starts and when the request is whole, body included (h11 says
+  the client is DONE); the server's loop sweeps it every ``SWEEP_EVERY_S`` while any connection waits. A
+  connection cut while its client has a request under way gets 408.
 - If ``accept`` runs out of descriptors anyway (answers, streams and files hold the rest), asyncio tells the
-  loop's exception handler; ours cuts the oldest waiting connections and asyncio retries a second later.
+  loop's exception handler; ours has ``Waiting`` cut the oldest waiting connections, and asyncio retries a
+  second later.
 - ``limit_concurrency`` (uvicorn's 503 to a new request past that many connections) is three quarters of
   the descriptor limit, at most ``MAX_CONNECTIONS``: above the waiting cap, so a flood of waiting
   connections does not turn normal requests away, and below the limit itself.
 - A request whose end is ambiguous (``netpolicy.framing_refusal``: a folded header line, Content-Length with
   Transfer-Encoding, two Content-Lengths) gets 400 and the connection is closed, before h11 reads it: h11
-  unfolds folded lines and keeps the connection after Content-Length with Transfer-Encoding.
-- Oversized request headers (h11's 16 KiB) get 431 rather than uvicorn's 400, as ``toolkg serve`` answers.
+  unfolds folded lines and keeps the connection after Content-Length with Transfer-Encoding. Request headers
+  over 16 KiB get 431 (h11 would answer 400). Both are ``netpolicy.read_head``'s verdict, as in ``toolkg serve``.
 - A client that stops reading its answer is cut: once the answer's bytes fill the transport's buffer (asyncio
   pauses writing), the client has ``WRITE_TIMEOUT_S`` to read some before the connection is aborted. Without
   it the application waited on uvicorn's drain for ever, holding the connection and the answer; ``toolkg
@@ -35,9 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import sys
 from http import HTTPStatus
-from itertools import takewhile
 from typing import Any
 
 import h11
@@ -45,25 +44,21 @@ from uvicorn import Config, Server
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from toolkg import admission
+from toolkg.admission import CUT_WHEN_OUT_OF_FDS as CUT_WHEN_OUT_OF_FDS  # re-exported: what the shortage cuts
+from toolkg.admission import SWEEP_EVERY_S
 from toolkg.errors import ToolkgError
 from toolkg.netpolicy import (
-    DEADLINE_PASSED,
     MAX_HEAD_BYTES,
-    REQUEST_DEADLINE_S,
-    SLOW_AFTER_S,
     WRITE_TIMEOUT_S,
-    beyond_slow_cap,
     closing_answer,
     fd_limit,
-    framing_refusal,
-    head_end,
     head_too_large,
-    too_many_slow,
+    read_head,
     waiting_cap,
 )
 
 MAX_CONNECTIONS = 1024  # connections in all before a new request gets 503 (uvicorn's limit_concurrency)
-CUT_WHEN_OUT_OF_FDS = 16  # waiting connections closed each time accept runs out of descriptors
 _OUT_OF_FDS = "socket.accept() out of system resource"  # asyncio's message (selector_events)
 _WHOLE = (h11.DONE, h11.MUST_CLOSE, h11.MIGHT_SWITCH_PROTOCOL)  # h11's states for a client whose request is in
 
@@ -74,69 +69,33 @@ def concurrency_limit() -> int:
     return MAX_CONNECTIONS if soft is None else max(waiting_cap() + 16, min(MAX_CONNECTIONS, soft * 3 // 4))
 
 
-class Waiting:
-    """The connections of one server still without a whole request, oldest first (overall and per address).
+class Waiting(admission.Waiting["GuardedH11Protocol"]):
+    """``admission.Waiting``, swept on the server's event loop every ``SWEEP_EVERY_S`` while a connection waits
+    (an idle server is not woken)."""
 
-    Dicts keep insertion order, and a connection is removed and added again each time its wait starts, so
-    the first entries are always the ones that have waited longest."""
+    def __init__(self, cap: int | None = None) -> None:
+        super().__init__(cap, who="toolkg mcp")
+        self._sweeper: asyncio.TimerHandle | None = None
 
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.connections: dict[GuardedH11Protocol, None] = {}
-        self.by_client: dict[str, dict[GuardedH11Protocol, None]] = {}
-        self._last_fd_cut = float("-inf")
+    def swept_on(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._sweeper is None and self.connections:
+            self._sweeper = loop.call_later(SWEEP_EVERY_S, self._sweep_again, loop)
 
-    def add(self, conn: GuardedH11Protocol) -> None:
-        self.discard(conn)
-        self.connections[conn] = None
-        self.by_client.setdefault(conn.address, {})[conn] = None
-        for oldest in list(self.connections)[: max(0, len(self.connections) - self.cap)]:
-            oldest.cut(f"more than {self.cap} connections waiting for their request")
-
-    def discard(self, conn: GuardedH11Protocol) -> None:
-        self.connections.pop(conn, None)
-        group = self.by_client.get(conn.address)
-        if group is not None:
-            group.pop(conn, None)
-            if not group:
-                del self.by_client[conn.address]
-
-    def slow(self, conn: GuardedH11Protocol) -> None:
-        """``conn`` has waited ``SLOW_AFTER_S``, and so has every connection of its address that waits since
-        before it: past ``MAX_SLOW_PER_CLIENT`` of those, the oldest are cut."""
-        group = self.by_client.get(conn.address, {})
-        if conn not in group:  # its request became whole, or it was cut, in the meantime
-            return
-        slow = [*takewhile(lambda other: other is not conn, group), conn]
-        for oldest in beyond_slow_cap(slow):
-            oldest.cut(too_many_slow(conn.address))
-
-    def out_of_descriptors(self, now: float) -> None:
-        """``accept`` failed for want of a descriptor: close the oldest waiting connections (once per half
-        second: asyncio calls this for every connection in the backlog, and retries only a second later)."""
-        if now - self._last_fd_cut < 0.5:
-            return
-        self._last_fd_cut = now
-        cut = list(self.connections)[:CUT_WHEN_OUT_OF_FDS]
-        for oldest in cut:
-            oldest.cut("out of file descriptors")
-        print(
-            f"toolkg mcp: out of file descriptors (limit {fd_limit()}): closed {len(cut)} connection(s) still "
-            "waiting for their request",
-            file=sys.stderr,
-        )
+    def _sweep_again(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._sweeper = None
+        self.sweep()
+        self.swept_on(loop)
 
 
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a whole-request deadline and the ``Waiting`` caps (module doc). Subclassed
-    per server by ``guarded_protocol``, which sets ``waiting``."""
+    """uvicorn's h11 protocol, its waits kept in ``Waiting`` (module doc). Subclassed per server by
+    ``guarded_protocol``, which sets ``waiting``."""
 
     waiting: Waiting
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.address = ""
-        self._timers: list[asyncio.TimerHandle] = []
         self._received = False  # bytes of a request arrived since the wait started
         self._head: bytearray | None = bytearray()  # the next request's head so far; None once it is checked
         self._write_timer: asyncio.TimerHandle | None = None  # armed while the client reads nothing of its answer
@@ -144,28 +103,14 @@ class GuardedH11Protocol(H11Protocol):
     # -- the wait: from opening (or the last answer) until the request is whole ----------------------------
 
     def _wait(self) -> None:
-        self._stop_waiting()
         self._received = False
         self.waiting.add(self)
-        if not self.transport.is_closing():  # add cuts the oldest: this newest one only under a cap of 0
-            self._timers = [
-                self.loop.call_later(SLOW_AFTER_S, self.waiting.slow, self),
-                self.loop.call_later(REQUEST_DEADLINE_S, self._deadline),
-            ]
-
-    def _stop_waiting(self) -> None:
-        for timer in self._timers:
-            timer.cancel()
-        self._timers = []
-        self.waiting.discard(self)
-
-    def _deadline(self) -> None:
-        self.cut(DEADLINE_PASSED)
+        self.waiting.swept_on(self.loop)
 
     def cut(self, reason: str) -> None:
         """Close the connection: with 408 if the client has started a request that has no answer yet (and
         without a word if it sent nothing, or its answer has gone out already)."""
-        self._stop_waiting()
+        self.waiting.discard(self)
         if self.transport.is_closing():
             return
         if self.cycle is not None and not self.cycle.response_complete:
@@ -185,7 +130,7 @@ class GuardedH11Protocol(H11Protocol):
         self._wait()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_waiting()
+        self.waiting.discard(self)
         self._stop_write_timer()
         super().connection_lost(exc)
 
@@ -217,23 +162,19 @@ class GuardedH11Protocol(H11Protocol):
         super().data_received(data)
 
     def _framing_ok(self, data: bytes) -> bool:
-        """Check the request's head for an ambiguous end (``netpolicy.framing_refusal``) once it is in, before h11
-        reads it: h11 refuses two different Content-Lengths itself, but unfolds a folded header line and keeps
-        the connection after Content-Length with Transfer-Encoding; False (answered 400, closed) if refused."""
+        """Check the request's head (``netpolicy.read_head``: its size, an ambiguous end) once it is in, before
+        h11 reads it: h11 refuses two different Content-Lengths itself, but unfolds a folded header line and
+        keeps the connection after Content-Length with Transfer-Encoding; False (answered, closed) if refused."""
         assert self._head is not None, "called while the head is being read"
         self._head += data
-        end = head_end(self._head)
-        if end is None:
-            if len(self._head) > MAX_HEAD_BYTES:
-                self._head = None  # h11 refuses it (431, send_400_response)
+        verdict = read_head(self._head, MAX_HEAD_BYTES, chunked_allowed=True)
+        if verdict is None:
             return True
-        refusal = framing_refusal(self._head[:end], chunked_allowed=True)
         self._head = None
-        if refusal is None:
+        if isinstance(verdict, int):
             return True
-        status, message = refusal
-        self._stop_waiting()
-        self.transport.write(closing_answer(status, message))
+        self.waiting.discard(self)
+        self.transport.write(closing_answer(*verdict))
         self.transport.close()
         return False
 
@@ -242,8 +183,8 @@ class GuardedH11Protocol(H11Protocol):
         # Once h11 has read the request's end the request is whole, and it is the application's turn: the
         # client is DONE (MUST_CLOSE after Connection: close; MIGHT_SWITCH_PROTOCOL after an Upgrade header,
         # until the answer, never a 101 here, says no).
-        if self.conn.their_state in _WHOLE and self._timers:
-            self._stop_waiting()
+        if self.conn.their_state in _WHOLE:
+            self.waiting.discard(self)
 
     def on_response_complete(self) -> None:
         if not self.transport.is_closing():
@@ -255,7 +196,8 @@ class GuardedH11Protocol(H11Protocol):
         super().on_response_complete()  # which reads a pipelined next request, if one is in
 
     def send_400_response(self, msg: str) -> None:
-        """h11 refuses a request line and headers over 16 KiB as a protocol error: that one is a 431."""
+        """h11 refuses a request line and headers over 16 KiB as a protocol error: that one is a 431 (a head
+        ``read_head`` took as ended where h11 reads on, e.g. at a bare line feed, can still get here)."""
         if len(self.conn.trailing_data[0]) > MAX_HEAD_BYTES:
             status = HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
             self.transport.write(closing_answer(status, head_too_large(MAX_HEAD_BYTES)))
@@ -284,15 +226,14 @@ class GuardedServer(Server):
 
     def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         if context.get("message") == _OUT_OF_FDS:
-            self.waiting.out_of_descriptors(loop.time())
+            self.waiting.out_of_descriptors()
             return
         loop.default_exception_handler(context)
 
 
-def run(app: Any, host: str, port: int, sock: socket.socket | None = None) -> None:
-    """Serve the ASGI ``app`` on host:port until stopped, as ``uvicorn.run`` would, with the limits above; on
-    ``sock`` when given, a socket already bound to host:port (``netpolicy.listening_socket``)."""
-    waiting = Waiting(waiting_cap())
+def guarded_server(app: Any, host: str, port: int) -> GuardedServer:
+    """A uvicorn server for the ASGI ``app`` on host:port with the limits above, not yet running."""
+    waiting = Waiting()
     config = Config(
         app,
         host=host,
@@ -303,7 +244,13 @@ def run(app: Any, host: str, port: int, sock: socket.socket | None = None) -> No
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         limit_concurrency=concurrency_limit(),
     )
-    server = GuardedServer(config, waiting)
+    return GuardedServer(config, waiting)
+
+
+def run(app: Any, host: str, port: int, sock: socket.socket | None = None) -> None:
+    """Serve the ASGI ``app`` on host:port until stopped, as ``uvicorn.run`` would, with the limits above; on
+    ``sock`` when given, a socket already bound to host:port (``netpolicy.listening_socket``)."""
+    server = guarded_server(app, host, port)
     try:
         server.run(sockets=None if sock is None else [sock])
     except KeyboardInterrupt:
