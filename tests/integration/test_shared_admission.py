@@ -1,12 +1,16 @@
 """Both HTTP servers cut waiting connections by one piece of code (``toolkg.admission``, over ``toolkg.netpolicy``'s
 numbers), not each by its own copy of the rules: a number changed in ``netpolicy`` changes what ``toolkg serve``'s
 selector server and ``toolkg mcp --transport http``'s uvicorn both do. Each test runs both, in this process
-(where the change is made), on a trivial application, and attacks them with raw sockets."""
+(where the change is made), on a trivial application, and attacks them with raw sockets. The last one runs
+``toolkg serve``'s server alone under a low descriptor limit (``toolkg mcp``'s: tests/e2e/test_mcp_slow_clients.py)."""
 
 from __future__ import annotations
 
+import http.client
 import select
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -91,7 +95,10 @@ def _closed_with(conn: socket.socket, within: float) -> bytes | None:
     while (left := give_up - time.monotonic()) > 0:
         if not select.select([conn], [], [], left)[0]:
             break
-        chunk = conn.recv(65536)
+        try:
+            chunk = conn.recv(65536)
+        except ConnectionResetError:  # closed before the server read what it was sent: the kernel resets it
+            return received
         if not chunk:
             return received
         received += chunk
@@ -133,3 +140,54 @@ def test_an_address_s_slow_connections_are_capped_as_netpolicy_says(kind, monkey
             assert received is not None and received.startswith(b"HTTP/1.1 408 "), (kind, received)
             assert b"more than 1 slow connections from 127.0.0.1" in received, received
         assert _closed_with(conns[2], 0.5) is None, kind
+
+
+SERVE_UNDER_A_LOW_FD_LIMIT = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+from toolkg import netpolicy
+netpolicy.waiting_cap = lambda: 1000  # past the limit: what runs out is accept's descriptors, not the cap
+from toolkg.serve.http_server import OneRequestHandler, PooledHTTPServer
+
+class Hello(OneRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"ok\\n")
+
+server = PooledHTTPServer(("127.0.0.1", 0), Hello, workers=2)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+@pytest.mark.slow  # a server process of its own, and a second of shortage
+def test_toolkg_serve_out_of_descriptors_cuts_the_oldest_and_keeps_answering() -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVE_UNDER_A_LOW_FD_LIMIT], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        with ExitStack() as stack:
+            held = [stack.enter_context(socket.create_connection(("127.0.0.1", port), timeout=5)) for _ in range(120)]
+            for conn in held:
+                conn.sendall(PARTIAL)
+            started = time.monotonic()
+            client = http.client.HTTPConnection("127.0.0.1", port, timeout=8)
+            client.request("GET", "/")
+            answer = client.getresponse()
+            assert (answer.status, answer.read()) == (200, b"ok\n")
+            assert time.monotonic() - started < 4.0
+            client.close()
+            cut = sum(1 for conn in held if _closed_with(conn, 0.01) is not None)
+            assert cut >= 16, cut  # the oldest made room, CUT_WHEN_OUT_OF_FDS at a time
+        assert server.poll() is None
+    finally:
+        server.terminate()
+        _, errors = server.communicate(timeout=20)
+    assert "toolkg serve: out of file descriptors (limit 64): closed 16 connection(s)" in errors, errors[-2000:]
+    assert "Traceback" not in errors, errors[-2000:]
