@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import ChainMap, Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from toolkg.canonicalize.inference.acyclic import Changing, dropped_pairs
 from toolkg.canonicalize.inference.entities import keep_label_vectors_in
@@ -78,7 +78,6 @@ class InferState(StageState):
 class InferInfo(StageInfo):
     """Inferred edges by kind (and total), and the LLM review when one ran."""
 
-    stage: ClassVar[str] = StageName.INFER
     inferred: dict[str, int] = {}
     confirmation: dict[str, Any] = {}
 
@@ -140,6 +139,7 @@ class Infer(CatalogStage[InferState]):
     inferred graph."""
 
     name = StageName.INFER
+    result = InferInfo
     section = "inference"
     graph = INFERRED_GRAPH
     code = ("toolkg.canonicalize", "toolkg.text")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
+import pytest
+
 from toolkg.config import BuildConfig
 from toolkg.flows.stages import CATALOG_STAGES, PIPELINE, CatalogStage
 from toolkg.stages import IncrementalStage, Stage, StageBase, StageName
@@ -106,3 +108,23 @@ def test_a_stage_result_reads_back_typed_from_the_summary_and_its_json():
     again = BuildSummary.model_validate_json(summary.model_dump_json())
     assert again.result(AuditInfo) == info and again.result(LinkInfo) is None
     assert "findings: 1 of 3 tools flagged (1 injection); 1 with notes only" in str(again)
+
+
+def test_each_catalog_stage_names_its_result_and_the_summary_keeps_it_under_that_name():
+    """The name is stated once, on the stage: its result class takes it from the stage (``StageBase.result``)."""
+    results = [stage.result for stage in CATALOG_STAGES]
+    assert all(result is not None for result in results)
+    assert [result.stage for result in results if result] == [stage.name for stage in CATALOG_STAGES]
+    assert len(set(results)) == len(results)
+
+
+def test_a_result_belongs_to_one_stage():
+    from toolkg.flows.stages.audit import AuditInfo
+
+    with pytest.raises(TypeError, match="already the result of stage 'audit'"):
+
+        class Other(StageBase):
+            name = StageName.LINK
+            result = AuditInfo
+
+    assert AuditInfo.stage == StageName.AUDIT
