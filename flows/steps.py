@@ -33,6 +33,7 @@ from toolkg.stages import StageBase, StageName, Stopwatch, Timer
 from toolkg.store.loading import BuildOptions, LoadResult, ManifestParts, fingerprint, load_manifest
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.validation import Validator
+from toolkg.usage import ExtractionUsage
 
 T = TypeVar("T")
 
@@ -61,7 +62,7 @@ class UsageInfo(StageInfo):
     """The semantic extractor's usage over the run (extractor, model, prompt, requests, tokens, cost), taken
     when the run ends: what the summary's ``extraction`` says."""
 
-    extraction: dict[str, Any] = {}
+    extraction: ExtractionUsage
 
     def summary_fields(self) -> dict[str, Any]:
         return {"extraction": self.extraction}
