@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from typing import Any
 
 import pytest
@@ -104,8 +105,10 @@ def test_a_stage_result_reads_back_typed_from_the_summary_and_its_json():
     summary = BuildSummary(run_id="r", store="s", started="t")
     info = AuditInfo(findings=AuditFigures(tools=3, flagged=1, by_kind={"injection": 1}, notes=1))
     summary.fold(info)
-    assert summary.stages["audit"] == {"findings": {"tools": 3, "flagged": 1, "by_kind": {"injection": 1}, "notes": 1}}
-    again = BuildSummary.model_validate_json(summary.model_dump_json())
+    text = summary.model_dump_json()
+    figures = {"findings": {"tools": 3, "flagged": 1, "by_kind": {"injection": 1}, "notes": 1}}
+    assert json.loads(text)["stages"]["audit"] == figures  # the JSON's shape: figures under the stage's name
+    again = BuildSummary.model_validate_json(text)
     assert again.result(AuditInfo) == info and again.result(LinkInfo) is None
     assert "findings: 1 of 3 tools flagged (1 injection); 1 with notes only" in str(again)
 
