@@ -40,6 +40,7 @@ from toolkg.flows.stages import (
     Runner,
     in_process,
     make_confirmer,
+    manifest_code,
     prefetch_catalog_stages,
     run_catalog_stages,
 )
@@ -136,7 +137,8 @@ def _build(
     clock = time.perf_counter()
     try:
         catalog = CatalogRun(store, ctx, config, confirmer, runner=runner)
-        run = BuildRun(store, config, BuildOptions.of(config, semantic), semantic, ctx, catalog, fan_out)
+        options = BuildOptions.of(config, semantic, manifest_code())
+        run = BuildRun(store, config, options, semantic, ctx, catalog, fan_out)
         prepared = _pipeline(run, paths)
     except BaseException as exc:
         _end_run(summary, semantic, confirmer, ctx, clock)

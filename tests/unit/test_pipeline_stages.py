@@ -131,3 +131,26 @@ def test_a_result_belongs_to_one_stage():
             result = AuditInfo
 
     assert AuditInfo.stage == StageName.AUDIT
+
+
+def test_the_code_of_each_per_manifest_stage_and_only_theirs_is_in_every_manifest_fingerprint(monkeypatch):
+    """New code in a stage that makes a manifest's graphs rebuilds the manifests (their fingerprint changes);
+    new code in any other stage leaves them (that stage follows its own digest, ``CatalogStage.digest``)."""
+    from toolkg.extractors.triples.semantic import make_extractor
+    from toolkg.flows.stages import MANIFEST_STAGES, manifest_code
+    from toolkg.models import ManifestFile
+    from toolkg.store.loading import BuildOptions, fingerprint
+
+    per_manifest = [StageName.READ, StageName.INGEST, StageName.EXTRACT, StageName.EXTRACT_SEMANTIC]
+    assert [s.name for s in MANIFEST_STAGES] == [*per_manifest, StageName.VALIDATE, StageName.LOAD]
+    file, extractor = ManifestFile(path="/a.json", sha256="0" * 64, size=2), make_extractor("offline", None)
+
+    def manifest_fingerprint() -> str:
+        return fingerprint(file, BuildOptions.of(BuildConfig(), extractor, manifest_code()))
+
+    before = manifest_fingerprint()
+    assert manifest_fingerprint() == before  # the same code, the same fingerprint
+    for stage in PIPELINE:
+        with monkeypatch.context() as patched:
+            patched.setattr(type(stage), "fingerprint", lambda self: "new code")
+            assert (manifest_fingerprint() != before) == (stage in MANIFEST_STAGES), stage.name
