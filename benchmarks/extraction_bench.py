@@ -90,8 +90,8 @@ def llm_case(paths) -> dict:
         "tools": len(items),
         "cold_tools_per_second": round(len(items) / cold),
         "warm_tools_per_second": round(len(items) / warm),
-        "http_requests": usage["http_requests"],
-        "cache_hits": usage["cache_hits"],
+        "http_requests": usage.http_requests,
+        "cache_hits": usage.cache_hits,
     }
 
 

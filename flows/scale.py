@@ -24,7 +24,7 @@ from prefect.cache_policies import NO_CACHE
 from toolkg.errors import ConfigError
 from toolkg.extractors.triples.semantic import make_extractor
 from toolkg.failures import quarantine
-from toolkg.flows.pipeline import DEFAULT_WORKERS
+from toolkg.flows.build_manifests import DEFAULT_WORKERS
 from toolkg.flows.steps import EXTRACT, TransformInfo
 from toolkg.stages import StageName
 from toolkg.store.validation import Validator

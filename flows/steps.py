@@ -33,6 +33,7 @@ from toolkg.stages import StageBase, StageName, Stopwatch, Timer
 from toolkg.store.loading import BuildOptions, LoadResult, ManifestParts, fingerprint, load_manifest
 from toolkg.store.oxigraph_store import ManifestRecord, ToolStore
 from toolkg.store.validation import Validator
+from toolkg.usage import ExtractionUsage
 
 T = TypeVar("T")
 
@@ -61,7 +62,7 @@ class UsageInfo(StageInfo):
     """The semantic extractor's usage over the run (extractor, model, prompt, requests, tokens, cost), taken
     when the run ends: what the summary's ``extraction`` says."""
 
-    extraction: dict[str, Any] = {}
+    extraction: ExtractionUsage
 
     def summary_fields(self) -> dict[str, Any]:
         return {"extraction": self.extraction}
@@ -308,7 +309,12 @@ def load(
 # --- the stage objects (toolkg.stages.Stage); PIPELINE (flows/stages/__init__.py) declares them in order ----
 
 
-class Read(StageBase):
+class ManifestStage(StageBase):
+    """A stage that makes a manifest's graphs: its code's fingerprint is part of every manifest's fingerprint
+    (``BuildOptions.code``), so new code in one of them rebuilds the manifests, and code elsewhere does not."""
+
+
+class Read(ManifestStage):
     """A manifest file hashed and decoded, within the input limits (timed as part of ingest)."""
 
     name = StageName.READ
@@ -318,7 +324,7 @@ class Read(StageBase):
     run = staticmethod(fingerprint_file)
 
 
-class Ingest(StageBase):
+class Ingest(ManifestStage):
     """A batch of manifest paths read (``Read``) and those whose fingerprint changed parsed into models."""
 
     name = StageName.INGEST
@@ -327,7 +333,7 @@ class Ingest(StageBase):
     run = staticmethod(ingest_batch)
 
 
-class Extract(StageBase):
+class Extract(ManifestStage):
     """A batch's structural triples, with the semantic extractor's results, validated: ``TransformInfo``."""
 
     name = StageName.EXTRACT
@@ -336,7 +342,7 @@ class Extract(StageBase):
     run = staticmethod(transform_manifests)
 
 
-class ExtractSemantic(StageBase):
+class ExtractSemantic(ManifestStage):
     """The triple extractor itself (offline rules or an LLM), over a whole batch at once (part of extract)."""
 
     name = StageName.EXTRACT_SEMANTIC
@@ -346,7 +352,7 @@ class ExtractSemantic(StageBase):
     run = staticmethod(extract_semantic)
 
 
-class Validate(StageBase):
+class Validate(ManifestStage):
     """SHACL over each manifest's graphs (part of the extract step's batch)."""
 
     name = StageName.VALIDATE
@@ -355,7 +361,7 @@ class Validate(StageBase):
     run = staticmethod(validate)
 
 
-class Load(StageBase):
+class Load(ManifestStage):
     """One manifest (or part) written in one transaction, retried on transient failures: ``LoadResult``."""
 
     name = StageName.LOAD

@@ -48,14 +48,19 @@ class BuildOptions(Options):
     server: str | None = _CONFIG["server"].default
     extractor: ExtractorName = _CONFIG["extractor"].default
     extractor_version: str  # the extractor's key(): no default, the extractor that runs says it
+    # the fingerprints of the code of the stages that make a manifest's graphs, by stage (no default: the
+    # pipeline's stages say it, flows.stages.manifest_code), so new code there rebuilds every manifest
+    code: dict[str, str]
     hide_declared: bool = _CONFIG["hide_declared"].default  # drop declared dependencies (to evaluate inference)
     limits: Limits = _CONFIG["limits"].default  # how much of a manifest is read, what is trimmed (toolkg.limits)
 
     @classmethod
-    def of(cls, config: BuildConfig, extractor: ExtractorIdentity) -> BuildOptions:
-        """The options of a run with ``config`` whose semantic extractor is ``extractor``."""
+    def of(cls, config: BuildConfig, extractor: ExtractorIdentity, code: Mapping[str, str]) -> BuildOptions:
+        """The options of a run with ``config`` whose semantic extractor is ``extractor`` and whose per-manifest
+        stages' code has the fingerprints ``code``."""
         shared = {name: getattr(config, name) for name in cls.model_fields if name in _CONFIG}
-        return cls.model_validate({**shared, "extractor": extractor.name, "extractor_version": extractor.key()})
+        identity = {"extractor": extractor.name, "extractor_version": extractor.key(), "code": dict(code)}
+        return cls.model_validate(shared | identity)
 
 
 def live_listing_wins(path: str, server_id: str, listing: str) -> QuarantinedItem:
@@ -69,7 +74,8 @@ def live_listing_wins(path: str, server_id: str, listing: str) -> QuarantinedIte
 
 
 def fingerprint(file: ManifestFile, options: BuildOptions) -> str:
-    """Equal fingerprints mean an identical result: same bytes, pipeline, ontology and options."""
+    """Equal fingerprints mean an identical result: same bytes, pipeline version, ontology, options and code of
+    the stages that make it (``options.code``)."""
     key = {"sha256": file.sha256, "pipeline": PIPELINE_VERSION, "ontology": ontology_version(), **options.model_dump()}
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 

@@ -36,6 +36,7 @@ from toolkg.ontology import ontology_version
 from toolkg.ontology.schema import extraction_schema
 from toolkg.prompts import Prompt, load_prompt
 from toolkg.text.lexicon import CAPABILITIES
+from toolkg.usage import ExtractionUsage
 
 NAME = "llm"
 VERSION = "1"
@@ -74,19 +75,21 @@ class LLMExtractor:
     def close(self) -> None:
         self.cache.close()
 
-    def usage(self) -> dict[str, object]:
+    def usage(self) -> ExtractionUsage:
         cost = self.llm.cost()
-        return {
-            "extractor": NAME,
-            "version": VERSION,
-            "model": self.model,
-            "prompt": self.prompt.key,
-            "structured_output": self.llm.structured_output,  # "" when every tool came from the cache
-            **self.counters.counts,
-            **({"cost": round(cost, 6)} if cost is not None else {}),
-            "predicates_mapped": dict(self.predicates.mapped),
-            "predicates_unmapped": dict(self.predicates.unmapped),
-        }
+        return ExtractionUsage.model_validate(
+            {
+                "extractor": NAME,
+                "version": VERSION,
+                "model": self.model,
+                "prompt": self.prompt.key,
+                "structured_output": self.llm.structured_output,  # "" when every tool came from the cache
+                **self.counters.counts,
+                "cost": round(cost, 6) if cost is not None else None,
+                "predicates_mapped": dict(self.predicates.mapped),
+                "predicates_unmapped": dict(self.predicates.unmapped),
+            }
+        )
 
     def extract_many(
         self, items: Sequence[tuple[Tool, Server]], run_id: str

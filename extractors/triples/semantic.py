@@ -24,6 +24,7 @@ from toolkg.models import ExtractedManifest, QuarantinedItem, Server, ServerGrap
 from toolkg.ontology import PROV, RDF, TK, iris, ontology_version
 from toolkg.paths import store_cache
 from toolkg.result_cache import ResultCache, result_key
+from toolkg.usage import ExtractionUsage
 
 EXTRACTORS: tuple[str, ...] = ("offline", "llm")
 
@@ -40,7 +41,7 @@ class SemanticExtractor(Protocol):
         """One result per item, in the items' order."""
         ...
 
-    def usage(self) -> dict[str, object]:
+    def usage(self) -> ExtractionUsage:
         """What the extraction cost, for the run summary."""
         ...
 
@@ -95,8 +96,8 @@ class OfflineBatch(OfflineExtractor):
             self._cache.put_many(fresh)
         return out
 
-    def usage(self) -> dict[str, object]:
-        return {"extractor": self.name, "version": self.version, "tools": self.tools, "cache_hits": self.cache_hits}
+    def usage(self) -> ExtractionUsage:
+        return ExtractionUsage(extractor=self.name, version=self.version, tools=self.tools, cache_hits=self.cache_hits)
 
     def close(self) -> None:
         if self._cache is not None:

@@ -4,8 +4,9 @@
 section of its options, its code's fingerprint, ``run`` -> a typed result, and ``update`` for a stage that
 follows incremental sync). Listing and the snapshot are modules here; the per-manifest steps are
 flows/steps.py; the catalog-wide stages, one module each here, are ``CATALOG_STAGES``, the part of
-``PIPELINE`` after loading. flows/pipeline.py runs them (a build), flows/sync/ the catalog-wide ones'
-``update`` (a sync).
+``PIPELINE`` after loading; the per-manifest ones are ``MANIFEST_STAGES``, whose code fingerprints are part
+of every manifest's fingerprint (``manifest_code``). flows/pipeline.py runs them (a build), flows/sync/ the
+catalog-wide ones' ``update`` (a sync).
 
 Each stage is one class (``base.CatalogStage``) in its own module that states, once: its name, the
 graph it writes, its options (a section of ``BuildConfig``), the modules whose code decides its
@@ -35,7 +36,7 @@ from toolkg.flows.stages.link import Link
 from toolkg.flows.stages.listing import LIST
 from toolkg.flows.stages.retrieval_index import RetrievalIndex
 from toolkg.flows.stages.snapshot import SNAPSHOT
-from toolkg.flows.steps import EXTRACT, EXTRACT_SEMANTIC, INGEST, LOAD, READ, VALIDATE
+from toolkg.flows.steps import EXTRACT, EXTRACT_SEMANTIC, INGEST, LOAD, READ, VALIDATE, ManifestStage
 from toolkg.models import Tool
 from toolkg.paths import store_cache
 from toolkg.stages import Stage
@@ -46,12 +47,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CATALOG_STAGES",
+    "MANIFEST_STAGES",
     "PIPELINE",
     "SNAPSHOT",
     "CatalogRun",
     "CatalogStage",
     "Runner",
     "in_process",
+    "manifest_code",
     "prefetch_catalog_stages",
     "run_catalog_stages",
 ]
@@ -75,6 +78,14 @@ PIPELINE: tuple[Stage, ...] = (
 )
 # The catalog-wide stages, for builds (run_catalog_stages) and syncs (flows/sync/catalog.py) alike.
 CATALOG_STAGES: tuple[CatalogStage, ...] = tuple(s for s in PIPELINE if isinstance(s, CatalogStage))
+# The stages that make a manifest's graphs: their code is part of each manifest's fingerprint (manifest_code).
+MANIFEST_STAGES: tuple[ManifestStage, ...] = tuple(s for s in PIPELINE if isinstance(s, ManifestStage))
+
+
+def manifest_code() -> dict[str, str]:
+    """The fingerprint of each per-manifest stage's code, by stage (``BuildOptions.code``): a manifest whose
+    record has other fingerprints is rebuilt, as one read with other options is."""
+    return {stage.name: stage.fingerprint() for stage in MANIFEST_STAGES}
 
 
 def prefetch_catalog_stages(run: CatalogRun, tools: Sequence[Tool]) -> None:

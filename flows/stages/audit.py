@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from toolkg.approvals import Approvals
 from toolkg.canonicalize.findings import audit, by_severity
@@ -53,7 +53,6 @@ class AuditFigures(Frozen):
 
 
 class AuditInfo(StageInfo):
-    stage: ClassVar[str] = StageName.AUDIT
     findings: AuditFigures = AuditFigures()
 
     def lines(self) -> list[str]:
@@ -77,6 +76,7 @@ class Audit(CatalogStage[AuditState]):
     """Run the detectors over the stored catalog and swap the audit graph."""
 
     name = StageName.AUDIT
+    result = AuditInfo
     graph = AUDIT_GRAPH
     code = ("toolkg.canonicalize.findings", "toolkg.findings", "toolkg.approvals", "toolkg.store.findings")
 

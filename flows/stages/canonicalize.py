@@ -8,8 +8,6 @@ sync's own transaction, and the next build clusters the catalog as it then stand
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from toolkg.canonicalize.entities.clustering import canonicalize_store
 from toolkg.display import one_line
 from toolkg.flows.stages.base import CatalogRun, CatalogStage, StageState
@@ -29,7 +27,6 @@ class CanonicalFigures(Frozen):
 
 
 class CanonicalInfo(StageInfo):
-    stage: ClassVar[str] = StageName.CANONICALIZE
     canonical: CanonicalFigures = CanonicalFigures()
 
     def lines(self) -> list[str]:
@@ -45,6 +42,7 @@ class Canonicalize(CatalogStage[StageState]):
     """Fuzzy-merge near-identical entities store-wide and swap the canonical-entities graph."""
 
     name = StageName.CANONICALIZE
+    result = CanonicalInfo
     section = "entities"
     graph = CANONICAL_GRAPH
     unit = "entities"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import ChainMap, Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from toolkg.canonicalize.inference.acyclic import Changing, dropped_pairs
 from toolkg.canonicalize.inference.entities import keep_label_vectors_in
@@ -23,6 +23,7 @@ from toolkg.store.build_state import options_digests
 from toolkg.store.catalog_reads import server_catalogs
 from toolkg.store.dependencies import declared_pairs, dependency_rows, edge_triples, tool_id_of
 from toolkg.store.records import ToolRecord
+from toolkg.usage import Confirmation, OrEmpty
 
 if TYPE_CHECKING:
     from toolkg.canonicalize.inference.confirm import DependencyConfirmer
@@ -78,37 +79,38 @@ class InferState(StageState):
 class InferInfo(StageInfo):
     """Inferred edges by kind (and total), and the LLM review when one ran."""
 
-    stage: ClassVar[str] = StageName.INFER
     inferred: dict[str, int] = {}
-    confirmation: dict[str, Any] = {}
+    confirmation: OrEmpty[Confirmation] = None
 
     def lines(self) -> list[str]:
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(self.inferred.items()) if k != "total")
         out = [f"inferred dependencies: {self.inferred['total']}" + (f" ({kinds})" if kinds else "")]
-        if self.confirmation:
-            c = self.confirmation
+        if (c := self.confirmation) is not None:
             out.append(
-                f"LLM review of inferred dependencies ({c['model']}): {c['confirmed']} confirmed, {c['rejected']} "
-                f"rejected, {c['unjudged']} unjudged; {c['cache_hits']} cache hits, {c['http_requests']} HTTP "
-                f"requests ({c['retries']} retries, {c['reasks']} re-asks)"
-                + (f"; cost {c['cost']:.4f}" if "cost" in c else "")
+                f"LLM review of inferred dependencies ({c.model}): {c.confirmed} confirmed, {c.rejected} "
+                f"rejected, {c.unjudged} unjudged; {c.cache_hits} cache hits, {c.http_requests} HTTP "
+                f"requests ({c.retries} retries, {c.reasks} re-asks)"
+                + (f"; cost {c.cost:.4f}" if c.cost is not None else "")
             )
         return out
 
 
 def confirm_edges(
     confirmer: DependencyConfirmer, edges: list[InferredEdge], tools: list[ToolRecord], run_id: str
-) -> tuple[list[InferredEdge], dict[str, Any], tuple[QuarantinedItem, ...]]:
+) -> tuple[list[InferredEdge], Confirmation, tuple[QuarantinedItem, ...]]:
     """An LLM's review of the inferred ``edges``: the edges kept, the review's figures (the summary's
     ``confirmation``) and an entry per edge it could not judge (kept unconfirmed)."""
     review = confirmer.review(edges, tools, run_id)
     kept = review.edges
-    confirmation = confirmer.usage() | {
-        "confirmed": sum(e.basis == Basis.LLM for e in kept),
-        "rejected": len(review.rejected),
-        "unjudged": len(review.unjudged),
-        "rejected_edges": [f"{e.consumer} <- {e.producer}: {why}" for e, why in review.rejected[:200]],
-    }
+    confirmation = Confirmation.model_validate(
+        confirmer.usage()
+        | {
+            "confirmed": sum(e.basis == Basis.LLM for e in kept),
+            "rejected": len(review.rejected),
+            "unjudged": len(review.unjudged),
+            "rejected_edges": [f"{e.consumer} <- {e.producer}: {why}" for e, why in review.rejected[:200]],
+        }
+    )
     unjudged = tuple(
         QuarantinedItem(
             source="dependency inference",
@@ -140,6 +142,7 @@ class Infer(CatalogStage[InferState]):
     inferred graph."""
 
     name = StageName.INFER
+    result = InferInfo
     section = "inference"
     graph = INFERRED_GRAPH
     code = ("toolkg.canonicalize", "toolkg.text")
@@ -159,7 +162,7 @@ class Infer(CatalogStage[InferState]):
         edges = infer_dependencies(
             tools, run.config.inference, declared=declared_pairs(store), catalogs=server_catalogs(store)
         )
-        confirmation: dict[str, Any] = {}
+        confirmation: Confirmation | None = None
         unjudged: tuple[QuarantinedItem, ...] = ()
         if run.confirmer is not None:
             edges, confirmation, unjudged = CONFIRM.run(run.confirmer, edges, tools, run.run_id)

@@ -6,7 +6,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +47,6 @@ class LinkState(StageState):
 
 
 class LinkInfo(StageInfo):
-    stage: ClassVar[str] = StageName.LINK
     links: dict[str, int] = {}  # by type, total, and how many descriptions were embedded this run
 
     def lines(self) -> list[str]:
@@ -63,6 +62,7 @@ class Link(CatalogStage[LinkState]):
     """Structural links (co-invoked, schema compatible, shared parameters); swap their graph."""
 
     name = StageName.LINK
+    result = LinkInfo
     section = "links"
     graph = LINKS_GRAPH
     code = ("toolkg.canonicalize.links", "toolkg.embeddings.encoder", "toolkg.text")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -68,7 +68,6 @@ class IndexFigures(Frozen):
 
 
 class IndexInfo(StageInfo):
-    stage: ClassVar[str] = StageName.INDEX
     index: IndexFigures = IndexFigures()
 
     def lines(self) -> list[str]:
@@ -104,6 +103,7 @@ class RetrievalIndex(CatalogStage[IndexState]):
     """Write ``<store>/index/<token>`` for the stored catalog and record its token in the store."""
 
     name = StageName.INDEX
+    result = IndexInfo
     code = (
         "toolkg.retrieval.catalog",
         "toolkg.retrieval.lexical",

@@ -19,6 +19,7 @@ from toolkg.config import BuildConfig
 from toolkg.errors import NotFoundError, RequestError
 from toolkg.extractors.manifests.ingest import ingest_manifest
 from toolkg.extractors.manifests.reading import discover, fingerprint_file
+from toolkg.flows.stages import manifest_code
 from toolkg.flows.stages.listing import LIST, ListInfo
 from toolkg.flows.stages.snapshot import SNAPSHOT
 from toolkg.flows.sync.catalog import CatalogSync
@@ -160,7 +161,7 @@ def sync_found_servers(
             elif server_id in removing:
                 results.append(sync.remove_server(server_id))
         extractor = sync.extractor
-        options = BuildOptions.of(config, extractor)
+        options = BuildOptions.of(config, extractor, manifest_code())
     _record(store, summary, results, found, {s: owners[s] & set(read or ()) for s in removing}, options)
     if store.publishes_snapshots:
         summary.fold(SNAPSHOT.publish_now(store, run_id))

@@ -254,8 +254,9 @@ class StageInfo(BaseModel):
     quarantined: tuple[QuarantinedItem, ...] = ()
     notices: tuple[Notice, ...] = ()
 
-    # A catalog-wide stage's info names its stage: the summary keeps its figures (``figures``) and its
-    # printed lines (``lines``) under that name, so a new stage needs no new summary field.
+    # A catalog-wide stage's info bears its stage's name, set by the stage that declares it its ``result``
+    # (``toolkg.stages.StageBase``): the summary keeps its figures (``figures``) and its printed lines
+    # (``lines``) under that name, so a new stage needs no new summary field.
     stage: ClassVar[str] = ""
 
     def summary_fields(self) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from toolkg.failures import quarantine
 from toolkg.fingerprint import source_fingerprint
 
 if TYPE_CHECKING:
+    from toolkg.models import StageInfo
     from toolkg.summary import BuildSummary
 
 
@@ -107,6 +108,17 @@ class StageBase:
     section: ClassVar[str | None] = None
     part_of: ClassVar[StageName | None] = None
     code: ClassVar[tuple[str, ...]] = ()  # the modules (a package: all its modules) whose code decides its result
+    # The typed result whose figures the run summary keeps under the stage's name (``StageInfo.stage``).
+    result: ClassVar[type[StageInfo] | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Name the stage's result after the stage: the name is stated once, on the stage."""
+        super().__init_subclass__(**kwargs)
+        result = cls.__dict__.get("result")
+        if result is not None:
+            if result.stage and result.stage != cls.name:
+                raise TypeError(f"{result.__name__} is already the result of stage {str(result.stage)!r}")
+            result.stage = cls.name
 
     def fingerprint(self) -> str:
         return source_fingerprint(self.code)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
@@ -13,6 +13,7 @@ from toolkg.atomic import atomic_output, write_atomically
 from toolkg.display import one_line
 from toolkg.errors import NotFoundError, StoreError
 from toolkg.models import Notice, QuarantinedItem, StageInfo, ToolChange
+from toolkg.usage import Confirmation, ExtractionUsage, OrEmpty
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -24,26 +25,24 @@ Info = TypeVar("Info", bound=StageInfo)
 TOOLS_SHOWN = 20  # tool changes a printed summary names (summary.json names them all)
 
 
-def _extraction_line(usage: dict[str, object]) -> str:
+def _extraction_line(usage: ExtractionUsage) -> str:
     """'llm (model, prompt): 12 tools extracted, 500 cache hits, 14 HTTP requests (...)'."""
-    what = str(usage.get("extractor", "?"))
-    if usage.get("model"):
-        what += f" ({usage['model']}, prompt {usage.get('prompt', '?')})"
-    if "http_requests" not in usage:  # the offline extractor writes ontology predicates only
-        return f"{what}: {usage.get('tools', 0)} tools; predicates: ontology terms by construction, none to map"
+    what = usage.extractor
+    if usage.model:
+        what += f" ({usage.model}, prompt {usage.prompt or '?'})"
+    if usage.http_requests is None:  # the offline extractor writes ontology predicates only
+        return f"{what}: {usage.tools} tools; predicates: ontology terms by construction, none to map"
     line = (
-        f"{what}: {usage['tools']} tools extracted, {usage['cache_hits']} cache hits, {usage['failed']} failed; "
-        f"{usage['http_requests']} HTTP requests ({usage['retries']} retries, {usage['reasks']} re-asks)"
+        f"{what}: {usage.tools} tools extracted, {usage.cache_hits} cache hits, {usage.failed} failed; "
+        f"{usage.http_requests} HTTP requests ({usage.retries} retries, {usage.reasks} re-asks)"
     )
-    if usage.get("structured_output"):  # empty when every tool came from the cache: nothing was probed
-        probes = int(usage.get("probes", 0))  # type: ignore[call-overload]
-        line += f"; structured output {usage['structured_output']} ({probes} probe request{'s' * (probes != 1)})"
-    line += f"; tokens {usage['prompt_tokens']} in / {usage['completion_tokens']} out"
-    if "cost" in usage:
-        line += f"; cost {usage['cost']:.4f}"
-    # predicate -> count, as the extractor's usage record holds them
-    mapped = cast(dict[str, int], usage.get("predicates_mapped") or {})
-    unmapped = cast(dict[str, int], usage.get("predicates_unmapped") or {})
+    if usage.structured_output:  # empty when every tool came from the cache: nothing was probed
+        probes = usage.probes or 0
+        line += f"; structured output {usage.structured_output} ({probes} probe request{'s' * (probes != 1)})"
+    line += f"; tokens {usage.prompt_tokens} in / {usage.completion_tokens} out"
+    if usage.cost is not None:
+        line += f"; cost {usage.cost:.4f}"
+    mapped, unmapped = usage.predicates_mapped or {}, usage.predicates_unmapped or {}
     line += f"; predicates mapped onto the ontology {sum(mapped.values())}, unmapped {sum(unmapped.values())}"
     if unmapped:
         line += " (" + ", ".join(one_line(p, 60) for p in sorted(unmapped)[:5]) + ")"
@@ -156,7 +155,7 @@ class BuildSummary(BaseModel):
     stage_seconds: dict[str, float] = Field(default_factory=dict)  # seconds per stage
     stage_peak_mb: dict[str, float] = Field(default_factory=dict)  # peak RSS over all processes, per stage
     pipeline_seconds: float = 0.0  # wall time of the flow body (Prefect start-up excluded)
-    extraction: dict[str, object] = Field(default_factory=dict)  # extractor, model, prompt, calls, tokens, cost
+    extraction: OrEmpty[ExtractionUsage] = None  # extractor, model, prompt, calls, tokens, cost; {} when none ran
     # Each catalog-wide stage's figures and printed lines, by stage name (StageInfo.figures, .lines).
     stages: dict[str, dict[str, Any]] = Field(default_factory=dict)
     stage_lines: dict[str, list[str]] = Field(default_factory=dict)
@@ -177,9 +176,10 @@ class BuildSummary(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def confirmation(self) -> dict[str, Any]:
+    def confirmation(self) -> OrEmpty[Confirmation]:
         """The LLM's review of the inferred edges, when one ran."""
-        return self.stages.get("infer", {}).get("confirmation", {})
+        review = self.stages.get("infer", {}).get("confirmation")
+        return Confirmation.model_validate(review) if review else None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -270,7 +270,7 @@ class BuildSummary(BaseModel):
         lines += tool_change_lines(self.tools, bullet, f"runs/{self.run_id}/summary.json")
         if self.kept:
             lines.append(kept_line(self.kept))
-        if self.extraction:
+        if self.extraction is not None:
             lines.append("extraction: " + _extraction_line(self.extraction))
         for stage_lines in self.stage_lines.values():
             lines += stage_lines

@@ -160,6 +160,20 @@ def test_a_store_built_by_other_rules_is_brought_up_to_date(build, catalog, stor
     monkeypatch.setattr(Infer, "fingerprint", lambda self: "new rules")
     again = build([catalog], store_dir)
     assert "infer" in again.stage_seconds and not {"canonicalize", "link"} & again.stage_seconds.keys()
+    assert len(again.skipped) == 3 and again.loaded_tools == 0  # no manifest is inference's to redo
+
+
+def test_new_code_in_a_per_manifest_stage_rebuilds_every_manifest_once(build, catalog, store_dir, monkeypatch):
+    from toolkg.flows.steps import Validate
+
+    build([catalog], store_dir)
+    # as if the SHACL validation step's code changed: what every manifest's graphs went through
+    monkeypatch.setattr(Validate, "fingerprint", lambda self: "new validation")
+    again = build([catalog], store_dir)
+    assert len(again.rebuilt) == 3 and again.skipped == [] and again.changed == [] and again.tools == []
+    assert again.loaded_tools > 0
+    third = build([catalog], store_dir)  # the records now hold the new code's fingerprint
+    assert len(third.skipped) == 3 and third.rebuilt == [] and third.loaded_tools == 0
 
 
 @pytest.mark.slow

@@ -50,18 +50,18 @@ def test_llm_confirms_rejects_and_caches_per_pair(build, store_dir, monkeypatch)
     inferred = [r for r in rows if r["basis"] != "declared"]
     # every edge from the login tool was rejected and is gone; the rest were confirmed with the model's reason
     rejected = offline.inferred["total"] - summary.inferred["total"]
-    assert rejected > 0 and review["rejected"] == rejected
+    assert rejected > 0 and review.rejected == rejected
     assert not any(r["producer"].endswith("::acme_user_login") for r in inferred)
     confirmed = [r for r in inferred if r["basis"] == "llm"]
-    assert len(confirmed) == review["confirmed"] > 0
+    assert len(confirmed) == review.confirmed > 0
     assert all(r["confidence"] == 0.93 and "LLM: " in r["evidence"] for r in confirmed)
     # the garbage verdict kept its edge unconfirmed and was reported, one line per pair
     unjudged = [r for r in inferred if r["basis"] == "inferred"]
-    assert [r["producer"].split("::")[1] for r in unjudged] == ["validate_email"] * review["unjudged"]
-    assert review["unjudged"] >= 1 and review["reasks"] >= 1
+    assert [r["producer"].split("::")[1] for r in unjudged] == ["validate_email"] * review.unjudged
+    assert review.unjudged >= 1 and review.reasks >= 1
     assert any(q.stage == "confirm" and "validate_email" in q.item for q in summary.quarantined)
     # the rerun asks nothing new: verdicts are cached per pair (the failure is retried)
-    assert again.confirmation["cache_hits"] == review["confirmed"] + review["rejected"]
-    assert len(fake.requests) - first_requests == review["unjudged"] * 2  # one ask + one re-ask each
+    assert again.confirmation.cache_hits == review.confirmed + review.rejected
+    assert len(fake.requests) - first_requests == review.unjudged * 2  # one ask + one re-ask each
     assert again.inferred == summary.inferred
     store.close()

@@ -38,8 +38,8 @@ def test_valid_extraction_lands_in_the_store_with_provenance(build, store_dir, l
         llm_env(fake)
         summary = build(CATALOG, store_dir, extractor="llm")
     assert summary.exit_code == 0 and len(fake.requests) == 4
-    assert summary.extraction["tools"] == 4 and summary.extraction["http_requests"] == 4
-    assert summary.extraction["prompt_tokens"] == 400 and summary.extraction["completion_tokens"] == 80
+    assert summary.extraction.tools == 4 and summary.extraction.http_requests == 4
+    assert summary.extraction.prompt_tokens == 400 and summary.extraction.completion_tokens == 80
     store = ToolStore(store_dir)
     rows = store.select("""SELECT ?tool ?department ?model ?prompt ?hash ?manifest ?run WHERE {
         GRAPH ?g { ?tool tk:usedBy ?d . ?d rdfs:label ?department .
@@ -87,7 +87,7 @@ def test_reply_that_stays_invalid_quarantines_that_tool_and_the_run_finishes(bui
         llm_env(fixed)
         again = build(CATALOG, store_dir, extractor="llm")
     assert again.exit_code == 0 and again.reprocessed and len(fixed.requests) == 1
-    assert again.extraction["cache_hits"] == 1  # its sibling in the same manifest
+    assert again.extraction.cache_hits == 1  # its sibling in the same manifest
     assert len(ToolStore(store_dir).select("SELECT ?g WHERE { ?g a tk:Extraction }")) == 4
 
 
@@ -100,7 +100,7 @@ def test_rerun_makes_no_http_calls_and_a_new_prompt_re_extracts(build, store_dir
         unchanged = build(CATALOG, store_dir, extractor="llm")
         assert unchanged.skipped and len(fake.requests) == 4
         forced = build(CATALOG, store_dir, extractor="llm", force=True)  # rebuilt, but from the cache
-        assert forced.extraction["cache_hits"] == 4 and len(fake.requests) == 4
+        assert forced.extraction.cache_hits == 4 and len(fake.requests) == 4
 
         prompt = tmp_path / "my_prompt.md"
         prompt.write_text(DEFAULT_PROMPT.read_text() + "\nBe brief.\n")

@@ -14,7 +14,7 @@ def test_offline_build_loads_extraction_graphs_with_provenance(build, store_dir)
 
     summary = build([DATA / "toollinkos" / "core_tools.json"], store_dir)
     usage = {"extractor": "offline", "version": VERSION, "tools": 50, "cache_hits": 0}
-    assert summary.exit_code == 0 and summary.extraction == usage
+    assert summary.exit_code == 0 and summary.model_dump(mode="json")["extraction"] == usage
     assert summary.loaded_servers == 1 and summary.loaded_tools == 50  # extraction graphs are not servers
     store = ToolStore(store_dir)
     (row,) = store.select("""SELECT (COUNT(DISTINCT ?g) AS ?graphs) (COUNT(DISTINCT ?e) AS ?entities) WHERE {
@@ -40,6 +40,6 @@ def test_a_fresh_store_fed_another_builds_caches_reads_them_and_equals_it(build,
     first = build(catalog, tmp_path / "first")
     shutil.copytree(tmp_path / "first" / "cache", tmp_path / "second" / "cache")
     second = build(catalog, tmp_path / "second")
-    assert first.extraction["cache_hits"] == 0 and second.extraction["cache_hits"] == 50
+    assert first.extraction.cache_hits == 0 and second.extraction.cache_hits == 50
     assert second.links["embedded"] == 0
     assert comparable(tmp_path / "second") == comparable(tmp_path / "first")

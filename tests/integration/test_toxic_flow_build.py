@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import build_in_process
+from toolkg.flows.stages.audit import AuditInfo
 from toolkg.ontology.graphs import AUDIT_GRAPH
 from toolkg.store.findings import read_findings, read_roles
 from toolkg.store.oxigraph_store import ToolStore
@@ -54,7 +55,8 @@ def test_a_flow_joined_by_edges_is_stored_valid_queryable_and_hideable(tmp_path:
     folder, store_dir = write_assistant(tmp_path / "catalog", [FETCH, READ, POST, ADD]), tmp_path / "store"
     summary = build_in_process([folder], store_dir, links=False)
     assert summary.exit_code == 0
-    assert summary.stages["audit"]["findings"]["by_kind"].get("toxic-flow") == 1
+    audit = summary.result(AuditInfo)
+    assert audit is not None and audit.findings.by_kind.get("toxic-flow") == 1
     with ToolStore(store_dir) as store:
         found = read_findings(store)
         flows = [(tool, f) for tool, fs in found.items() for f in fs if f.kind == "toxic-flow"]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from typing import Any
+
+import pytest
 
 from toolkg.config import BuildConfig
 from toolkg.flows.stages import CATALOG_STAGES, PIPELINE, CatalogStage
@@ -102,7 +105,52 @@ def test_a_stage_result_reads_back_typed_from_the_summary_and_its_json():
     summary = BuildSummary(run_id="r", store="s", started="t")
     info = AuditInfo(findings=AuditFigures(tools=3, flagged=1, by_kind={"injection": 1}, notes=1))
     summary.fold(info)
-    assert summary.stages["audit"] == {"findings": {"tools": 3, "flagged": 1, "by_kind": {"injection": 1}, "notes": 1}}
-    again = BuildSummary.model_validate_json(summary.model_dump_json())
+    text = summary.model_dump_json()
+    figures = {"findings": {"tools": 3, "flagged": 1, "by_kind": {"injection": 1}, "notes": 1}}
+    assert json.loads(text)["stages"]["audit"] == figures  # the JSON's shape: figures under the stage's name
+    again = BuildSummary.model_validate_json(text)
     assert again.result(AuditInfo) == info and again.result(LinkInfo) is None
     assert "findings: 1 of 3 tools flagged (1 injection); 1 with notes only" in str(again)
+
+
+def test_each_catalog_stage_names_its_result_and_the_summary_keeps_it_under_that_name():
+    """The name is stated once, on the stage: its result class takes it from the stage (``StageBase.result``)."""
+    results = [stage.result for stage in CATALOG_STAGES]
+    assert all(result is not None for result in results)
+    assert [result.stage for result in results if result] == [stage.name for stage in CATALOG_STAGES]
+    assert len(set(results)) == len(results)
+
+
+def test_a_result_belongs_to_one_stage():
+    from toolkg.flows.stages.audit import AuditInfo
+
+    with pytest.raises(TypeError, match="already the result of stage 'audit'"):
+
+        class Other(StageBase):
+            name = StageName.LINK
+            result = AuditInfo
+
+    assert AuditInfo.stage == StageName.AUDIT
+
+
+def test_the_code_of_each_per_manifest_stage_and_only_theirs_is_in_every_manifest_fingerprint(monkeypatch):
+    """New code in a stage that makes a manifest's graphs rebuilds the manifests (their fingerprint changes);
+    new code in any other stage leaves them (that stage follows its own digest, ``CatalogStage.digest``)."""
+    from toolkg.extractors.triples.semantic import make_extractor
+    from toolkg.flows.stages import MANIFEST_STAGES, manifest_code
+    from toolkg.models import ManifestFile
+    from toolkg.store.loading import BuildOptions, fingerprint
+
+    per_manifest = [StageName.READ, StageName.INGEST, StageName.EXTRACT, StageName.EXTRACT_SEMANTIC]
+    assert [s.name for s in MANIFEST_STAGES] == [*per_manifest, StageName.VALIDATE, StageName.LOAD]
+    file, extractor = ManifestFile(path="/a.json", sha256="0" * 64, size=2), make_extractor("offline", None)
+
+    def manifest_fingerprint() -> str:
+        return fingerprint(file, BuildOptions.of(BuildConfig(), extractor, manifest_code()))
+
+    before = manifest_fingerprint()
+    assert manifest_fingerprint() == before  # the same code, the same fingerprint
+    for stage in PIPELINE:
+        with monkeypatch.context() as patched:
+            patched.setattr(type(stage), "fingerprint", lambda self: "new code")
+            assert (manifest_fingerprint() != before) == (stage in MANIFEST_STAGES), stage.name

@@ -11,6 +11,7 @@ import pytest
 from tests.conftest import CASES
 from toolkg.config import BuildConfig
 from toolkg.extractors.triples.semantic import make_extractor
+from toolkg.flows.stages import manifest_code
 from toolkg.store.loading import BuildOptions
 from toolkg.store.oxigraph_store import ToolStore
 
@@ -18,7 +19,7 @@ from toolkg.store.oxigraph_store import ToolStore
 def test_build_options_have_the_build_configs_fields_and_defaults():
     config_fields = BuildConfig.model_fields
     shared = [name for name in BuildOptions.model_fields if name in config_fields]
-    assert set(BuildOptions.model_fields) - set(shared) == {"extractor_version"}  # the extractor's own key
+    assert set(BuildOptions.model_fields) - set(shared) == {"extractor_version", "code"}  # the extractor and code
     for name in shared:
         mine, theirs = BuildOptions.model_fields[name], config_fields[name]
         assert (name, mine.default) == (name, theirs.default)
@@ -27,7 +28,7 @@ def test_build_options_have_the_build_configs_fields_and_defaults():
 
 def test_options_of_a_config_are_its_values():
     config = BuildConfig().with_settings(["format=openai", "server=s", "hide_declared=true", "limits.max_depth=9"])
-    options = BuildOptions.of(config, make_extractor("offline", None))
+    options = BuildOptions.of(config, make_extractor("offline", None), manifest_code())
     assert (options.format, options.server, options.hide_declared, options.limits.max_depth) == ("openai", "s", True, 9)
     assert options.extractor == "offline" == BuildConfig().extractor
 

@@ -37,7 +37,7 @@ def test_invalid_reply_is_reasked_then_accepted(tmp_path):
         extractor = _extractor(fake, tmp_path)
         (result,) = extractor.extract_many([(TOOL, SERVER)], "run-1")
     assert isinstance(result, ToolExtraction) and len(fake.requests) == 2
-    assert extractor.usage()["reasks"] == 1
+    assert extractor.usage().reasks == 1
     reask = json.dumps(fake.requests[1].body["messages"])
     assert "hasEntity goes from Tool to BusinessObject" in reask  # the validator's message went back to the model
 
@@ -55,7 +55,7 @@ def test_rate_limit_retry_after_is_honoured(tmp_path):
     assert isinstance(result, ToolExtraction)
     first, second = fake.requests
     assert second.at - first.at >= 1.0  # waited as long as the server asked
-    assert extractor.usage()["retries"] == 1
+    assert extractor.usage().retries == 1
 
 
 @pytest.mark.slow
@@ -71,7 +71,7 @@ def test_server_errors_and_timeouts_are_retried(tmp_path):
         extractor = _extractor(fake, tmp_path, timeout=0.5)
         (result,) = extractor.extract_many([(TOOL, SERVER)], "run-1")
     assert isinstance(result, ToolExtraction) and len(result.triples) == 4
-    assert len(fake.requests) == 3 and extractor.usage()["retries"] == 2
+    assert len(fake.requests) == 3 and extractor.usage().retries == 2
 
 
 def test_persistent_server_errors_quarantine_with_one_line(tmp_path):
@@ -167,6 +167,6 @@ def test_free_text_relations_map_onto_the_ontology_and_unmappable_ones_are_reask
     assert isinstance(result, ToolExtraction), result
     assert {(t.relation, t.tail) for t in result.triples} == {("usedBy", "Sales"), ("hasEntity", "widget")}
     usage = extractor.usage()
-    assert usage["reasks"] == 1 and usage["predicates_unmapped"] == {"is married to": 1}
-    assert usage["predicates_mapped"] == {"works_for -> usedBy (synonym)": 1, "acts on -> hasEntity (synonym)": 1}
+    assert usage.reasks == 1 and usage.predicates_unmapped == {"is married to": 1}
+    assert usage.predicates_mapped == {"works_for -> usedBy (synonym)": 1, "acts on -> hasEntity (synonym)": 1}
     assert "is not in the ontology" in json.dumps(fake.requests[1].body["messages"])

@@ -63,11 +63,11 @@ def test_the_first_structured_output_the_server_honours_is_used(tmp_path, offers
     mode = _expected(offers)
     assert isinstance(result, ToolExtraction) and len(result.triples) == 4, result
     usage = extractor.usage()
-    assert usage["structured_output"] == mode
+    assert usage.structured_output == mode
     # probed in order until one was honoured; the probes are counted apart from the extraction's requests
     tried = [probe_kind(p.body) for p in fake.probes]
     assert tried == list(KINDS[: KINDS.index(mode) + 1] if mode != "md_json" else KINDS)
-    assert usage["probes"] == len(tried) and usage["http_requests"] == len(fake.requests) == 1
+    assert usage.probes == len(tried) and usage.http_requests == len(fake.requests) == 1
     (request,) = [r.body for r in fake.requests]
     assert ("tools" in request) == (mode == "tools")
     expected_format = {"json_schema": "json_schema", "json_object": "json_object"}.get(mode)
@@ -113,7 +113,7 @@ def test_an_invalid_schema_shaped_reply_is_reasked_with_the_ontology_rule(tmp_pa
         extractor = _extractor(fake, tmp_path)
         (result,) = extractor.extract_many([(TOOL, SERVER)], "run-1")
     assert isinstance(result, ToolExtraction) and len(fake.requests) == 2
-    assert extractor.usage()["reasks"] == 1
+    assert extractor.usage().reasks == 1
     assert "'colour' is not a parameter of 'get_widget'" in json.dumps(fake.requests[1].body["messages"])
 
 
@@ -127,7 +127,7 @@ def test_the_probe_runs_once_for_many_tools_and_not_at_all_when_everything_is_ca
         again = _extractor(fake, tmp_path)
         assert all(isinstance(r, ToolExtraction) for r in again.extract_many(tools, "run-2"))
     assert len(fake.probes) == 1 and len(fake.requests) == 6  # the rerun asked nothing, not even the probe
-    assert again.usage()["structured_output"] == "" and again.usage()["cache_hits"] == 6
+    assert again.usage().structured_output == "" and again.usage().cache_hits == 6
 
 
 def test_probe_tokens_are_the_servers_own_and_counted(tmp_path):
@@ -140,7 +140,7 @@ def test_probe_tokens_are_the_servers_own_and_counted(tmp_path):
         extractor = _extractor(fake, tmp_path)
         extractor.extract_many([(TOOL, SERVER)], "run-1")
     usage = extractor.usage()
-    assert (usage["prompt_tokens"], usage["completion_tokens"]) == (100 + 7, 20 + 3)
+    assert (usage.prompt_tokens, usage.completion_tokens) == (100 + 7, 20 + 3)
 
 
 @pytest.mark.slow
@@ -158,7 +158,7 @@ def test_a_busy_server_during_the_probe_is_retried_and_rejected_credentials_stop
         (result,) = extractor.extract_many([(TOOL, SERVER)], "run-1")
     assert isinstance(result, ToolExtraction) and calls == ["json_schema", "json_schema"]
     assert extractor.llm.probe is not None  # the probe ran
-    assert extractor.usage()["retries"] == 1 and extractor.llm.probe.name == "json_schema"
+    assert extractor.usage().retries == 1 and extractor.llm.probe.name == "json_schema"
 
     def refuses(request: dict) -> Reply:
         return Reply(status=401, body={"error": {"message": "invalid api key"}})
