@@ -141,6 +141,21 @@ def sync_rows(data: dict) -> Rows:
     return rows
 
 
+def sync_stage_rows(data: dict) -> Rows:
+    """sync.json's seconds of each operation by the step of the sync they went to, a row per case and operation
+    (a step an operation skipped is blank)."""
+    steps: list[str] = []
+    for case in data["results"]:
+        for op in case["operations"]:
+            steps += [s for s in op["stage_seconds"] if s not in steps]
+    rows = [["case", "operation", *steps]]
+    for case in data["results"]:
+        for op in case["operations"]:
+            seconds = op["stage_seconds"]
+            rows.append([case["case"], op["operation"], *(f"{seconds[s]:.3f}" if s in seconds else "" for s in steps)])
+    return rows
+
+
 def sync_check_rows(data: dict) -> Rows:
     """sync.json's other figures: the rebuild the operations are measured against, the session's load, and how
     far the synced store is from a rebuild of the final catalog."""

@@ -134,6 +134,9 @@ TABLES = {
     "extraction-llm": Table("extraction.json", bench_tables.extraction_llm_rows),
     "retrieval": Table("retrieval.json", bench_tables.retrieval_rows),
     "retrieval-latency": Table("retrieval.json", bench_tables.retrieval_latency_rows),
+    "sync": Table("sync.json", bench_tables.sync_rows),
+    "sync-stages": Table("sync.json", bench_tables.sync_stage_rows),
+    "sync-check": Table("sync.json", bench_tables.sync_check_rows),
     "live": Table("live.json", bench_tables.live_rows),
     "live-build": Table("live.json", bench_tables.live_build_rows),
 }
