@@ -130,6 +130,7 @@ TABLES = {
     "suite-s56": Table("suite-s56.json", suite_rows, carried=("before",)),
     "inference": Table("inference.json", inference_rows),
     # One `make bench` run, a table per part of each script's JSON (benchmarks/bench_tables.py).
+    "build": Table("build.json", bench_tables.build_rows),
     "extraction": Table("extraction.json", bench_tables.extraction_rows),
     "extraction-llm": Table("extraction.json", bench_tables.extraction_llm_rows),
     "retrieval": Table("retrieval.json", bench_tables.retrieval_rows),
