@@ -92,6 +92,13 @@ STAGES = tuple(s.value for s in StageName if s not in (StageName.LIST, StageName
 SHORT = {"extract-semantic": "semantic", "canonicalize": "canon"}
 
 
+def write(machine: dict, results: list[dict], not_run: list[str]) -> None:
+    """build.json: the cases measured so far, and those still to run (empty once the run is complete)."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = {"machine": machine, "results": results, "not_run": not_run}
+    (RESULTS / "build.json").write_text(json.dumps(out, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000", help="synthetic catalog sizes, comma separated ('' = none)")
@@ -120,7 +127,8 @@ def main() -> None:
         print("seconds per stage")
         print(header)
         print("-" * len(header))
-        for name, paths in cases:
+        machine = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
+        for done, (name, paths) in enumerate(cases, 1):
             started = time.perf_counter()
             for r in run_case(name, paths, warm=not name.startswith("synthetic")):
                 s = r["stage_seconds"]
@@ -132,6 +140,9 @@ def main() -> None:
                 )
                 r["case_seconds"] = time.perf_counter() - started
                 results.append(r)
+            # Written after every case: the 100k case alone takes many minutes (hours on a shared box), and a run
+            # stopped in it keeps the cases it finished, with the ones it did not named.
+            write(machine, results, [n for n, _ in cases[done:]])
         print("\npeak MiB per stage (RSS summed over all the build's processes)")
         header = f"{'case':<25} " + " ".join(f"{SHORT.get(st, st):>8}" for st in (*STAGES, "other")) + f" {'peak':>8}"
         print(header)
@@ -140,9 +151,6 @@ def main() -> None:
             m = r["stage_peak_mb"]
             cols = " ".join(f"{m.get(st, 0):>8.0f}" for st in (*STAGES, "other"))
             print(f"{r['case']:<25} {cols} {r['peak_mb']:>8.0f}")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    machine = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
-    (RESULTS / "build.json").write_text(json.dumps({"machine": machine, "results": results}, indent=2))
     print(
         f"\nwrote {RESULTS / 'build.json'}  (pipeline = wall time of the flow body; "
         "prefect = flow wall time - pipeline; rerun = unchanged second build, wall)"

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks import bench_tables
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 READMES = (ROOT / "README.md", ROOT / "benchmarks" / "README.md")
@@ -127,6 +129,17 @@ def inference_rows(data: dict) -> Rows:
 TABLES = {
     "suite-s56": Table("suite-s56.json", suite_rows, carried=("before",)),
     "inference": Table("inference.json", inference_rows),
+    # One `make bench` run, a table per part of each script's JSON (benchmarks/bench_tables.py).
+    "build": Table("build.json", bench_tables.build_rows),
+    "extraction": Table("extraction.json", bench_tables.extraction_rows),
+    "extraction-llm": Table("extraction.json", bench_tables.extraction_llm_rows),
+    "retrieval": Table("retrieval.json", bench_tables.retrieval_rows),
+    "retrieval-latency": Table("retrieval.json", bench_tables.retrieval_latency_rows),
+    "sync": Table("sync.json", bench_tables.sync_rows),
+    "sync-stages": Table("sync.json", bench_tables.sync_stage_rows),
+    "sync-check": Table("sync.json", bench_tables.sync_check_rows),
+    "live": Table("live.json", bench_tables.live_rows),
+    "live-build": Table("live.json", bench_tables.live_build_rows),
 }
 
 
