@@ -171,8 +171,14 @@ class LocalBackend:
         first: opening replays the write-ahead log into table files, which leaves nothing to flush."""
         if not self.read_only:
             self.__dict__.pop("_store", None)
-            gc.collect()  # a query result still holding the database would keep it, and its lock, open
-            self._store = self._open_writable(self.database.parent)
+            try:
+                self._store = self._open_writable(self.database.parent)
+            except StoreLockedError:
+                # A query result in a reference cycle still holds the database, and its lock: collect it, then
+                # open. Only then: a full collection costs ~0.5 s in a process with a large heap (a test session,
+                # a 100k-tool build), and most builds drop their last reference when the store is popped.
+                gc.collect()
+                self._store = self._open_writable(self.database.parent)
         self._store.backup(target)
 
 

@@ -11,11 +11,14 @@ import anyio
 import pytest
 
 from tests.conftest import CASES, TOOLKG
+from tests.support.cli_runner import run_in_process
 from tests.support.endpoint_helpers import free_port, get
 
 
 def _toolkg(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(TOOLKG), *args], capture_output=True, text=True, timeout=120)
+    """A command that checks its options and exits: in-process (tests/support/cli_runner.py), without a
+    subprocess's second or two of start-up; the servers the config starts below are real processes."""
+    return run_in_process(*args)
 
 
 def _config(tmp_path: Path, text: str) -> str:

@@ -3,7 +3,9 @@ reached the port opened a session and, with --allow-call, called tools.
 
 The store lists two live servers, `alpha` and `beta` (both our call test server over stdio), so a token scoped
 to one can be shown refused on the other. Every server is the real CLI in a subprocess on 127.0.0.1; clients are
-the MCP SDK's own (with the header a client configuration sets) or raw HTTP, to read statuses and headers.
+the MCP SDK's own (with the header a client configuration sets) or raw HTTP, to read statuses and headers. What
+exits at once (a refusal, --show-token) runs in-process (tests/support/cli_runner.py): the same code, the same
+exit code and stderr, without a subprocess's start-up.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import anyio
 import pytest
 
 from tests.conftest import TOOLKG, build_in_process
+from tests.support.cli_runner import run_in_process
 from tests.support.endpoint_helpers import free_port
 from tests.support.live_helpers import wait_listening
 from tests.support.mcp_http import bearer_client
@@ -251,13 +254,7 @@ def test_the_default_token_file_is_created_0600_and_reused(store, tmp_path) -> N
     with mcp_http(store, tmp_path, "--allow-call") as (port, stderr):
         assert stat.S_IMODE(expected.stat().st_mode) == 0o600
         assert stat.S_IMODE(config.stat().st_mode) == 0o700
-        shown = subprocess.run(
-            [str(TOOLKG), "mcp", "--show-token"],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "TOOLKG_CONFIG_DIR": str(config)},
-            timeout=120,
-        )
+        shown = run_in_process("mcp", "--show-token", env={"TOOLKG_CONFIG_DIR": str(config)})
         token = shown.stdout.strip()
         assert shown.returncode == 0 and len(token) >= 32 and token in expected.read_text(), shown.stderr
         assert not call(port, token, _echo("alpha")).is_error
@@ -289,12 +286,8 @@ def test_no_auth_warns_and_only_on_loopback(store, tmp_path) -> None:
     assert warning and "--no-auth" in warning[0] and "call" in warning[0]
 
     port = free_port()
-    refused = subprocess.run(
-        [str(TOOLKG), "mcp", "--store", str(store), "--transport", "http", "--bind", f"0.0.0.0:{port}"]
-        + ["--allow-remote", "--no-auth"],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    refused = run_in_process(
+        "mcp", "--store", str(store), "--transport", "http", "--bind", f"0.0.0.0:{port}", "--allow-remote", "--no-auth"
     )
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert "--no-auth" in refused.stderr and "0.0.0.0" in refused.stderr
@@ -302,11 +295,6 @@ def test_no_auth_warns_and_only_on_loopback(store, tmp_path) -> None:
 
 def test_a_token_file_others_can_read_is_refused(store, tmp_path, token_file) -> None:
     token_file.chmod(0o644)
-    done = subprocess.run(
-        [str(TOOLKG), "mcp", "--store", str(store), "--transport", "http", "--token-file", str(token_file)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_in_process("mcp", "--store", str(store), "--transport", "http", "--token-file", str(token_file))
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "chmod 600" in done.stderr and FULL not in done.stderr

@@ -70,21 +70,14 @@ def write_catalog(folder: Path) -> None:
 @pytest.fixture(scope="module")
 def evil_store(tmp_path_factory, prefect_api):
     """The build of the hostile catalog, and its store."""
-    import os
-    import subprocess
-
-    from tests.conftest import TOOLKG
+    from tests.support.cli_runner import run_in_process
 
     root = tmp_path_factory.mktemp("evil")
     write_catalog(root / "catalog")
-    # The cli fixture's launch, by hand: it is per test and this build is made once for the module.
-    env = {**os.environ, "PREFECT_API_URL": prefect_api}
-    result = subprocess.run(
-        [str(TOOLKG), "build", str(root / "catalog"), "--store", str(root / "store")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
+    # The cli fixture's run (in-process, its own piped streams), by hand: that fixture is per test and this build
+    # is made once for the module.
+    result = run_in_process(
+        "build", str(root / "catalog"), "--store", str(root / "store"), env={"PREFECT_API_URL": prefect_api}
     )
     return root, result
 
