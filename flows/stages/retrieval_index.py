@@ -16,25 +16,22 @@ Incremental sync does not patch the index: BM25's weights all move when the cata
 tool's place in every array is its rank by id, so a patch would be a rewrite, which would cost a sync
 more than the rest of its work. Its ``update`` is the stages' default (flows/stages/base.py): the stage is
 marked pending in the sync's own transaction, and retrievers read the store (and say so) until the next build
-writes the index again. The probes, though, follow the change in ``after_write``, made again over the whole
-catalog: a changed tool moves every probe's BM25 weights and may enter any probe's candidates, and the
-sample itself is drawn over the catalog, so a patch would not give what a build gives; with the tools'
-vectors in the cache (the link stage embedded the changed ones) only the changed probe texts are embedded,
-and the rest is reading the catalog and ranking the probes (1.7 s at 527 tools on a busy 2-core box, where a
-sync without it takes 20-40 ms: the price of a warm first query after it).
+writes the index again. The probes are left to the first query after a sync too: they are keyed by the
+catalog's digest, so the changed catalog finds none and its first query makes them (0.3 s at 527 tools, said
+on stderr; the next full build makes them ahead again). A sync that made them itself measured 0.7-3.5 s at
+527 tools, where the rest of its work takes 20-70 ms: it cost the sync its 50x over a rebuild
+(benchmarks/sync_bench.py), and made every sync of a batch pay for probes only the last one's catalog uses.
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from toolkg.embeddings.encoder import Embedder
 from toolkg.embeddings.encoder import model_id as embedding_model_id
-from toolkg.flows.stages.base import CatalogRun, CatalogStage, Change, StageState, StageUpdate
+from toolkg.flows.stages.base import CatalogRun, CatalogStage, StageState
 from toolkg.models import Frozen, StageInfo
 from toolkg.paths import store_cache
 from toolkg.retrieval.base import Index
@@ -92,14 +89,7 @@ def probe_catalog(run: CatalogRun) -> tuple[int, bool]:
     return len(probes.made), probes.fresh
 
 
-@dataclass
-class IndexState(StageState):
-    """A sync session's run: ``after_write`` makes the changed catalog's probes from its store."""
-
-    run: CatalogRun
-
-
-class RetrievalIndex(CatalogStage[IndexState]):
+class RetrievalIndex(CatalogStage[StageState]):
     """Write ``<store>/index/<token>`` for the stored catalog and record its token in the store."""
 
     name = StageName.INDEX
@@ -156,18 +146,6 @@ class RetrievalIndex(CatalogStage[IndexState]):
                 probes_made=made,
             )
         )
-
-    def warm(self, run: CatalogRun) -> IndexState:
-        return IndexState(run)
-
-    def after_write(self, state: IndexState, change: Change) -> StageUpdate:
-        """The changed catalog's probes, made again (see the module's docstring for why whole); with links
-        off the tools have no vectors to probe with, and the first query makes them."""
-        if not change.touched or not state.run.config.link:
-            return StageUpdate()
-        started = time.perf_counter()
-        probe_catalog(state.run)
-        return StageUpdate(seconds={"probes": time.perf_counter() - started})
 
     @staticmethod
     def _vectors(

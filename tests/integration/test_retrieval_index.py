@@ -94,8 +94,8 @@ def test_a_store_changed_since_its_index_is_read_from_the_store_until_the_next_b
         sync.remove_server(gone)
         # what sync is to write in the same transaction (RetrievalIndex.update): the index stage owed a rerun
         change = Change(changed=set(), removed=set(), before=[], tools={})
-        # the base update marks the stage pending and never reads the state: no CatalogRun for an IndexState
-        RetrievalIndex().update(StageState(), change)  # type: ignore[arg-type]
+        # the base update marks the stage pending and never reads the state
+        RetrievalIndex().update(StageState(), change)
         opened.patch(change.deletions, change.insertions)
         assert "index" in pending_stages(opened)
 

@@ -217,7 +217,7 @@ class AutoRetriever(Retriever):
                 if probes.fresh:  # a store built before the index stage made them, or a cache that was lost
                     say_once(
                         f"toolkg: made the catalog's {len(probes.made)} probe queries at the first query "
-                        f"({probes.seconds:.1f}s); the next build makes them ahead"
+                        f"({probes.seconds:.1f}s); a full build makes them ahead"
                     )
                 self._choice = choose(probe_figures(probes.made, self.calibration.fusion), mapping)
         return self._choice

@@ -14,8 +14,9 @@ shared vocabulary shows BM25 weak on its own probes, one of long texts with rare
 They favour BM25 (a probe shares words with its tool by construction); the map from probe figures to
 weights is learned on labelled catalogs (``benchmarks/suite/train.py``), which is where that bias is
 corrected. The probes' candidates are computed once per catalog and kept in the store's ``probes`` cache,
-keyed by the catalog's texts, the model and this module's ``VERSION``. The build's index stage makes them
-(and a sync that changes the catalog makes them again), so no query pays for them on a store built since.
+keyed by the catalog's texts, the model and this module's ``VERSION``. The build's index stage makes them, so
+no query pays for them on a store built since; after a sync that changes the catalog its first query makes
+them (a sync that made them cost more than the rest of its work: flows/stages/retrieval_index.py).
 """
 
 from __future__ import annotations
@@ -210,9 +211,9 @@ class CatalogProbes:
 
 def probes_of(index, store_dir: str | Path | None) -> CatalogProbes:
     """The catalog's probe candidates, from the store's cache when its digest matches, else made and kept.
-    The build's index stage makes them (``flows/stages/retrieval_index.py``), and so does a sync that
-    changes the catalog, so a query finds them made; a store built before that makes them at its first
-    query."""
+    The build's index stage makes them (``flows/stages/retrieval_index.py``), so a query finds them made;
+    after a sync that changed the catalog, or on a store built before that stage made them, the first query
+    makes them."""
     started = time.perf_counter()
     key = catalog_digest(index.catalog, index.embedding_model)
     cache = ProbeCache(store_dir) if store_dir is not None else None
