@@ -172,26 +172,33 @@ class BuildSummary(BaseModel):
     @property
     def inferred(self) -> dict[str, int]:
         """Inferred dependency edges by kind, and total."""
-        return self.stages.get("infer", {}).get("inferred", {})
+        return self._figure("inferred") or {}
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def confirmation(self) -> OrEmpty[Confirmation]:
         """The LLM's review of the inferred edges, when one ran."""
-        review = self.stages.get("infer", {}).get("confirmation")
+        review = self._figure("confirmation")
         return Confirmation.model_validate(review) if review else None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def links(self) -> dict[str, int]:
         """Structural links by type, total, and texts embedded this run."""
-        return self.stages.get("link", {}).get("links", {})
+        return self._figure("links") or {}
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def canonical(self) -> dict[str, Any]:
         """Entities, fuzzy clusters, the largest clusters."""
-        return self.stages.get("canonicalize", {}).get("canonical", {})
+        return self._figure("canonical") or {}
+
+    def _figure(self, key: str) -> Any:
+        """The figure ``key`` of whichever stage reports it (None when none ran): the summary's top-level
+        fields name figures, not stages, so renaming or moving a stage leaves them as they read."""
+        found = [figures[key] for figures in self.stages.values() if key in figures]
+        assert len(found) <= 1, f"two stages report the figure {key!r}"
+        return found[0] if found else None
 
     def result(self, kind: type[Info]) -> Info | None:
         """A catalog-wide stage's typed result read back from its figures (``stages[kind.stage]``), e.g.

@@ -154,3 +154,15 @@ def test_the_code_of_each_per_manifest_stage_and_only_theirs_is_in_every_manifes
         with monkeypatch.context() as patched:
             patched.setattr(type(stage), "fingerprint", lambda self: "new code")
             assert (manifest_fingerprint() != before) == (stage in MANIFEST_STAGES), stage.name
+
+
+def test_the_summary_s_top_level_figures_follow_the_figure_not_the_stage_name():
+    """``inferred``, ``links``, ``canonical`` read whichever stage reports them: no stage name in summary.py."""
+    from toolkg.summary import BuildSummary
+
+    figures = {"renamed-infer": {"inferred": {"total": 2}}, "other": {"links": {"total": 5}}}
+    summary = BuildSummary(run_id="r", store="s", started="t", stages=figures)
+    assert (summary.inferred, summary.links, summary.canonical) == ({"total": 2}, {"total": 5}, {})
+    assert json.loads(summary.model_dump_json())["inferred"] == {"total": 2}
+    with pytest.raises(AssertionError, match="two stages report the figure 'links'"):
+        _ = BuildSummary(run_id="r", store="s", started="t", stages={**figures, "x": {"links": {}}}).links
